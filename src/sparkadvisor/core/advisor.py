@@ -1,0 +1,96 @@
+"""The advisor's front door: every build on a cluster for a workload, ranked.
+
+Views call `advise` (or `evaluate_build` for one build) and `candidate` for the stable
+JSON shape scripts rely on; none of them computes a figure of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sparkadvisor.core.calibration import calibrate
+from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.plan import Cluster, Plan, evaluate
+from sparkadvisor.core.ranking import Ranked, rank
+from sparkadvisor.core.schema import Build, Hardware
+from sparkadvisor.core.speed import SpeedConstants
+from sparkadvisor.core.units import GiB
+from sparkadvisor.core.workload import Settings, Workload
+
+
+def constants_for(index: CatalogIndex, hardware: Hardware) -> SpeedConstants:
+    """Speed constants for a hardware profile, calibrated once per catalog."""
+    key = ("constants", hardware.id)
+    if key not in index.memo:
+        index.memo[key] = calibrate(index, hardware)
+    return index.memo[key]  # type: ignore[return-value]
+
+
+def evaluate_build(index: CatalogIndex, build: Build, cluster: Cluster, workload: Workload,
+                   settings: Settings = Settings()) -> Plan:
+    """The plan for one build."""
+    return evaluate(index, build, cluster, workload, constants_for(index, cluster.hardware), settings)
+
+
+def advise(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings = Settings(),
+           builds: Iterable[Build] | None = None) -> tuple[Ranked, ...]:
+    """Every build (or `builds`) evaluated on `cluster` and ranked for `workload`."""
+    constants = constants_for(index, cluster.hardware)
+    chosen = index.catalog.builds if builds is None else builds
+    return rank((evaluate(index, b, cluster, workload, constants, settings) for b in chosen), workload)
+
+
+def _round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def candidate(ranked: Ranked) -> dict[str, Any]:
+    """One candidate in the stable JSON shape of `rank --json` (field names are an API)."""
+    p = ranked.plan
+    d = p.decode
+    m = p.decode_measured
+    return {
+        "build": p.build.id, "model": p.model.id, "repo": p.build.repo, "format": p.build.format,
+        "rank": ranked.rank, "fits": p.fits, "fit_by_recipe": p.fit_by_recipe, "nodes_needed": p.nodes_needed,
+        "tp": p.tp, "pp": p.pp, "recipe": p.recipe.id if p.recipe else None,
+        "weights_gib": _round(p.weights.total_bytes / GiB),
+        "weights_gib_per_node": _round(p.weights_per_node / GiB),
+        "short_gb": _round(p.short_bytes / 1e9),
+        "kv_budget_gib_per_node": _round(p.budget.kv_bytes / GiB),
+        "kv_bytes_per_token": _round(p.kv_bytes_per_token, 1), "kv_basis": p.kv_basis,
+        "kv_pool_tokens": None if p.kv_pool_tokens is None else int(p.kv_pool_tokens),
+        "kv_pool_measured_tokens": p.kv_pool_measured.value if p.kv_pool_measured else None,
+        "sessions": p.sessions,
+        "decode_ceiling_tok_s": _round(d.ceiling_tok_s if d else None, 1),
+        "decode_expected_tok_s": _round(d.expected_tok_s if d else None, 1),
+        "decode_low_tok_s": _round(d.low_tok_s if d else None, 1),
+        "decode_high_tok_s": _round(d.high_tok_s if d else None, 1),
+        "decode_measured_tok_s": m.value if m else None,
+        "efficiency": _round(p.efficiency, 3),
+        "prefill_tok_s": _round(p.prefill_tok_s, 0), "prefill_basis": p.prefill_basis,
+        "prefix_caching": p.prefix_caching, "uncached_tokens": p.uncached_tokens,
+        "ttft_s": _round(p.ttft_s, 1), "turn_s": _round(p.turn_s, 1),
+        "meets_targets": p.meets_targets, "target_misses": list(p.target_misses),
+        "capability": _round(ranked.capability, 3),
+        "caveats": [c.id for c in p.caveats],
+        "disqualified": p.disqualified_by is not None,
+        "reason": ranked.reason,
+    }
+
+
+def workload_dict(workload: Workload) -> dict[str, Any]:
+    """The workload's assumptions and targets as JSON."""
+    return {
+        "kind": workload.kind, "context_tokens": workload.context_tokens, "prefix_reuse": workload.prefix_reuse,
+        "output_tokens": workload.output_tokens, "tool_calls_required": workload.tool_calls_required,
+        "first_token_target_s": workload.first_token_target_s, "turn_target_s": workload.turn_target_s,
+        "decode_target_tok_s": workload.decode_target_tok_s,
+    }
+
+
+def show_dict(ranked: Ranked) -> dict[str, Any]:
+    """`show --json`: the candidate plus the explanation steps."""
+    steps = [{"key": s.key, "title": s.title, "text": s.text, "basis": s.basis} for s in explain(ranked.plan)]
+    return {**candidate(ranked), "steps": steps}

@@ -1,0 +1,300 @@
+"""Parse, check and merge catalogs. Pure: text in, a `Catalog` or a `CatalogError` out.
+
+Errors name the file, the line and the field, and say what would be valid, in one
+sentence each; they are collected, not raised one at a time, so a user fixing a
+catalog sees every problem at once.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with a catalog."""
+
+    file: str
+    """File name as the user gave it."""
+    line: int | None
+    """1-based line, when it can be found."""
+    path: str
+    """Field path, e.g. builds[2] "x" > size.value."""
+    message: str
+    """What is wrong and what would be valid."""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        field_part = f" {self.path}:" if self.path else ""
+        return f"{where}:{field_part} {self.message}"
+
+
+class CatalogError(Exception):
+    """A catalog that cannot be used, with every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+# --- parsing ------------------------------------------------------------------
+
+
+def parse_catalog(text: str, name: str = "catalog.toml") -> Catalog:
+    """Parse TOML text into a Catalog; references are checked by `check_references`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise CatalogError([_toml_problem(name, error)]) from None
+    try:
+        return Catalog.model_validate(data)
+    except ValidationError as error:
+        lines = _line_index(text)
+        raise CatalogError(
+            [_validation_problem(name, lines, data, item) for item in error.errors()]
+        ) from None
+
+
+def _toml_problem(name: str, error: tomllib.TOMLDecodeError) -> Problem:
+    match = re.search(r"\(at line (\d+), column (\d+)\)", str(error))
+    line = int(match.group(1)) if match else None
+    reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
+    return Problem(name, line, "", f"not valid TOML: {reason[0].lower()}{reason[1:]}")
+
+
+def _validation_problem(
+    name: str, lines: dict[tuple[Any, ...], int], data: dict[str, Any], item: Any
+) -> Problem:
+    loc = tuple(item["loc"])
+    return Problem(name, _find_line(lines, loc), _field_path(loc, data), _message(loc, item))
+
+
+def _message(loc: tuple[Any, ...], item: Any) -> str:
+    kind = item["type"]
+    if kind == "extra_forbidden":
+        allowed = ", ".join(_allowed_keys(loc[:-1]))
+        return f"unknown key {loc[-1]!r}; valid keys here are: {allowed}"
+    if kind == "missing":
+        return f"missing required key {loc[-1]!r}"
+    text = item["msg"].replace("Input should be", "should be")
+    text = text.replace("Value error, ", "")
+    return f"{text} (got {item.get('input')!r})"
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the schema table at `loc` (list indices and dict keys skipped)."""
+    model: type[BaseModel] = Catalog
+    for part in loc:
+        if isinstance(part, int) or part not in model.model_fields:
+            continue
+        annotation = model.model_fields[part].annotation
+        inner = _model_in(annotation)
+        if inner is None:
+            break
+        model = inner
+    return list(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _field_path(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
+    """`builds[2] "glm-nvfp4" > size.value`: the index and the id a reader searches for."""
+    parts: list[str] = []
+    node: Any = data
+    for part in loc:
+        if isinstance(part, int):
+            parts[-1] += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            if isinstance(node, dict) and isinstance(node.get("id"), str):
+                parts[-1] += f' "{node["id"]}"'
+        else:
+            parts.append(str(part))
+            node = node.get(part) if isinstance(node, dict) else None
+    return ".".join(parts).replace('" .', '" > ').replace('".', '" > ')
+
+
+# --- line numbers -------------------------------------------------------------
+
+_ARRAY_HEADER = re.compile(r"^\[\[\s*([^\]]+?)\s*\]\]")
+_TABLE_HEADER = re.compile(r"^\[\s*([^\]]+?)\s*\]")
+_KEY = re.compile(r"^([A-Za-z0-9_\-\"'.]+)\s*=")
+
+
+def _line_index(text: str) -> dict[tuple[Any, ...], int]:
+    """Map each table and key location to its line, for error messages."""
+    index: dict[tuple[Any, ...], int] = {}
+    last: dict[tuple[Any, ...], int] = {}
+    current: tuple[Any, ...] = ()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if match := _ARRAY_HEADER.match(line):
+            current = _resolve(_split_key(match.group(1)), last, array=True)
+        elif match := _TABLE_HEADER.match(line):
+            current = _resolve(_split_key(match.group(1)), last, array=False)
+        elif match := _KEY.match(line):
+            index.setdefault(current + tuple(_split_key(match.group(1))), number)
+            continue
+        else:
+            continue
+        index.setdefault(current, number)
+    return index
+
+
+def _split_key(dotted: str) -> list[str]:
+    return [part.strip().strip("\"'") for part in dotted.split(".")]
+
+
+def _resolve(names: list[str], last: dict[tuple[Any, ...], int], array: bool) -> tuple[Any, ...]:
+    loc: tuple[Any, ...] = ()
+    for position, name in enumerate(names):
+        loc += (name,)
+        if array and position == len(names) - 1:
+            last[loc] = last.get(loc, -1) + 1
+            loc += (last[loc],)
+        elif loc in last:
+            loc += (last[loc],)
+    return loc
+
+
+def _find_line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+# --- references ---------------------------------------------------------------
+
+
+def iter_tables(obj: BaseModel, path: str = "") -> Iterator[tuple[str, BaseModel]]:
+    """Every table in a catalog object, depth first, with its field path."""
+    yield path, obj
+    for name in type(obj).model_fields:
+        value = getattr(obj, name)
+        child = f"{path}.{name}" if path else name
+        if isinstance(value, BaseModel):
+            yield from iter_tables(value, child)
+        elif isinstance(value, list):
+            for position, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    label = f'{child}[{position}]'
+                    if isinstance(getattr(item, "id", None), str):
+                        label += f' "{item.id}"'
+                    yield from iter_tables(item, label)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, BaseModel):
+                    yield from iter_tables(item, f"{child}.{key}")
+
+
+def source_ids(ref: str | list[str]) -> list[str]:
+    """The ids in a `source` field."""
+    return [ref] if isinstance(ref, str) else list(ref)
+
+
+def check_references(catalog: Catalog, name: str = "catalog") -> list[Problem]:
+    """Ids that name nothing, duplicated ids and recipes whose parallelism is inconsistent."""
+    problems = _duplicate_ids(catalog, name)
+    models = {m.id for m in catalog.models}
+    builds = {b.id for b in catalog.builds}
+    caveats = {c.id for c in catalog.caveats}
+    for position, build in enumerate(catalog.builds):
+        where = f'builds[{position}] "{build.id}"'
+        if build.model not in models:
+            problems.append(_ref(name, where, "model", build.model, "model", models))
+        problems += _caveat_refs(name, where, build.caveats, caveats)
+    for position, recipe in enumerate(catalog.recipes):
+        where = f'recipes[{position}] "{recipe.id}"'
+        if recipe.build not in builds:
+            problems.append(_ref(name, where, "build", recipe.build, "build", builds))
+        if recipe.tp * recipe.pp != recipe.nodes:
+            problems.append(Problem(name, None, where, f"tp x pp = {recipe.tp * recipe.pp} "
+                                    f"but nodes = {recipe.nodes}; one GPU per node means they must be equal"))
+        problems += _caveat_refs(name, where, recipe.caveats, caveats)
+    return problems + _source_refs(catalog, name)
+
+
+def _duplicate_ids(catalog: Catalog, name: str) -> list[Problem]:
+    problems = []
+    for kind in ("hardware", "models", "builds", "recipes", "caveats"):
+        seen: set[str] = set()
+        for item in getattr(catalog, kind):
+            if item.id in seen:
+                problems.append(Problem(name, None, f'{kind} "{item.id}"',
+                                        "this id is used twice; ids must be unique"))
+            seen.add(item.id)
+    return problems
+
+
+def _ref(name: str, where: str, key: str, value: str, kind: str, known: set[str]) -> Problem:
+    hint = ", ".join(sorted(known)[:8]) or "none defined"
+    return Problem(name, None, f"{where} > {key}",
+                   f"names {kind} {value!r}, which is not in the catalog (known: {hint})")
+
+
+def _caveat_refs(name: str, where: str, ids: list[str], known: set[str]) -> list[Problem]:
+    return [_ref(name, where, "caveats", cid, "caveat", known) for cid in ids if cid not in known]
+
+
+def _source_refs(catalog: Catalog, name: str) -> list[Problem]:
+    known = set(catalog.sources)
+    problems = []
+    for path, table in iter_tables(catalog):
+        for sid in source_ids(getattr(table, "source", [])) if "source" in type(table).model_fields else []:
+            if sid not in known:
+                problems.append(_ref(name, path, "source", sid, "source", known))
+    return problems
+
+
+# --- merging and lookup -------------------------------------------------------
+
+
+def merge(base: Catalog, overlay: Catalog) -> Catalog:
+    """`overlay` added to `base`; an entry with an id already in `base` replaces it."""
+    merged: dict[str, Any] = {"sources": {**base.sources, **overlay.sources}}
+    for kind in ("hardware", "models", "builds", "recipes", "caveats"):
+        by_id = {item.id: item for item in getattr(base, kind)}
+        by_id.update({item.id: item for item in getattr(overlay, kind)})
+        merged[kind] = list(by_id.values())
+    return base.model_copy(update=merged)
+
+
+@dataclass(frozen=True, eq=False)
+class CatalogIndex:
+    """A catalog with lookups by id, built once and shared by every view."""
+
+    catalog: Catalog
+    hardware: dict[str, Hardware] = field(init=False)
+    models: dict[str, Model] = field(init=False)
+    builds: dict[str, Build] = field(init=False)
+    caveats: dict[str, Caveat] = field(init=False)
+    recipes_by_build: dict[str, list[Recipe]] = field(init=False)
+    memo: dict[object, object] = field(init=False, default_factory=dict)
+    """Results derived from this catalog once (calibrated constants per hardware)."""
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "hardware", {h.id: h for h in self.catalog.hardware})
+        set_(self, "models", {m.id: m for m in self.catalog.models})
+        set_(self, "builds", {b.id: b for b in self.catalog.builds})
+        set_(self, "caveats", {c.id: c for c in self.catalog.caveats})
+        recipes: dict[str, list[Recipe]] = {}
+        for recipe in self.catalog.recipes:
+            recipes.setdefault(recipe.build, []).append(recipe)
+        set_(self, "recipes_by_build", recipes)

@@ -1,0 +1,257 @@
+"""The arithmetic of a plan, step by step, in sentences generated from its numbers.
+
+Each step says whether its figure is stated by a source, derived from stated figures,
+measured by someone, estimated by the speed model, assumed, or unknown. The TUI's
+detail pane, `sparkadvisor show` and the Markdown report all print these steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sparkadvisor.core.formats import FORMATS, kv_dtype_bytes
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.schema import Attention, Measurement
+from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
+
+Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One line of the arithmetic."""
+
+    key: str
+    """Stable id: cluster, weights, parallelism, budget, kv, pool, ceiling, expected, ..."""
+    title: str
+    """A few words."""
+    text: str
+    """The sentence, with the numbers and their units."""
+    basis: Basis
+    """How the figure is known."""
+
+
+def explain(plan: Plan) -> tuple[Step, ...]:
+    """Every step of the plan's arithmetic, in reading order."""
+    steps = [_cluster(plan), _weights(plan), _parallelism(plan), _budget(plan), _kv(plan), _pool(plan)]
+    steps += _decode(plan) + _first_token(plan)
+    steps.append(_turn(plan))
+    steps += [Step("caveat", f"caveat: {c.kind}", f"{c.explanation} ({c.severity})", "stated")
+              for c in plan.caveats]
+    return tuple(s for s in steps if s is not None)
+
+
+def _cluster(plan: Plan) -> Step:
+    hw, n = plan.cluster.hardware, plan.cluster.nodes
+    total = f"{n} x {hw.usable_memory_gib:g} GiB = {n * hw.usable_memory_gib:.1f} GiB usable" if n > 1 \
+        else f"{hw.usable_memory_gib:g} GiB usable"
+    return Step("cluster", "cluster", f"{plan.cluster.label}: {total}, {hw.memory_bandwidth_gb_s:g} GB/s "
+                f"of rated memory bandwidth per node.", "stated")
+
+
+def _weights(plan: Plan) -> Step:
+    w, build = plan.weights, plan.build
+    other = "GiB" if w.unit == "GB" else "GB"
+    parts = [f"{build.repo} ({FORMATS[build.format].label}) weighs {fmt_size(w.total_bytes, w.unit)} "
+             f"({fmt_size(w.total_bytes, other)})"]
+    if w.stated:
+        parts.append("as its source states")
+        basis: Basis = "stated"
+    else:
+        parts.append(f"derived from {_params_text(plan)} at {w.stored_bits:g} stored bits per weight")
+        basis = "derived"
+    if plan.build.size and plan.build.size.note:
+        parts.append(f"({plan.build.size.note})")
+    text = " ".join(parts) + "."
+    if plan.streams_tables:
+        text += (f" The recipe keeps the {fmt_size(w.table_bytes, 'GiB')} of per-token tables on disk and reads "
+                 f"rows on demand: {fmt_size(w.resident_bytes(True), 'GiB')} stay resident.")
+    return Step("weights", "weights", text, basis)
+
+
+def _params_text(plan: Plan) -> str:
+    p = plan.model.params
+    text = f"{p.total_b:g}B parameters"
+    for table in plan.model.tables:
+        text += f" + a {table.params_b:g}B {table.kind.upper()} table"
+    return text
+
+
+def _parallelism(plan: Plan) -> Step:
+    split = plan.tp * plan.pp
+    per_node = fmt_size(plan.weights_per_node, "GiB")
+    if split == 1:
+        text = f"One node holds all of it: {per_node}."
+    else:
+        text = (f"TP={plan.tp}, PP={plan.pp} ({plan.parallel_reason}): each node holds 1/{split}, {per_node}.")
+    return Step("parallelism", "per node", text, "derived")
+
+
+def _budget(plan: Plan) -> Step:
+    b = plan.budget
+    usable = b.usable_bytes / GiB
+    text = (f"At gpu-memory-utilization {b.utilization:g}, vLLM takes {b.utilization:g} x {usable:g} = "
+            f"{b.engine_bytes / GiB:.1f} GiB per node; after {b.weights_bytes / GiB:.1f} GiB of weights, "
+            f"{b.left_bytes / GiB:.1f} GiB is left for the KV cache and activations.")
+    if b.kv_pinned_bytes is not None:
+        text += f" The recipe pins the KV cache at {b.kv_pinned_bytes / GiB:g} GiB per node."
+    else:
+        text += (f" Keeping {b.reserve_bytes / GiB:g} GiB for activations and the runtime (assumed), "
+                 f"{max(b.kv_bytes, 0) / GiB:.1f} GiB goes to the KV cache.")
+    if plan.short_bytes > 0:
+        unit = plan.weights.unit
+        whole = plan.weights.total_bytes / (plan.tp * plan.pp)
+        text += (f" As a whole the build is {fmt_size(plan.short_bytes, unit)} short: "
+                 f"{fmt_size(whole, unit)} per node against {fmt_size(b.usable_bytes, unit)} usable.")
+    text += " " + _verdict(plan)
+    return Step("budget", "fit", text, "derived")
+
+
+def _verdict(plan: Plan) -> str:
+    if plan.fit_by_recipe and plan.recipe is not None:
+        return f"The arithmetic says it does not fit, yet the recipe ({plan.recipe.title}) runs it and measured it."
+    if plan.fits:
+        return "It fits."
+    needed = plan.nodes_needed
+    return f"It does not fit; it needs {needed} nodes." if needed else \
+        f"It does not fit on up to {plan.cluster.hardware.max_nodes} nodes."
+
+
+def _kv(plan: Plan) -> Step:
+    if plan.kv is not None and plan.model.attention is not None:
+        text = _kv_formula(plan.model.attention, plan)
+        return Step("kv", "KV per token", text, "derived")
+    if plan.kv_basis == "measured pool" and plan.kv_bytes_per_token:
+        return Step("kv", "KV per token", f"config.json facts are not public; a recipe's measured pool implies "
+                    f"{plan.kv_bytes_per_token / 1024:.1f} KiB per token per node (assuming KV splits with TP).",
+                    "derived")
+    return Step("kv", "KV per token", "KV bytes per token are unknown: no config.json facts and no measured pool.",
+                "unknown")
+
+
+def _kv_formula(a: Attention, plan: Plan) -> str:
+    dtype = plan.recipe.kv_cache_dtype if plan.recipe else "auto"
+    size = kv_dtype_bytes(dtype)
+    kv = plan.kv
+    assert kv is not None
+    if a.design == "mla":
+        core = f"MLA: ({a.kv_lora_rank} + {a.qk_rope_head_dim or 0}) x {size:g} B, kept whole on every TP rank"
+    else:
+        heads = max(1, (a.kv_heads or 0) // plan.tp)
+        core = f"{a.design.upper()}: 2 x {heads} KV heads per rank x {a.head_dim} x {size:g} B"
+    text = f"{core}, on {kv.full_layers} full-attention layers per rank"
+    if a.indexer_head_dim:
+        text += f", plus {a.indexer_head_dim}-wide FP8 indexer keys"
+    text += f" = {kv.bytes_per_token / 1024:.2f} KiB per token per node"
+    if kv.window_tokens:
+        text += (f"; {kv.sliding_layers} sliding layers hold at most {kv.window_tokens:,} tokens "
+                 f"({kv.window_bytes_per_token * kv.window_tokens / 2**20:.1f} MiB per sequence)")
+    if kv.state_bytes_per_sequence:
+        text += (f"; {kv.linear_layers} linear-attention layers keep "
+                 f"{kv.state_bytes_per_sequence / 2**20:.1f} MiB of state per sequence")
+    return text + f" (KV dtype {dtype})."
+
+
+def _pool(plan: Plan) -> Step:
+    pool, w = plan.kv_pool_tokens, plan.workload
+    measured = plan.kv_pool_measured
+    if pool is None:
+        text, basis = "The KV pool is unknown.", "unknown"
+    else:
+        per_token = plan.kv_bytes_per_token or 0
+        text = (f"{plan.budget.kv_bytes / GiB:.1f} GiB / {per_token / 1024:.2f} KiB = {fmt_tokens(pool)} tokens "
+                f"of KV pool; at {w.context_tokens:,} tokens per session, {plan.sessions} concurrent sessions fit.")
+        basis = "derived"
+    if measured is not None:
+        text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)})."
+    return Step("pool", "KV pool", text, basis)  # type: ignore[arg-type]
+
+
+def _measurement(m: Measurement, fmt: object) -> str:
+    render = fmt if callable(fmt) else str
+    if m.low is not None and m.high is not None:
+        return f"{render(m.low)}-{render(m.high)}"
+    text = render(m.value)
+    return f"{text} ± {render(m.spread)}" if m.spread else str(text)
+
+
+def _source(m: Measurement) -> str:
+    return m.note or "recipe measurement"
+
+
+def _decode(plan: Plan) -> list[Step]:
+    d, p = plan.decode, plan.model.params
+    if d is None:
+        return [Step("ceiling", "decode ceiling", "Active parameters are unpublished: the decode ceiling is unknown.",
+                     "unknown")]
+    bits = FORMATS[plan.build.format].nominal_bits
+    per_token = p.active_b * bits / 8 if p.active_b else 0
+    hw = plan.cluster.hardware
+    ceiling = Step("ceiling", "decode ceiling",
+                   f"{p.active_b:g}B active x {bits:g} bits = {per_token:.1f} GB per token; / {plan.tp} = "
+                   f"{per_token / plan.tp:.2f} GB per node; {hw.memory_bandwidth_gb_s:g} GB/s / "
+                   f"{per_token / plan.tp:.2f} GB = {d.ceiling_tok_s:.0f} tok/s ceiling (bandwidth only).", "derived")
+    expected = Step("expected", "expected decode", _expected_text(plan), "estimated")
+    steps = [ceiling, expected]
+    if plan.decode_measured is not None:
+        m = plan.decode_measured
+        where = "inside" if d.low_tok_s <= m.value <= d.high_tok_s else "OUTSIDE"
+        steps.append(Step("measured", "measured decode",
+                          f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}): "
+                          f"{plan.efficiency:.0%} of the ceiling, {where} the predicted range.", "measured"))
+    return steps
+
+
+def _expected_text(plan: Plan) -> str:
+    d, c = plan.decode, plan.constants
+    assert d is not None
+    mode = "eager" if plan.recipe and plan.recipe.enforce_eager else "CUDA graphs"
+    text = (f"One pass: weights {d.weights_ms:.1f} ms ({plan.weights.stored_bits:.2f} stored bits at "
+            f"{c.bandwidth_fraction:.0%} of rated bandwidth) + KV {d.kv_ms:.1f} ms at "
+            f"{plan.workload.context_tokens:,} tokens + draft {d.draft_ms:.1f} ms + fixed {d.fixed_ms:.1f} ms "
+            f"({mode}, {c.basis.get('fixed_ms_eager' if mode == 'eager' else 'fixed_ms_graphs')}) + all-reduce "
+            f"{d.allreduce_ms:.1f} ms = {d.step_ms:.1f} ms")
+    if d.tokens_per_pass > 1:
+        text += f", yielding {d.tokens_per_pass:.2f} tokens (speculative decoding)"
+    text += (f": {d.expected_tok_s:.0f} tok/s expected (range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}). "
+             "Per-token tables are not counted: the bytes they read per token are unpublished.")
+    return text if plan.model.tables else text.replace(
+        " Per-token tables are not counted: the bytes they read per token are unpublished.", "")
+
+
+def _first_token(plan: Plan) -> list[Step]:
+    w = plan.workload
+    if plan.prefix_caching:
+        reuse = (f"Prefix caching works: {w.prefix_reuse:.0%} of the {w.context_tokens:,}-token prompt is reused, "
+                 f"{plan.uncached_tokens:,} tokens are computed per turn.")
+    else:
+        reuse = (f"Prefix caching is OFF ({plan.prefix_caching_note}): every turn recomputes all "
+                 f"{w.context_tokens:,} tokens.")
+    steps = [Step("prefix", "prefix caching", reuse, "stated" if not plan.prefix_caching else "assumed")]
+    if plan.prefill_tok_s is None:
+        steps.append(Step("ttft", "first token", "Prefill speed is unknown, so the first token is too.", "unknown"))
+        return steps
+    if plan.prefill_measured is not None:
+        rate = f"measured prefill {_measurement(plan.prefill_measured, lambda v: f'{v:,.0f}')} tok/s " \
+               f"({_source(plan.prefill_measured)})"
+        basis: Basis = "measured"
+    else:
+        rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s ({plan.cluster.nodes} nodes x effective "
+                f"{(plan.constants.prefill_flops_per_node or 0) / 1e12:.0f} TFLOPS, "
+                f"{plan.constants.basis.get('prefill_flops_per_node')}, over ~2 x active parameters plus attention "
+                "FLOPs per token)")
+        basis = "estimated"
+    steps.append(Step("ttft", "first token", f"{plan.uncached_tokens:,} tokens / {rate} = "
+                      f"{fmt_seconds(plan.ttft_s)} to the first token.", basis))
+    return steps
+
+
+def _turn(plan: Plan) -> Step:
+    if plan.turn_s is None or plan.ttft_s is None or not plan.decode_tok_s:
+        return Step("turn", "time per turn", "Time per turn is unknown.", "unknown")
+    w = plan.workload
+    return Step("turn", "time per turn",
+                f"{fmt_seconds(plan.ttft_s)} + {w.output_tokens} tokens / {plan.decode_tok_s:.1f} tok/s = "
+                f"{fmt_seconds(plan.turn_s)} per turn.", "derived")
+

@@ -1,0 +1,112 @@
+"""KV cache bytes by attention design, per rank after the tensor-parallel split.
+
+- GQA/MHA: 2 (K and V) x kv_heads x head_dim x dtype bytes per full layer per token;
+  TP splits the KV heads, and vLLM keeps at least one per rank (max(1, kv_heads // tp)).
+- MLA: (kv_lora_rank + qk_rope_head_dim) x dtype bytes per layer per token; vLLM keeps
+  the latent whole on every TP rank.
+- Sliding-window layers hold at most the window per sequence.
+- Linear-attention (Gated DeltaNet, KDA) and Mamba-2 layers hold a fixed state per sequence.
+- A sparse-attention indexer (DeepSeek DSA) caches an FP8 key per token per full layer
+  with one FP32 scale per 128 values (vLLM's indexer cache: head_dim + head_dim/128 x 4 bytes).
+Pipeline parallelism gives each rank 1/pp of the layers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sparkadvisor.core.formats import kv_dtype_bytes
+from sparkadvisor.core.schema import Attention, LinearAttention
+
+STATE_BYTES = 2
+"""Linear-attention and Mamba states are kept in the model dtype (bf16) by default in vLLM."""
+
+
+@dataclass(frozen=True, slots=True)
+class KvShape:
+    """What one sequence costs in KV memory on one rank."""
+
+    bytes_per_token: float
+    """Per token of context, full-attention layers plus indexer keys."""
+    window_bytes_per_token: float
+    """Per token of context up to the window, for the sliding-window layers."""
+    window_tokens: int
+    """The sliding window (0 when there is none)."""
+    state_bytes_per_sequence: float
+    """Fixed linear-attention / Mamba state per sequence."""
+    full_layers: int
+    """Layers on this rank that keep every token."""
+    sliding_layers: int
+    """Layers on this rank that keep the window."""
+    linear_layers: int
+    """Layers on this rank that keep a fixed state."""
+
+    def bytes_per_sequence(self, context_tokens: int) -> float:
+        """KV bytes one sequence of `context_tokens` occupies on this rank."""
+        window = min(context_tokens, self.window_tokens)
+        return (
+            context_tokens * self.bytes_per_token
+            + window * self.window_bytes_per_token
+            + self.state_bytes_per_sequence
+        )
+
+
+def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvShape | None:
+    """KV cost per rank for a model, or None when config.json lacks what is needed."""
+    per_layer = _per_layer_token_bytes(attention, kv_dtype_bytes(kv_cache_dtype), tp)
+    if per_layer is None:
+        return None
+    linear_layers = attention.linear.layers if attention.linear else 0
+    full_layers = attention.layers - attention.sliding_layers - linear_layers
+    indexer = _indexer_bytes(attention.indexer_head_dim)
+    state = _linear_state_bytes(attention.linear, tp) if attention.linear else 0.0
+    window = attention.sliding_window or 0 if attention.sliding_layers else 0
+    return KvShape(
+        bytes_per_token=full_layers * (per_layer + indexer) / pp,
+        window_bytes_per_token=attention.sliding_layers * per_layer / pp,
+        window_tokens=window,
+        state_bytes_per_sequence=linear_layers * state / pp,
+        full_layers=math.ceil(full_layers / pp),
+        sliding_layers=math.ceil(attention.sliding_layers / pp),
+        linear_layers=math.ceil(linear_layers / pp),
+    )
+
+
+def _per_layer_token_bytes(attention: Attention, dtype_bytes: float, tp: int) -> float | None:
+    if attention.design == "mla":
+        if attention.kv_lora_rank is None:
+            return None
+        return (attention.kv_lora_rank + (attention.qk_rope_head_dim or 0)) * dtype_bytes
+    if attention.kv_heads is None or attention.head_dim is None:
+        return None
+    heads_per_rank = max(1, attention.kv_heads // tp)
+    return 2 * heads_per_rank * attention.head_dim * dtype_bytes
+
+
+def _indexer_bytes(indexer_head_dim: int | None) -> float:
+    if not indexer_head_dim:
+        return 0.0
+    return indexer_head_dim + math.ceil(indexer_head_dim / 128) * 4
+
+
+def _linear_state_bytes(linear: LinearAttention, tp: int) -> float:
+    """Recurrent state plus convolution state of one layer, one sequence, one rank."""
+    value_heads = linear.num_value_heads / tp
+    key_heads = (linear.num_key_heads or linear.num_value_heads) / tp
+    if linear.kind in ("gated-deltanet", "kda"):
+        recurrent = value_heads * linear.key_head_dim * linear.value_head_dim
+        conv_channels = 2 * key_heads * linear.key_head_dim + value_heads * linear.value_head_dim
+    else:  # Mamba-2: heads x head_dim x state, conv over x plus B and C of each group
+        recurrent = value_heads * linear.value_head_dim * linear.key_head_dim
+        conv_channels = value_heads * linear.value_head_dim + 2 * key_heads * linear.key_head_dim
+    conv = (linear.conv_kernel - 1) * conv_channels
+    return (recurrent + conv) * STATE_BYTES
+
+
+def sessions_at(shape: KvShape, budget_bytes: float, context_tokens: int) -> int:
+    """How many sequences of `context_tokens` fit in `budget_bytes` on one rank."""
+    per_sequence = shape.bytes_per_sequence(context_tokens)
+    if budget_bytes <= 0 or per_sequence <= 0:
+        return 0
+    return int(budget_bytes // per_sequence)

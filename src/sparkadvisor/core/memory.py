@@ -1,0 +1,130 @@
+"""Weights, parallelism and the per-node memory budget: does a build fit at all?
+
+vLLM takes gpu_memory_utilization x the node's memory, loads its share of the weights,
+profiles activations, and gives the rest to the KV cache, or exactly
+--kv-cache-memory-bytes when a recipe pins it (DOMAIN.md; vLLM gpu_worker.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
+from sparkadvisor.core.units import GiB, to_bytes
+
+RUNTIME_RESERVE_GIB = 5.0
+"""Activations, CUDA graphs and NCCL buffers per node, beside weights and KV. The
+article's GLM recipe leaves ~11 GiB per node at 0.85 and pins 6 GiB of KV, keeping
+~5 GiB for the rest; the same share is assumed elsewhere until a recipe says more."""
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """How many bytes a build holds and how that is known."""
+
+    total_bytes: float
+    """All shards, MTP heads and per-token tables included."""
+    unit: str
+    """The unit its source printed (GB or GiB); derived sizes are printed in GB."""
+    stated: bool
+    """True when the size comes from the repo or card, False when derived."""
+    table_bytes: float
+    """Bytes of per-token tables (PLE, Engram) inside total_bytes, when known."""
+    mtp_bytes: float
+    """Bytes of MTP heads inside total_bytes, when known."""
+    stored_bits: float
+    """Average stored bits per transformer weight (tables and MTP heads set aside)."""
+
+    def resident_bytes(self, streams_tables: bool) -> float:
+        """Bytes held in memory: all of it, or all but the tables a recipe streams from disk."""
+        return self.total_bytes - (self.table_bytes if streams_tables else 0.0)
+
+
+def build_weights(build: Build, model: Model) -> Weights:
+    """Weights of a build: as stated by its source, else parameters x stored bits."""
+    info = FORMATS[build.format]
+    table_params = sum(t.params_b for t in model.tables) * 1e9
+    mtp_params = (model.mtp.params_b or 0.0) * 1e9 if model.mtp else 0.0
+    transformer_params = model.params.total_b * 1e9
+    all_params = transformer_params + table_params + mtp_params
+    if build.size is None:
+        bits = build.bits_per_weight or info.stored_bits
+        return Weights(all_params * bits / 8, "GB", False, table_params * bits / 8, mtp_params * bits / 8, bits)
+    size = build.size
+    total = to_bytes(size.value, size.unit)
+    average_bits = total * 8 / all_params
+    tables = to_bytes(size.tables, size.unit) if size.tables is not None else table_params * average_bits / 8
+    mtp = to_bytes(size.mtp, size.unit) if size.mtp is not None else mtp_params * average_bits / 8
+    transformer_bits = max(total - tables - mtp, 0.0) * 8 / transformer_params
+    return Weights(total, size.unit, True, tables, mtp, transformer_bits)
+
+
+def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None) -> tuple[int, int, str]:
+    """(tp, pp, why) for one GPU per node. TP must divide the attention and KV heads."""
+    if recipe is not None:
+        return recipe.tp, recipe.pp, f"as the recipe sets it ({recipe.title})"
+    if nodes == 1:
+        return 1, 1, "one node"
+    attention = model.attention
+    heads = [h for h in (attention.heads, attention.kv_heads) if h] if attention else []
+    if heads and all(h % nodes == 0 for h in heads):
+        return nodes, 1, f"TP={nodes} divides the {'/'.join(map(str, heads))} attention/KV heads"
+    if not heads and nodes & (nodes - 1) == 0:
+        return nodes, 1, f"TP={nodes} (head counts unknown; powers of two divide every published model)"
+    return 1, nodes, f"TP={nodes} does not divide the heads, so the layers are split: PP={nodes}"
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """One node's memory at a given gpu-memory-utilization."""
+
+    usable_bytes: float
+    """Usable memory per node."""
+    utilization: float
+    """gpu-memory-utilization in force."""
+    weights_bytes: float
+    """This node's share of the weights."""
+    reserve_bytes: float
+    """Activations and runtime (RUNTIME_RESERVE_GIB)."""
+    kv_pinned_bytes: float | None
+    """--kv-cache-memory-bytes, when pinned."""
+
+    @property
+    def engine_bytes(self) -> float:
+        """What vLLM may take: utilization x usable memory."""
+        return self.utilization * self.usable_bytes
+
+    @property
+    def left_bytes(self) -> float:
+        """What is left after the weights, for KV and activations."""
+        return self.engine_bytes - self.weights_bytes
+
+    @property
+    def kv_bytes(self) -> float:
+        """The KV cache: the pinned size, or what is left after the reserve."""
+        if self.kv_pinned_bytes is not None:
+            return self.kv_pinned_bytes
+        return self.left_bytes - self.reserve_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Weights, reserve and KV fit inside the engine's share."""
+        return self.kv_bytes > 0 and self.weights_bytes + self.reserve_bytes + self.kv_bytes <= self.engine_bytes
+
+
+def node_budget(
+    hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None
+) -> Budget:
+    """The memory budget of one node."""
+    pinned = kv_pinned_gib * GiB if kv_pinned_gib is not None else None
+    return Budget(hardware.usable_memory_gib * GiB, utilization, weights_per_node,
+                  RUNTIME_RESERVE_GIB * GiB, pinned)
+
+
+def nodes_needed(weights: Weights, hardware: Hardware, utilization: float) -> int | None:
+    """The smallest cluster whose nodes each hold their share with room for KV, or None."""
+    for nodes in range(1, hardware.max_nodes + 1):
+        if node_budget(hardware, weights.total_bytes / nodes, utilization, None).fits:
+            return nodes
+    return None

@@ -1,0 +1,310 @@
+"""One estimator behind every view: a build on a cluster for a workload, as a `Plan`.
+
+The TUI, the CLI, the exporter and the probe all read plans made here; none of them
+computes a number of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.kv import KvShape, kv_shape, sessions_at
+from sparkadvisor.core.memory import (
+    Budget, Weights, build_weights, node_budget, nodes_needed, valid_parallelism,
+)
+from sparkadvisor.core.schema import Build, Caveat, Hardware, Measurement, Model, Recipe, Speculative
+from sparkadvisor.core.speed import (
+    DecodeEstimate, DecodeInputs, SpeedConstants, estimate_decode, estimate_prefill,
+)
+from sparkadvisor.core.units import GB
+from sparkadvisor.core.workload import Settings, Workload
+
+PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """`nodes` of one hardware profile."""
+
+    hardware: Hardware
+    nodes: int
+
+    @property
+    def label(self) -> str:
+        """"2 x DGX Spark"."""
+        return f"{self.nodes} x {self.hardware.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything the advisor knows about one build on one cluster for one workload."""
+
+    build: Build
+    model: Model
+    cluster: Cluster
+    workload: Workload
+    recipe: Recipe | None
+    """The community recipe used for these nodes, if any."""
+    tp: int
+    pp: int
+    parallel_reason: str
+    weights: Weights
+    budget: Budget
+    fits: bool
+    """The build runs here: by the arithmetic or, failing that, by a measured recipe."""
+    fit_by_recipe: bool
+    """True when only a measured recipe shows it runs (the arithmetic says it is short)."""
+    nodes_needed: int | None
+    """Smallest cluster that fits (a measured recipe counts), or None beyond max_nodes."""
+    kv: KvShape | None
+    kv_basis: str
+    """"config" (computed), "measured pool" (derived from a recipe's pool) or "unknown"."""
+    kv_bytes_per_token: float | None
+    """Per rank; from config.json or from a measured pool."""
+    kv_pool_tokens: float | None
+    kv_pool_measured: Measurement | None
+    sessions: int | None
+    """Sequences of the workload's context that fit in the KV cache."""
+    decode: DecodeEstimate | None
+    decode_measured: Measurement | None
+    prefill_tok_s: float | None
+    prefill_basis: str
+    """"measured", "estimated" or "unknown"."""
+    prefill_measured: Measurement | None
+    prefix_caching: bool
+    prefix_caching_note: str
+    uncached_tokens: int
+    ttft_s: float | None
+    turn_s: float | None
+    caveats: tuple[Caveat, ...]
+    disqualified_by: Caveat | None
+    """A caveat that rules the build out for this workload."""
+    constants: SpeedConstants
+
+    @property
+    def streams_tables(self) -> bool:
+        """The recipe keeps the per-token tables on disk."""
+        return bool(self.recipe and self.recipe.streams_tables)
+
+    @property
+    def weights_per_node(self) -> float:
+        """Bytes of weights each node holds in memory."""
+        return self.budget.weights_bytes
+
+    @property
+    def short_bytes(self) -> float:
+        """How far the whole build, split over the nodes, exceeds each node's usable memory."""
+        whole_per_node = self.weights.total_bytes / (self.tp * self.pp)
+        return max(0.0, whole_per_node - self.budget.usable_bytes)
+
+    @property
+    def decode_tok_s(self) -> float | None:
+        """The speed a turn is costed at: measured when the recipe measured it, else expected."""
+        if self.decode_measured is not None:
+            return self.decode_measured.value
+        return self.decode.expected_tok_s if self.decode else None
+
+    @property
+    def efficiency(self) -> float | None:
+        """Measured decode / bandwidth ceiling."""
+        if self.decode_measured is None or self.decode is None:
+            return None
+        return self.decode_measured.value / self.decode.ceiling_tok_s
+
+    @property
+    def target_misses(self) -> tuple[str, ...]:
+        """The workload's latency targets this plan misses, in words."""
+        w, misses = self.workload, []
+        if self.ttft_s is not None and self.ttft_s > w.first_token_target_s:
+            misses.append(f"first token {self.ttft_s:.0f} s > {w.first_token_target_s:.0f} s")
+        if self.turn_s is not None and self.turn_s > w.turn_target_s:
+            misses.append(f"turn {self.turn_s:.0f} s > {w.turn_target_s:.0f} s")
+        speed = self.decode_tok_s
+        if speed is not None and speed < w.decode_target_tok_s:
+            misses.append(f"decode {speed:.0f} tok/s < {w.decode_target_tok_s:.0f} tok/s")
+        if self.sessions == 0:
+            misses.append(f"no room for one {w.context_tokens:,}-token session")
+        return tuple(misses)
+
+    @property
+    def meets_targets(self) -> bool:
+        """All latency targets met (unknown figures do not count as misses)."""
+        return self.fits and not self.target_misses
+
+
+def pick_recipe(index: CatalogIndex, build: Build, cluster: Cluster) -> Recipe | None:
+    """The recipe for this build on exactly this cluster, the best-measured first."""
+    candidates = [r for r in index.recipes_by_build.get(build.id, ())
+                  if r.nodes == cluster.nodes and r.hardware == cluster.hardware.id]
+    return max(candidates, key=lambda r: len(r.measurements), default=None)
+
+
+def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
+    """The recipe's measurement of `metric` at `streams` concurrent requests."""
+    if recipe is None:
+        return None
+    return next((m for m in recipe.measurements if m.metric == metric and m.streams == streams), None)
+
+
+def evaluate(
+    index: CatalogIndex, build: Build, cluster: Cluster, workload: Workload,
+    constants: SpeedConstants, settings: Settings = Settings(),
+) -> Plan:
+    """The plan for one build on one cluster for one workload."""
+    model = index.models[build.model]
+    hardware = cluster.hardware
+    recipe = pick_recipe(index, build, cluster)
+    tp, pp, parallel_reason = valid_parallelism(model, cluster.nodes, recipe)
+    weights = build_weights(build, model)
+    streams = bool(recipe and recipe.streams_tables)
+    utilization = _utilization(settings, recipe, hardware)
+    kv_dtype = settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe else "auto")
+    pinned = recipe.kv_cache_gib if recipe and settings.gpu_memory_utilization is None else None
+    budget = node_budget(hardware, weights.resident_bytes(streams) / (tp * pp), utilization, pinned)
+    decode_measured = measured(recipe, "decode_tok_s")
+    fit_by_recipe = not budget.fits and decode_measured is not None
+    needed = _nodes_needed(index, build, weights, hardware, utilization)
+    kv = kv_shape(model.attention, kv_dtype, tp, pp) if model.attention else None
+    kv_basis, per_token = _kv_per_token(index, build, hardware, kv, weights, tp)
+    pool_measured = measured(recipe, "kv_pool_tokens")
+    pool = budget.kv_bytes / per_token if per_token and budget.kv_bytes > 0 else None
+    sessions = _sessions(kv, per_token, budget, workload)
+    caveats = _caveats(index, build, recipe)
+    prefix_on, prefix_note = _prefix_caching(recipe, caveats)
+    uncached = _uncached_tokens(workload, prefix_on)
+    decode = _decode(model, build, weights, recipe, tp, pp, kv, per_token, workload, hardware, constants)
+    prefill, prefill_basis, prefill_measured = _prefill(model, build, recipe, cluster, workload, uncached, constants)
+    ttft = uncached / prefill if prefill else None
+    speed = decode_measured.value if decode_measured else (decode.expected_tok_s if decode else None)
+    turn = ttft + workload.output_tokens / speed if ttft is not None and speed else None
+    return Plan(
+        build, model, cluster, workload, recipe, tp, pp, parallel_reason, weights, budget,
+        budget.fits or fit_by_recipe, fit_by_recipe, needed, kv, kv_basis, per_token, pool,
+        pool_measured, sessions, decode, decode_measured, prefill, prefill_basis, prefill_measured,
+        prefix_on, prefix_note, uncached, ttft, turn, caveats, _disqualifier(caveats, workload), constants,
+    )
+
+
+def _utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
+    if settings.gpu_memory_utilization is not None:
+        return settings.gpu_memory_utilization
+    if recipe is not None and recipe.gpu_memory_utilization is not None:
+        return recipe.gpu_memory_utilization
+    return hardware.gpu_memory_utilization
+
+
+def _nodes_needed(index: CatalogIndex, build: Build, weights: Weights, hardware: Hardware,
+                  utilization: float) -> int | None:
+    by_arithmetic = nodes_needed(weights, hardware, utilization)
+    by_recipe = [r.nodes for r in index.recipes_by_build.get(build.id, ())
+                 if r.hardware == hardware.id and measured(r, "decode_tok_s")]
+    options = [n for n in (by_arithmetic, *by_recipe) if n is not None]
+    return min(options, default=None)
+
+
+def _kv_per_token(index: CatalogIndex, build: Build, hardware: Hardware, kv: KvShape | None,
+                  weights: Weights, tp: int) -> tuple[str, float | None]:
+    """KV bytes per token per rank: from config.json, else from a recipe's measured pool."""
+    if kv is not None:
+        return "config", kv.bytes_per_token
+    for recipe in index.recipes_by_build.get(build.id, ()):
+        pool = measured(recipe, "kv_pool_tokens")
+        if pool is None or recipe.hardware != hardware.id:
+            continue
+        utilization = recipe.gpu_memory_utilization or hardware.gpu_memory_utilization
+        resident = weights.resident_bytes(recipe.streams_tables)
+        budget = node_budget(hardware, resident / recipe.nodes, utilization, recipe.kv_cache_gib)
+        if budget.kv_bytes > 0:
+            # The measured recipe's split is scaled to this one, assuming KV heads split with TP.
+            return "measured pool", budget.kv_bytes / pool.value * recipe.tp / tp
+    return "unknown", None
+
+
+def _sessions(kv: KvShape | None, per_token: float | None, budget: Budget, workload: Workload) -> int | None:
+    if kv is not None:
+        return sessions_at(kv, budget.kv_bytes, workload.context_tokens)
+    if per_token:
+        return max(0, int(budget.kv_bytes // (per_token * workload.context_tokens)))
+    return None
+
+
+def _caveats(index: CatalogIndex, build: Build, recipe: Recipe | None) -> tuple[Caveat, ...]:
+    ids = list(build.caveats) + (list(recipe.caveats) if recipe else [])
+    return tuple(index.caveats[c] for c in dict.fromkeys(ids) if c in index.caveats)
+
+
+def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | None:
+    return next((c for c in caveats if workload.kind in c.disqualifies), None)
+
+
+def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
+    forced = next((c for c in caveats if c.kind in PREFIX_OFF_KINDS), None)
+    if forced is not None:
+        return False, forced.explanation
+    if recipe is not None and not recipe.prefix_caching:
+        return False, f"the recipe ({recipe.title}) disables prefix caching"
+    return True, "prefix caching on (vLLM's default)"
+
+
+def _uncached_tokens(workload: Workload, prefix_on: bool) -> int:
+    if not prefix_on:
+        return workload.context_tokens
+    return round(workload.context_tokens * (1 - workload.prefix_reuse))
+
+
+def _decode(model: Model, build: Build, weights: Weights, recipe: Recipe | None, tp: int, pp: int,
+            kv: KvShape | None, per_token: float | None, workload: Workload, hardware: Hardware,
+            constants: SpeedConstants) -> DecodeEstimate | None:
+    if kv is not None:
+        kv_read = kv.bytes_per_sequence(workload.context_tokens)
+    else:
+        kv_read = (per_token or 0.0) * workload.context_tokens
+    inputs = decode_inputs(model, build, weights, recipe, tp, pp, kv_read)
+    return estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants) if inputs else None
+
+
+def decode_inputs(model: Model, build: Build, weights: Weights, recipe: Recipe | None,
+                  tp: int, pp: int, kv_read: float) -> DecodeInputs | None:
+    """What a decode step reads and runs for this build under this recipe."""
+    params = model.params
+    if params.active_b is None:
+        return None
+    spec = recipe.speculative if recipe else None
+    return DecodeInputs(
+        active_params=params.active_b * 1e9,
+        total_params=params.total_b * 1e9,
+        routed_experts=params.routed_experts,
+        experts_per_token=params.experts_per_token,
+        nominal_bits=FORMATS[build.format].nominal_bits,
+        stored_bits=weights.stored_bits,
+        tp=tp, pp=pp, kv_bytes_read=kv_read,
+        layers=model.attention.layers if model.attention else None,
+        eager=bool(recipe and recipe.enforce_eager),
+        spec_tokens=spec.tokens_per_pass if spec else 0,
+        draft_bytes_per_pass=_draft_bytes(spec, weights, tp) if spec else 0.0,
+        acceptance=spec.acceptance if spec else None,
+    )
+
+
+def _draft_bytes(spec: Speculative, weights: Weights, tp: int) -> float:
+    """Bytes the drafter reads per pass on one node: MTP heads run once per proposed
+    token; a DFlash drafter proposes the whole block in one pass; other drafts per token."""
+    if spec.method == "mtp":
+        return weights.mtp_bytes / tp * spec.tokens_per_pass
+    draft = (spec.draft_size_gb or 0.0) * GB / tp
+    return draft if spec.method == "dflash" else draft * spec.tokens_per_pass
+
+
+def _prefill(model: Model, build: Build, recipe: Recipe | None, cluster: Cluster, workload: Workload,
+             uncached: int, constants: SpeedConstants) -> tuple[float | None, str, Measurement | None]:
+    measurement = measured(recipe, "prefill_tok_s")
+    if measurement is not None:
+        return measurement.value, "measured", measurement
+    if model.params.active_b is None:
+        return None, "unknown", None
+    # New tokens attend to the cached prefix plus, on average, half of themselves.
+    attended = workload.context_tokens - uncached / 2
+    rate = estimate_prefill(cluster.nodes, model.params.active_b * 1e9, model.attention, attended, constants)
+    return rate, ("estimated" if rate else "unknown"), None

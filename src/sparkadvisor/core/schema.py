@@ -1,0 +1,503 @@
+"""The catalog schema: hardware, models, builds, recipes, caveats and their sources.
+
+Every model is frozen and forbids unknown keys, so a misspelt key in a catalog is an
+error rather than a silently ignored line. Every table that holds numbers names its
+`source` (an id from `[sources]`); a figure nobody has published is left out, and the
+app shows it as unknown. Sizes keep the unit the source printed (GB = 10^9 bytes,
+GiB = 2^30 bytes), so the app can answer in the unit the reader knows.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SourceRef = str | list[str]
+"""One source id, or several, from the catalog's `[sources]` table."""
+
+SizeUnit = Literal["GB", "GiB"]
+WorkloadKind = Literal["agentic", "chat"]
+
+CaveatKind = Literal[
+    "prefix-caching-disabled",
+    "prefix-caching-unreliable",
+    "tool-calls-corrupted",
+    "swap-required",
+    "page-cache-drop",
+    "custom-image",
+    "patch-required",
+    "eager-only",
+    "memory-utilization-limit",
+    "spec-decode-cache-miss",
+    "slow-cold-load",
+    "quality-loss",
+    "other",
+]
+"""The fixed vocabulary of caveats. The core acts on some kinds (prefix caching
+disabled changes the first-token arithmetic; tool calls corrupted disqualifies the
+build for agents); the rest are shown and exported as warnings."""
+
+Format = Literal[
+    "nvfp4-compressed-tensors",
+    "nvfp4-modelopt",
+    "mxfp4",
+    "fp8",
+    "bf16",
+    "int8",
+    "awq-int4",
+    "gptq-int4",
+    "gguf-q4_k_m",
+    "gguf-q5_k_m",
+    "gguf-q6_k",
+    "gguf-q8_0",
+    "exl3",
+]
+"""Weight formats the catalog knows. `core.formats` holds the bits each one stores."""
+
+
+class Strict(BaseModel):
+    """Base for every catalog table: frozen, unknown keys refused, docstrings kept."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Source(Strict):
+    """A document a reader can open to check a number."""
+
+    title: str = Field(min_length=1)
+    """How a reader would cite it, e.g. "vLLM issue #54150"."""
+    url: str | None = None
+    """Where to open it. Only the seed article has no public address."""
+    kind: Literal[
+        "article", "model-card", "config", "repo", "issue", "blog", "docs", "spec-sheet", "benchmark"
+    ] = "docs"
+    """What sort of document it is."""
+    note: str = ""
+    """Anything a reader should know about it (date read, which table)."""
+
+
+# --- hardware -----------------------------------------------------------------
+
+
+class ComputePeaks(Strict):
+    """Tensor throughput of one node, by precision, in TFLOPS (10^12 FLOP/s)."""
+
+    fp4_tflops: float | None = Field(default=None, gt=0)
+    """Dense FP4 (NVFP4/MXFP4) peak."""
+    fp8_tflops: float | None = Field(default=None, gt=0)
+    """Dense FP8 peak."""
+    bf16_tflops: float | None = Field(default=None, gt=0)
+    """Dense BF16 peak."""
+    sparse: bool = False
+    """True when the vendor quotes these with 2:1 structured sparsity (twice the dense rate)."""
+    source: SourceRef
+    """Where these peaks are published."""
+
+
+class Link(Strict):
+    """The interconnect between nodes of a cluster."""
+
+    name: str
+    """What it is, e.g. "ConnectX-7, QSFP cable port to port"."""
+    bandwidth_gb_s: float = Field(gt=0)
+    """Collective bandwidth in GB/s (10^9 bytes per second) as measured or rated."""
+    latency_us: float | None = Field(default=None, gt=0)
+    """One small all-reduce across the link, in microseconds; None when unpublished."""
+    source: SourceRef
+    """Where the figures come from."""
+
+
+class Hardware(Strict):
+    """One kind of node. A cluster is `nodes` of these joined by `link`."""
+
+    id: str = Field(min_length=1)
+    """Short id used on the command line, e.g. "dgx-spark"."""
+    name: str
+    """Name as sold."""
+    accelerator: str = ""
+    """The chip, e.g. "GB10 Grace Blackwell"."""
+    memory_gb: float = Field(gt=0)
+    """Memory as sold, in GB."""
+    usable_memory_gib: float = Field(gt=0)
+    """Memory a serving engine can use per node, in GiB."""
+    memory_bandwidth_gb_s: float = Field(gt=0)
+    """Rated memory bandwidth in GB/s."""
+    measured_bandwidth_gb_s: float | None = Field(default=None, gt=0)
+    """A published read-bandwidth measurement in GB/s, when one exists."""
+    unified_memory: bool = False
+    """True when CPU and GPU share one pool (offloading to host frees nothing)."""
+    max_nodes: int = Field(default=4, ge=1, le=64)
+    """Largest cluster the advisor sweeps."""
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
+    """Default vLLM --gpu-memory-utilization for this hardware."""
+    max_gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)
+    """Highest value that is safe here (on GB10 higher starves the OS)."""
+    compute: ComputePeaks | None = None
+    """Tensor peaks, when published."""
+    link: Link | None = None
+    """The node interconnect; None for single-node hardware."""
+    source: SourceRef
+    """Where memory and bandwidth are published."""
+
+
+# --- models -------------------------------------------------------------------
+
+
+class Params(Strict):
+    """Parameter counts in billions."""
+
+    total_b: float = Field(gt=0)
+    """All transformer parameters (every expert), excluding per-token tables and MTP heads."""
+    active_b: float | None = Field(default=None, gt=0)
+    """Parameters read for one token (shared part plus the routed experts per token).
+    Equal to total_b for a dense model; None when unpublished."""
+    routed_experts: int | None = Field(default=None, ge=1)
+    """MoE: routed experts per layer (n_routed_experts / num_experts)."""
+    experts_per_token: int | None = Field(default=None, ge=1)
+    """MoE: routed experts each token uses (num_experts_per_tok)."""
+    source: SourceRef
+    """Model card or config.json."""
+
+
+class LinearAttention(Strict):
+    """Layers that keep a fixed state per sequence instead of a KV entry per token."""
+
+    kind: Literal["gated-deltanet", "kda", "mamba2"]
+    """Gated DeltaNet (Qwen3-Next), Kimi Delta Attention (GLM-5.3-Flash) or Mamba-2 (Nemotron-H)."""
+    layers: int = Field(ge=1)
+    """How many decoder layers are of this kind."""
+    num_key_heads: int | None = Field(default=None, ge=1)
+    """Delta-rule kinds: linear_num_key_heads. Mamba-2: n_groups."""
+    num_value_heads: int = Field(ge=1)
+    """Gated DeltaNet: linear_num_value_heads. Mamba-2: mamba_num_heads."""
+    key_head_dim: int = Field(ge=1)
+    """Gated DeltaNet: linear_key_head_dim. Mamba-2: ssm_state_size."""
+    value_head_dim: int = Field(ge=1)
+    """Gated DeltaNet: linear_value_head_dim. Mamba-2: mamba_head_dim."""
+    conv_kernel: int = Field(default=4, ge=1)
+    """Width of the short convolution (its state holds kernel - 1 steps)."""
+    source: SourceRef
+    """config.json."""
+
+
+class Attention(Strict):
+    """What config.json says about attention: enough to compute KV bytes per token."""
+
+    design: Literal["gqa", "mha", "mla"]
+    """Grouped-query (or multi-head) attention, or DeepSeek-style multi-head latent attention."""
+    layers: int = Field(ge=1)
+    """All decoder layers (num_hidden_layers)."""
+    hidden_size: int | None = Field(default=None, ge=1)
+    """Width of the residual stream (what an all-reduce moves per token per layer)."""
+    heads: int | None = Field(default=None, ge=1)
+    """Query heads (num_attention_heads)."""
+    kv_heads: int | None = Field(default=None, ge=1)
+    """KV heads for GQA/MHA (num_key_value_heads)."""
+    head_dim: int | None = Field(default=None, ge=1)
+    """Per-head dimension of K and V for GQA/MHA; for MLA, v_head_dim (prefill arithmetic)."""
+    kv_lora_rank: int | None = Field(default=None, ge=1)
+    """MLA: width of the compressed latent cached per token."""
+    qk_rope_head_dim: int | None = Field(default=None, ge=0)
+    """MLA: width of the decoupled RoPE key cached beside the latent."""
+    sliding_window: int | None = Field(default=None, ge=1)
+    """Window of the sliding-window layers, in tokens."""
+    sliding_layers: int = Field(default=0, ge=0)
+    """How many layers use the sliding window (they hold at most the window)."""
+    indexer_head_dim: int | None = Field(default=None, ge=1)
+    """Sparse-attention indexer (DeepSeek DSA, GLM): key width cached per token per full layer."""
+    sparse_topk: int | None = Field(default=None, ge=1)
+    """Sparse attention: tokens each query attends to (index_topk), bounding prefill attention."""
+    linear: LinearAttention | None = None
+    """Linear-attention or Mamba layers, when the model is a hybrid."""
+    source: SourceRef
+    """config.json."""
+
+
+class TokenTable(Strict):
+    """A per-token lookup table (PLE, Engram) read on every token but not counted as active."""
+
+    kind: Literal["ple", "engram"]
+    """Per-layer embeddings or an n-gram memory table."""
+    params_b: float = Field(gt=0)
+    """Size in billions of parameters."""
+    source: SourceRef
+    """Where the size is published."""
+
+
+class MtpHead(Strict):
+    """Multi-token-prediction layers shipped with the model for speculative decoding."""
+
+    layers: int | None = Field(default=None, ge=1)
+    """num_nextn_predict_layers, when known."""
+    params_b: float | None = Field(default=None, gt=0)
+    """Size in billions of parameters, when published."""
+    source: SourceRef
+    """config.json or model card."""
+
+
+class Context(Strict):
+    """Context lengths in tokens."""
+
+    native_tokens: int = Field(ge=1)
+    """Trained context (max_position_embeddings without scaling)."""
+    extended_tokens: int | None = Field(default=None, ge=1)
+    """With RoPE scaling such as YaRN, when the card gives it."""
+    source: SourceRef
+    """config.json or model card."""
+
+
+class Capability(Strict):
+    """A benchmark score set beside a frontier reference on the same table."""
+
+    benchmark: str
+    """Benchmark name and setting, e.g. "Code Bench inside Claude Code 2.1.207"."""
+    score: float
+    """The model's score."""
+    reference_model: str
+    """The frontier model it is compared with on the same table."""
+    reference_score: float = Field(gt=0)
+    """The reference model's score on that table."""
+    workloads: list[WorkloadKind] = ["agentic", "chat"]
+    """Workloads the benchmark speaks for."""
+    source: SourceRef
+    """Who published the table (developer numbers say so in the source note)."""
+
+
+class Model(Strict):
+    """An open model, as its config.json and model card describe it."""
+
+    id: str = Field(min_length=1)
+    """Short id, e.g. "glm-5.3-flash"."""
+    name: str
+    """Display name."""
+    family: str
+    """Model family, e.g. "GLM", "Qwen3", "gpt-oss"."""
+    repo: str | None = None
+    """The original Hugging Face repo id, when one exists."""
+    released: str | None = None
+    """Release date, YYYY-MM-DD."""
+    license: str | None = None
+    """Licence name."""
+    modalities: list[str] = ["text"]
+    """Input modalities."""
+    params: Params
+    """Parameter counts."""
+    attention: Attention | None = None
+    """Attention facts; None when config.json is not public (KV then comes from a measured pool)."""
+    tables: list[TokenTable] = []
+    """Per-token tables (PLE, Engram)."""
+    mtp: MtpHead | None = None
+    """MTP heads, when the model ships them."""
+    context: Context | None = None
+    """Context lengths."""
+    capability: list[Capability] = []
+    """Sourced benchmark scores against a frontier reference."""
+    source: SourceRef
+    """Where the name, licence and release facts come from."""
+
+
+# --- builds -------------------------------------------------------------------
+
+
+class Size(Strict):
+    """Size on disk as the source prints it."""
+
+    value: float = Field(gt=0)
+    """The number as printed."""
+    unit: SizeUnit
+    """GB (10^9 bytes) or GiB (2^30 bytes), as printed."""
+    mtp: float | None = Field(default=None, ge=0)
+    """Part of the size that is MTP heads, in the same unit, when a source splits it out."""
+    tables: float | None = Field(default=None, ge=0)
+    """Part of the size that is per-token tables (PLE, Engram), in the same unit."""
+    note: str = ""
+    """Where sources disagree, or how a part was converted."""
+    source: SourceRef
+    """The repo's file listing or model card."""
+
+
+class Build(Strict):
+    """A real set of weights on the hub: one model in one format."""
+
+    id: str = Field(min_length=1)
+    """Short id, e.g. "glm-5.3-flash-nvfp4-redhat"."""
+    model: str
+    """Id of the model it is a build of."""
+    repo: str = Field(min_length=1)
+    """Hugging Face repo id."""
+    format: Format
+    """Weight format."""
+    quantizer: str = ""
+    """Who quantized it and with what tool, e.g. "NVIDIA ModelOpt"."""
+    size: Size | None = None
+    """Size on disk as published; None means the size is derived from parameters and format."""
+    engines: list[str] = ["vllm"]
+    """Engines known to load it."""
+    caveats: list[str] = []
+    """Ids of caveats that apply to this build on every recipe."""
+    bits_per_weight: float | None = Field(default=None, gt=0, le=32)
+    """Average stored bits per weight when the build states it (EXL3 "4.0bpw")."""
+    source: SourceRef
+    """The repo or its model card."""
+
+
+# --- recipes ------------------------------------------------------------------
+
+
+class Speculative(Strict):
+    """Speculative decoding as a recipe configures it."""
+
+    method: str
+    """vLLM method name: mtp, dflash, eagle3, draft_model, ngram, ..."""
+    draft_repo: str | None = None
+    """Draft model repo, when the method uses one."""
+    draft_size_gb: float | None = Field(default=None, gt=0)
+    """Draft model size in GB."""
+    tokens_per_pass: int = Field(ge=1)
+    """Tokens proposed per pass of the big model (num_speculative_tokens)."""
+    acceptance: float | None = Field(default=None, gt=0, lt=1)
+    """Measured share of proposed tokens accepted, when the recipe reports it."""
+    source: SourceRef
+    """The recipe."""
+
+
+class Requirements(Strict):
+    """What a recipe needs of the machine beyond vLLM itself."""
+
+    swap: bool = False
+    """Swap must be on (with swappiness=0) to survive the loading peak."""
+    drop_page_cache: bool = False
+    """`echo 3 > /proc/sys/vm/drop_caches` before loading."""
+    patches: list[str] = []
+    """Patches to vLLM or kernels the recipe applies."""
+
+
+MetricName = Literal[
+    "decode_tok_s",
+    "aggregate_tok_s",
+    "kv_pool_tokens",
+    "prefill_tok_s",
+    "cold_load_s",
+]
+
+
+class Measurement(Strict):
+    """A figure someone measured running a recipe."""
+
+    metric: MetricName
+    """What was measured."""
+    value: float = Field(gt=0)
+    """The figure (a median or the midpoint of a published range)."""
+    low: float | None = Field(default=None, gt=0)
+    """Lower end of a published range."""
+    high: float | None = Field(default=None, gt=0)
+    """Upper end of a published range."""
+    spread: float | None = Field(default=None, ge=0)
+    """A published plus-or-minus (one sigma)."""
+    streams: int = Field(default=1, ge=1)
+    """Concurrent requests during the measurement."""
+    context_tokens: int | None = Field(default=None, ge=1)
+    """Context length during the measurement, when stated."""
+    note: str = ""
+    """Conditions in a few words."""
+    source: SourceRef
+    """Where it was published."""
+
+
+class Recipe(Strict):
+    """A community configuration that runs a build on a number of nodes."""
+
+    id: str = Field(min_length=1)
+    """Short id."""
+    build: str
+    """Id of the build it runs."""
+    title: str
+    """Who published it and what it is."""
+    hardware: str = "dgx-spark"
+    """Id of the hardware it was run on."""
+    engine: str = "vllm"
+    """Serving engine."""
+    image: str | None = None
+    """Container image."""
+    nodes: int = Field(ge=1)
+    """Nodes it runs on."""
+    tp: int = Field(default=1, ge=1)
+    """Tensor-parallel size."""
+    pp: int = Field(default=1, ge=1)
+    """Pipeline-parallel size."""
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    """--gpu-memory-utilization."""
+    kv_cache_gib: float | None = Field(default=None, gt=0)
+    """KV cache pinned per node with --kv-cache-memory-bytes, in GiB."""
+    kv_cache_dtype: str = "auto"
+    """--kv-cache-dtype."""
+    max_model_len: int | None = Field(default=None, ge=1)
+    """--max-model-len."""
+    block_size: int | None = Field(default=None, ge=1)
+    """--block-size."""
+    enforce_eager: bool = False
+    """--enforce-eager: no CUDA graphs, a launch cost on every kernel."""
+    cudagraph_mode: str | None = None
+    """compilation-config cudagraph_mode, e.g. FULL_DECODE_ONLY."""
+    speculative: Speculative | None = None
+    """Speculative decoding, when configured."""
+    prefix_caching: bool = True
+    """False when the recipe disables prefix caching."""
+    tool_call_parser: str | None = None
+    """--tool-call-parser."""
+    reasoning_parser: str | None = None
+    """--reasoning-parser."""
+    streams_tables: bool = False
+    """The per-token tables are loaded in parts rather than held whole."""
+    requires: Requirements = Requirements()
+    """Machine requirements."""
+    extra_args: list[str] = []
+    """Other vllm serve arguments the recipe passes, verbatim."""
+    caveats: list[str] = []
+    """Ids of caveats specific to this recipe."""
+    measurements: list[Measurement] = []
+    """What the author measured."""
+    source: SourceRef
+    """The recipe's README or repo."""
+
+
+# --- caveats ------------------------------------------------------------------
+
+
+class Caveat(Strict):
+    """A known problem that changes a decision."""
+
+    id: str = Field(min_length=1)
+    """Short id."""
+    kind: CaveatKind
+    """What kind of problem it is."""
+    severity: Literal["info", "warning", "critical"]
+    """How much it matters."""
+    hurts: list[WorkloadKind] = []
+    """Workloads it makes worse."""
+    disqualifies: list[WorkloadKind] = []
+    """Workloads for which it rules the build out."""
+    explanation: str = Field(min_length=1)
+    """One sentence a person can act on."""
+    source: SourceRef
+    """Issue, README or model card."""
+
+
+class Catalog(Strict):
+    """The whole catalog: what `catalog.toml` and user catalogs hold."""
+
+    schema_version: Literal[1] = 1
+    """Format version of this file."""
+    sources: dict[str, Source] = {}
+    """Every document a number comes from, by id."""
+    hardware: list[Hardware] = []
+    """Node types."""
+    models: list[Model] = []
+    """Models."""
+    builds: list[Build] = []
+    """Builds of the models."""
+    recipes: list[Recipe] = []
+    """Community recipes for builds."""
+    caveats: list[Caveat] = []
+    """Known problems, referenced by builds and recipes."""

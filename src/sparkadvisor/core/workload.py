@@ -1,0 +1,62 @@
+"""Workloads: what a turn looks like, and what a person will put up with.
+
+Agentic defaults follow the article: Claude Code resends the system prompt with ~150
+tools and the whole history every turn, ~100k tokens of which ~95% match the previous
+request, and writes ~200 tokens per turn. Chat is a short context with little reuse and
+longer answers. The latency targets are this project's assumptions, shown as such and
+editable: the article's gateway logs put a cached first token at 4.3 s and an uncached
+one at 73.2 s, and call a minute before every reply unusable for an agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+WorkloadKind = Literal["agentic", "chat"]
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """One kind of use, with its assumptions and latency targets."""
+
+    kind: WorkloadKind
+    """agentic or chat."""
+    context_tokens: int
+    """Prompt tokens per turn (system prompt, tools and history)."""
+    prefix_reuse: float
+    """Share of the prompt that matches the previous request (0..1)."""
+    output_tokens: int
+    """Tokens written per turn."""
+    tool_calls_required: bool
+    """Tool calls must survive intact (a corrupted tool call disqualifies a build)."""
+    first_token_target_s: float
+    """Longest acceptable wait for the first token."""
+    turn_target_s: float
+    """Longest acceptable turn (first token plus the answer)."""
+    decode_target_tok_s: float
+    """Slowest acceptable decode."""
+
+    @property
+    def label(self) -> str:
+        """Name for headers."""
+        return "Agentic (Claude Code)" if self.kind == "agentic" else "Chat"
+
+    def changed(self, **changes: float | int | bool) -> Workload:
+        """A copy with some assumptions changed."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+AGENTIC = Workload("agentic", 100_000, 0.95, 200, True, 20.0, 45.0, 10.0)
+CHAT = Workload("chat", 8_000, 0.25, 800, False, 5.0, 90.0, 15.0)
+WORKLOADS: dict[str, Workload] = {"agentic": AGENTIC, "chat": CHAT}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Cluster-wide settings a user may override (None keeps the recipe's or the default)."""
+
+    gpu_memory_utilization: float | None = None
+    """--gpu-memory-utilization for every build."""
+    kv_cache_dtype: str | None = None
+    """--kv-cache-dtype for every build."""

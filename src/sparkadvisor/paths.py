@@ -1,0 +1,52 @@
+"""Where sparkadvisor reads and writes: the bundled catalog and themes, and the user's folders.
+
+The user's folders follow platformdirs (XDG on Linux). `SPARKADVISOR_HOME`, when set,
+puts config, data and state under one folder: tests and portable installs use it.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+APP = "sparkadvisor"
+
+
+def _home(kind: str) -> Path | None:
+    root = os.environ.get("SPARKADVISOR_HOME")
+    return Path(root) / kind if root else None
+
+
+def config_dir() -> Path:
+    """User configuration: themes."""
+    import platformdirs
+
+    return _home("config") or Path(platformdirs.user_config_dir(APP))
+
+
+def data_dir() -> Path:
+    """User data: the catalog of imported builds."""
+    import platformdirs
+
+    return _home("data") or Path(platformdirs.user_data_dir(APP))
+
+
+def state_dir() -> Path:
+    """App state: the last theme, workload, hardware and node count."""
+    import platformdirs
+
+    return _home("state") or Path(platformdirs.user_state_dir(APP))
+
+
+def user_catalog_path() -> Path:
+    """The user's own catalog, merged over the bundled one when it exists."""
+    return data_dir() / "catalog.toml"
+
+
+def bundled(name: str) -> Path:
+    """A file shipped beside the package: inside the wheel, or at the top of a checkout."""
+    packaged = resources.files(APP) / "data" / name
+    if packaged.is_file() or packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / name

@@ -1,0 +1,73 @@
+"""Rich text for the CLI: the ranked table and the step-by-step explanation."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sparkadvisor.core.catalog import CatalogIndex, source_ids
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.table import COLUMNS, row_cells
+from sparkadvisor.core.workload import Workload
+
+BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "estimated": "yellow",
+               "assumed": "magenta", "unknown": "red"}
+
+
+def header(cluster: Cluster, workload: Workload) -> str:
+    """"2 x DGX Spark · 243.2 GiB · 273 GB/s · Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
+    hw = cluster.hardware
+    return (f"{cluster.label} · {cluster.nodes * hw.usable_memory_gib:.1f} GiB · {hw.memory_bandwidth_gb_s:g} GB/s"
+            f" · {workload.label}: {workload.context_tokens:,} tokens, {workload.prefix_reuse:.0%} reuse, "
+            f"{workload.output_tokens} out")
+
+
+def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload) -> None:
+    """The ranked table, excluded builds dimmed below with their reason."""
+    console = Console()
+    table = Table(title=header(cluster, workload), title_justify="left")
+    for column in COLUMNS:
+        table.add_column(column.label, justify="right" if column.numeric else "left", overflow="fold")
+    for item in ranked:
+        cells = row_cells(item)
+        table.add_row(*(cells[c.key] for c in COLUMNS), style="dim" if item.excluded else None)
+    console.print(table)
+    console.print("* measured pool. Reasons:")
+    for item in ranked:
+        place = f"{item.rank}." if item.rank else "-"
+        console.print(f"  {place} {item.plan.build.id}: {item.reason}", style="dim" if item.excluded else None,
+                      highlight=False)
+
+
+def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex) -> None:
+    """The arithmetic step by step, each line marked with how its figure is known."""
+    console = Console()
+    plan = item.plan
+    place = f"rank {item.rank}" if item.rank else "excluded"
+    console.print(f"[bold]{plan.model.name}[/] · {plan.build.repo} · {place}: {item.reason}", highlight=False)
+    console.print(header(cluster, workload), style="dim", highlight=False)
+    for step in explain(plan):
+        style = BASIS_STYLE[step.basis]
+        console.print(f"[bold]{step.title}[/] [{style}]\\[{step.basis}][/] {step.text}", highlight=False)
+    sources = _sources(item, index)
+    if sources:
+        console.print("[bold]sources[/]")
+        for line in sources:
+            console.print(f"  {line}", highlight=False)
+
+
+def _sources(item: Ranked, index: CatalogIndex) -> list[str]:
+    plan = item.plan
+    refs: list[str] = []
+    for table in (plan.model, plan.model.params, plan.model.attention, plan.build, plan.build.size, plan.recipe,
+                  *plan.caveats):
+        if table is not None:
+            refs += source_ids(table.source)
+    lines = []
+    for ref in dict.fromkeys(refs):
+        source = index.catalog.sources.get(ref)
+        if source:
+            lines.append(f"{ref}: {source.title}" + (f" <{source.url}>" if source.url else ""))
+    return lines
