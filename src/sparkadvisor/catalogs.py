@@ -6,58 +6,118 @@ names the file.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from sparkadvisor import paths
+from sparkadvisor import __version__, paths
 from sparkadvisor.core.catalog import CatalogError, CatalogIndex, Problem, check_references, merge, parse_catalog
 from sparkadvisor.core.schema import Catalog
 
 
 def read_catalog(path: Path) -> Catalog:
     """Parse one catalog file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CatalogError([Problem(str(path), None, "", "no such file; give the path of a catalog TOML file")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise CatalogError([Problem(str(path), None, "", f"cannot be read: {error}")]) from None
-    return parse_catalog(text, str(path))
+    return parse_catalog(_decode(path, _read_bytes(path)), str(path))
 
 
 def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> CatalogIndex:
-    """The bundled catalog, then the user's imported builds, then each `extra` file, merged."""
+    """The bundled catalog, then the user's imported builds, then each `extra` file, merged.
+
+    A checked catalog is cached (pickled, keyed by a hash of every file's bytes and the
+    version), so start-up skips parsing and validation until a file changes."""
     files = [paths.bundled("catalog.toml")]
     user = paths.user_catalog_path()
     if include_user and user.is_file():
         files.append(user)
     files += list(extra)
+    texts = [_read_bytes(path) for path in files]
+    cache = paths.cache_dir() / f"catalog-{_digest(files, texts)}.pickle"
+    cached = _read_cache(cache)
+    if cached is not None:
+        return CatalogIndex(cached)
+    catalog = _merged(files, texts)
+    _write_cache(cache, catalog)
+    return CatalogIndex(catalog)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise CatalogError([Problem(str(path), None, "", "no such file; give the path of a catalog TOML file")]) from None
+    except OSError as error:
+        raise CatalogError([Problem(str(path), None, "", f"cannot be read: {error.strerror}")]) from None
+
+
+def _digest(files: Sequence[Path], texts: Sequence[bytes]) -> str:
+    digest = hashlib.sha256(__version__.encode())
+    for path, text in zip(files, texts):
+        digest.update(str(path).encode() + b"\0" + text + b"\0")
+    return digest.hexdigest()[:24]
+
+
+def _merged(files: Sequence[Path], texts: Sequence[bytes]) -> Catalog:
     catalog, problems = None, []
-    for path in files:
+    for path, raw in zip(files, texts):
         try:
-            overlay = read_catalog(path)
+            overlay = parse_catalog(_decode(path, raw), str(path))
         except CatalogError as error:
             problems += error.problems
             continue
         catalog = overlay if catalog is None else merge(catalog, overlay)
-    if catalog is not None:
-        problems += check_references(catalog, " + ".join(str(f) for f in files) if len(files) > 1 else str(files[0]))
+    if catalog is not None and not problems:
+        texts_by_name = {str(path): raw.decode("utf-8") for path, raw in zip(files, texts)}
+        problems += check_references(catalog, str(files[-1]), texts_by_name)
     if problems or catalog is None:
         raise CatalogError(problems)
-    return CatalogIndex(catalog)
+    return catalog
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CatalogError([Problem(str(path), None, "", f"is not UTF-8 text (byte {error.start})")]) from None
+
+
+def _read_cache(cache: Path) -> Catalog | None:
+    try:
+        with cache.open("rb") as handle:
+            catalog = pickle.load(handle)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        return None
+    return catalog if isinstance(catalog, Catalog) else None
+
+
+def _write_cache(cache: Path, catalog: Catalog) -> None:
+    """Best effort: a cache that cannot be written only costs the next start-up."""
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        for old in cache.parent.glob("catalog-*.pickle"):
+            old.unlink(missing_ok=True)
+        with tempfile.NamedTemporaryFile("wb", dir=cache.parent, delete=False, suffix=".tmp") as handle:
+            pickle.dump(catalog, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(handle.name, cache)
+    except OSError:
+        pass
 
 
 def check_file(path: Path) -> list[Problem]:
     """Problems in one catalog file, checked on its own and over the bundled catalog."""
     try:
-        own = read_catalog(path)
+        text = _decode(path, _read_bytes(path))
+        own = parse_catalog(text, str(path))
     except CatalogError as error:
         return error.problems
     bundled_path = paths.bundled("catalog.toml")
     if path.resolve() == bundled_path.resolve():
-        return check_references(own, str(path))
+        return check_references(own, str(path), {str(path): text})
     try:
-        base = read_catalog(bundled_path)
+        base_text = _decode(bundled_path, _read_bytes(bundled_path))
+        base = parse_catalog(base_text, str(bundled_path))
     except CatalogError:
-        return check_references(own, str(path))
-    return check_references(merge(base, own), str(path))
+        return check_references(own, str(path), {str(path): text})
+    return check_references(merge(base, own), str(path), {str(bundled_path): base_text, str(path): text})

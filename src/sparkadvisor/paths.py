@@ -39,6 +39,13 @@ def state_dir() -> Path:
     return _home("state") or Path(platformdirs.user_state_dir(APP))
 
 
+def cache_dir() -> Path:
+    """Derived files that can be rebuilt at any time: the parsed catalog."""
+    import platformdirs
+
+    return _home("cache") or Path(platformdirs.user_cache_dir(APP))
+
+
 def user_catalog_path() -> Path:
     """The user's own catalog, merged over the bundled one when it exists."""
     return data_dir() / "catalog.toml"

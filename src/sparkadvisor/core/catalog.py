@@ -74,7 +74,8 @@ def _validation_problem(
     name: str, lines: dict[tuple[Any, ...], int], data: dict[str, Any], item: Any
 ) -> Problem:
     loc = tuple(item["loc"])
-    return Problem(name, _find_line(lines, loc), _field_path(loc, data), _message(loc, item))
+    where = loc[:-1] if item["type"] == "missing" else loc
+    return Problem(name, _find_line(lines, loc), _field_path(where, data), _message(loc, item))
 
 
 def _message(loc: tuple[Any, ...], item: Any) -> str:
@@ -208,57 +209,87 @@ def source_ids(ref: str | list[str]) -> list[str]:
     return [ref] if isinstance(ref, str) else list(ref)
 
 
-def check_references(catalog: Catalog, name: str = "catalog") -> list[Problem]:
-    """Ids that name nothing, duplicated ids and recipes whose parallelism is inconsistent."""
-    problems = _duplicate_ids(catalog, name)
+def check_references(catalog: Catalog, name: str = "catalog",
+                     texts: dict[str, str] | None = None) -> list[Problem]:
+    """Ids that name nothing, duplicated ids and recipes whose parallelism is inconsistent.
+
+    `texts` (file name -> TOML text, in merge order) lets each problem name the file and
+    line where the entry was written."""
+    where = _Locator(texts or {}, name)
+    problems = _duplicate_ids(catalog, where)
     models = {m.id for m in catalog.models}
     builds = {b.id for b in catalog.builds}
     caveats = {c.id for c in catalog.caveats}
-    for position, build in enumerate(catalog.builds):
-        where = f'builds[{position}] "{build.id}"'
+    for build in catalog.builds:
         if build.model not in models:
-            problems.append(_ref(name, where, "model", build.model, "model", models))
-        problems += _caveat_refs(name, where, build.caveats, caveats)
-    for position, recipe in enumerate(catalog.recipes):
-        where = f'recipes[{position}] "{recipe.id}"'
+            problems.append(where.ref("builds", build.id, "model", build.model, "model", models))
+        problems += _caveat_refs(where, "builds", build.id, build.caveats, caveats)
+    for recipe in catalog.recipes:
         if recipe.build not in builds:
-            problems.append(_ref(name, where, "build", recipe.build, "build", builds))
+            problems.append(where.ref("recipes", recipe.id, "build", recipe.build, "build", builds))
         if recipe.tp * recipe.pp != recipe.nodes:
-            problems.append(Problem(name, None, where, f"tp x pp = {recipe.tp * recipe.pp} "
-                                    f"but nodes = {recipe.nodes}; one GPU per node means they must be equal"))
-        problems += _caveat_refs(name, where, recipe.caveats, caveats)
-    return problems + _source_refs(catalog, name)
+            problems.append(where.problem("recipes", recipe.id, "nodes", f"tp x pp = {recipe.tp * recipe.pp} but "
+                                          f"nodes = {recipe.nodes}; with one GPU per node they must be equal"))
+        problems += _caveat_refs(where, "recipes", recipe.id, recipe.caveats, caveats)
+    return problems + _source_refs(catalog, where)
 
 
-def _duplicate_ids(catalog: Catalog, name: str) -> list[Problem]:
+class _Locator:
+    """Finds the file, line and path of a catalog entry for an error message."""
+
+    def __init__(self, texts: dict[str, str], default_name: str):
+        self.files = []
+        for file_name, text in texts.items():
+            try:
+                self.files.append((file_name, tomllib.loads(text), _line_index(text)))
+            except tomllib.TOMLDecodeError:
+                continue
+        self.default_name = default_name
+
+    def problem(self, kind: str, item_id: str, key: str, message: str) -> Problem:
+        for file_name, data, lines in reversed(self.files):
+            for position, item in enumerate(data.get(kind, [])):
+                if isinstance(item, dict) and item.get("id") == item_id:
+                    loc = (kind, position, key)
+                    return Problem(file_name, _find_line(lines, loc), f'{kind}[{position}] "{item_id}" > {key}',
+                                   message)
+        return Problem(self.default_name, None, f'{kind} "{item_id}" > {key}', message)
+
+    def ref(self, kind: str, item_id: str, key: str, value: str, target: str, known: set[str]) -> Problem:
+        hint = ", ".join(sorted(known)[:8]) + (", ..." if len(known) > 8 else "") or "none defined"
+        return self.problem(kind, item_id, key, f"names {target} {value!r}, which is not in the catalog "
+                                                f"(known: {hint})")
+
+
+def _duplicate_ids(catalog: Catalog, where: _Locator) -> list[Problem]:
     problems = []
     for kind in ("hardware", "models", "builds", "recipes", "caveats"):
         seen: set[str] = set()
         for item in getattr(catalog, kind):
             if item.id in seen:
-                problems.append(Problem(name, None, f'{kind} "{item.id}"',
-                                        "this id is used twice; ids must be unique"))
+                problems.append(where.problem(kind, item.id, "id", "this id is used twice; ids must be unique"))
             seen.add(item.id)
     return problems
 
 
-def _ref(name: str, where: str, key: str, value: str, kind: str, known: set[str]) -> Problem:
-    hint = ", ".join(sorted(known)[:8]) or "none defined"
-    return Problem(name, None, f"{where} > {key}",
-                   f"names {kind} {value!r}, which is not in the catalog (known: {hint})")
+def _caveat_refs(where: _Locator, kind: str, item_id: str, ids: list[str], known: set[str]) -> list[Problem]:
+    return [where.ref(kind, item_id, "caveats", cid, "caveat", known) for cid in ids if cid not in known]
 
 
-def _caveat_refs(name: str, where: str, ids: list[str], known: set[str]) -> list[Problem]:
-    return [_ref(name, where, "caveats", cid, "caveat", known) for cid in ids if cid not in known]
-
-
-def _source_refs(catalog: Catalog, name: str) -> list[Problem]:
+def _source_refs(catalog: Catalog, where: _Locator) -> list[Problem]:
     known = set(catalog.sources)
+    hint = ", ".join(sorted(known)[:6]) + (", ..." if len(known) > 6 else "") or "none defined"
     problems = []
-    for path, table in iter_tables(catalog):
-        for sid in source_ids(getattr(table, "source", [])) if "source" in type(table).model_fields else []:
-            if sid not in known:
-                problems.append(_ref(name, path, "source", sid, "source", known))
+    for kind in ("hardware", "models", "builds", "recipes", "caveats"):
+        for item in getattr(catalog, kind):
+            for path, table in iter_tables(item):
+                if "source" not in type(table).model_fields:
+                    continue
+                for sid in source_ids(table.source):  # type: ignore[attr-defined]
+                    if sid not in known:
+                        key = f"{path}.source" if path else "source"
+                        problems.append(where.problem(kind, item.id, key, f"names source {sid!r}, which is not "
+                                                                          f"in [sources] (known: {hint})"))
     return problems
 
 

@@ -59,7 +59,7 @@ Format = Literal[
 class Strict(BaseModel):
     """Base for every catalog table: frozen, unknown keys refused, docstrings kept."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Source(Strict):

@@ -1,0 +1,70 @@
+"""A broken catalog gets one sentence per problem naming file, line and field; never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparkadvisor.cli import main
+from sparkadvisor.core.catalog import CatalogError, parse_catalog
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "catalogs"
+BUNDLED = Path(__file__).resolve().parents[2] / "catalog.toml"
+
+
+def check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["check", str(path)])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    return code, captured.err
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("not_toml.toml", ["not_toml.toml:5:", "not valid TOML"]),
+    ("unknown_key.toml", ["unknown_key.toml:10:", 'models[0] "m" > colour', "unknown key 'colour'",
+                          "valid keys here are", "family"]),
+    ("wrong_type.toml", ["wrong_type.toml:12:", "params.total_b", "should be a valid number", "seven billion"]),
+    ("build_without_model.toml", ["build_without_model.toml:7:", 'builds[0] "orphan" > model', "no-such-model",
+                                  "not in the catalog"]),
+    ("negative_size.toml", ["negative_size.toml:23:", "size.value", "greater than 0", "-5"]),
+])
+def test_check_names_file_line_field_and_what_is_valid(name, words, capsys):
+    code, err = check(DATA / name, capsys)
+    assert code == 1
+    for word in words:
+        assert word in err
+
+
+def test_check_passes_on_the_bundled_catalog(capsys):
+    assert main(["check", str(BUNDLED)]) == 0
+    assert "ok (" in capsys.readouterr().out
+
+
+def test_a_missing_file_is_one_sentence(capsys, tmp_path):
+    code, err = check(tmp_path / "nope.toml", capsys)
+    assert code == 1 and "no such file" in err
+
+
+def test_rank_with_a_broken_user_catalog_exits_1_with_the_problem(capsys):
+    assert main(["rank", "--catalog", str(DATA / "wrong_type.toml")]) == 1
+    assert "total_b" in capsys.readouterr().err
+
+
+TEXT = BUNDLED.read_text()
+LINES = TEXT.splitlines()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(line=st.integers(0, len(LINES) - 1), replacement=st.sampled_from(
+    ["", "x = 1", "value = -1", 'source = "nowhere"', "[[builds]]", 'format = "fp3"', "= =", "layers = 0",
+     "tp = 3", "[models.params]", 'model = "ghost"', "total_b = true"]))
+def test_mutated_catalogs_give_problems_not_tracebacks(line, replacement):
+    mutated = "\n".join(LINES[:line] + [replacement] + LINES[line + 1:])
+    try:
+        parse_catalog(mutated, "mutated.toml")
+    except CatalogError as error:
+        assert error.problems
+        assert all(str(p).startswith("mutated.toml") for p in error.problems)

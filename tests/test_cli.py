@@ -1,0 +1,80 @@
+"""The CLI as a script sees it: JSON field names are an API, bad input is one sentence."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparkadvisor.cli import main
+
+CANDIDATE_KEYS = {
+    "build", "model", "repo", "rank", "fits", "nodes_needed", "tp", "pp", "weights_gib_per_node",
+    "kv_budget_gib_per_node", "kv_pool_tokens", "decode_ceiling_tok_s", "decode_expected_tok_s",
+    "decode_measured_tok_s", "prefill_tok_s", "ttft_s", "turn_s", "meets_targets", "caveats",
+    "disqualified", "reason",
+}
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_rank_json_shape(capsys):
+    data = run_json(capsys, "rank", "--nodes", "2", "--workload", "agentic")
+    assert data["hardware"] == "dgx-spark" and data["nodes"] == 2
+    assert data["workload"]["context_tokens"] == 100_000 and data["workload"]["prefix_reuse"] == 0.95
+    for candidate in data["candidates"]:
+        assert CANDIDATE_KEYS <= candidate.keys()
+    ranks = [c["rank"] for c in data["candidates"] if c["rank"] is not None]
+    assert ranks == list(range(1, len(ranks) + 1))
+
+
+def test_rank_json_context_option_changes_the_workload(capsys):
+    data = run_json(capsys, "rank", "--context", "32000", "--workload", "chat")
+    assert data["workload"]["context_tokens"] == 32_000 and data["workload"]["kind"] == "chat"
+
+
+def test_show_json_has_the_candidate_and_its_steps(capsys):
+    data = run_json(capsys, "show", "glm-5.3-flash-nvfp4-redhat")
+    assert CANDIDATE_KEYS <= data.keys()
+    keys = [s["key"] for s in data["steps"]]
+    assert keys[:4] == ["cluster", "weights", "parallelism", "budget"]
+    assert {"kv", "pool", "ceiling", "expected", "measured", "ttft", "turn"} <= set(keys)
+    budget = next(s for s in data["steps"] if s["key"] == "budget")["text"]
+    assert "0.85 x 121.6 = 103.4 GiB" in budget and "11.2 GiB is left" in budget
+
+
+def test_show_text_explains_with_units(capsys):
+    assert main(["show", "qwen3.8-flash-next-nvfp4", "--nodes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "2.4 GB short" in out
+    assert "Prefix caching is OFF" in out
+    assert "[measured]" in out and "[derived]" in out
+
+
+def test_rank_text_lists_excluded_builds_with_reasons(capsys):
+    assert main(["rank"]) == 0
+    out = capsys.readouterr().out
+    assert "needs 4 nodes" in out
+    assert "disqualified for agentic" in out
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["show", "no-such-build"], "unknown build 'no-such-build'"),
+    (["show", "glm"], "did you mean"),
+    (["rank", "--hardware", "abacus"], "unknown hardware 'abacus'; known hardware ids: dgx-spark"),
+    (["rank", "--nodes", "9"], "more than the 4 nodes"),
+])
+def test_bad_input_is_one_sentence_exit_2(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_bad_option_value_is_argparse_usage(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["rank", "--prefix-reuse", "2"])
+    assert exit_info.value.code == 2
+    assert "between 0 and 1" in capsys.readouterr().err

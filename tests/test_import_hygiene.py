@@ -1,0 +1,27 @@
+"""The core and the CLI's text/JSON paths never load the TUI or the network stacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("textual", "httpx", "httpx2", "huggingface_hub")
+
+
+def loaded_after(code: str) -> set[str]:
+    script = f"{code}\nimport sys\nprint(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return {name.split(".")[0] for name in result.stdout.split()}
+
+
+def test_core_imports_without_tui_or_network():
+    code = "\n".join(f"import sparkadvisor.core.{m}" for m in (
+        "schema", "catalog", "kv", "memory", "speed", "calibration", "plan", "ranking", "explain", "table",
+        "advisor"))
+    assert loaded_after(code) == set()
+
+
+def test_rank_json_path_stays_light():
+    code = "from sparkadvisor.cli import main\nimport io, contextlib\n" \
+           "with contextlib.redirect_stdout(io.StringIO()): main(['rank', '--json'])"
+    assert loaded_after(code) == set()
