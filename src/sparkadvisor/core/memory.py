@@ -7,6 +7,7 @@ profiles activations, and gives the rest to the KV cache, or exactly
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sparkadvisor.core.formats import FORMATS
@@ -123,8 +124,9 @@ def node_budget(
 
 
 def nodes_needed(weights: Weights, hardware: Hardware, utilization: float) -> int | None:
-    """The smallest cluster whose nodes each hold their share with room for KV, or None."""
-    for nodes in range(1, hardware.max_nodes + 1):
-        if node_budget(hardware, weights.total_bytes / nodes, utilization, None).fits:
-            return nodes
-    return None
+    """The smallest cluster whose nodes each hold their share with room left for KV, or None."""
+    room_per_node = utilization * hardware.usable_memory_gib * GiB - RUNTIME_RESERVE_GIB * GiB
+    if room_per_node <= 0:
+        return None
+    nodes = math.floor(weights.total_bytes / room_per_node) + 1
+    return nodes if nodes <= hardware.max_nodes else None
