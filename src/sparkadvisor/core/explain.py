@@ -84,7 +84,7 @@ def _parallelism(plan: Plan) -> Step:
     if split == 1:
         text = f"One node holds all of it: {per_node}."
     else:
-        text = (f"TP={plan.tp}, PP={plan.pp} ({plan.parallel_reason}): each node holds 1/{split}, {per_node}.")
+        text = f"TP={plan.tp}, PP={plan.pp}, {plan.parallel_reason}: each node holds 1/{split}, {per_node}."
     return Step("parallelism", "per node", text, "derived")
 
 
@@ -92,20 +92,31 @@ def _budget(plan: Plan) -> Step:
     b = plan.budget
     usable = b.usable_bytes / GiB
     text = (f"At gpu-memory-utilization {b.utilization:g}, vLLM takes {b.utilization:g} x {usable:g} = "
-            f"{b.engine_bytes / GiB:.1f} GiB per node; after {b.weights_bytes / GiB:.1f} GiB of weights, "
-            f"{b.left_bytes / GiB:.1f} GiB is left for the KV cache and activations.")
-    if b.kv_pinned_bytes is not None:
-        text += f" The recipe pins the KV cache at {b.kv_pinned_bytes / GiB:g} GiB per node."
+            f"{b.engine_bytes / GiB:.1f} GiB per node; ")
+    if b.left_bytes < 0:
+        text += f"the {b.weights_bytes / GiB:.1f} GiB of weights exceed that by {-b.left_bytes / GiB:.1f} GiB."
     else:
-        text += (f" Keeping {b.reserve_bytes / GiB:g} GiB for activations and the runtime (assumed), "
-                 f"{max(b.kv_bytes, 0) / GiB:.1f} GiB goes to the KV cache.")
+        text += (f"after {b.weights_bytes / GiB:.1f} GiB of weights, {b.left_bytes / GiB:.1f} GiB is left for the "
+                 "KV cache and activations.")
+        if b.kv_pinned_bytes is not None:
+            text += f" The recipe pins the KV cache at {b.kv_pinned_bytes / GiB:g} GiB per node."
+        elif b.kv_bytes > 0:
+            text += (f" Keeping {b.reserve_bytes / GiB:g} GiB for activations and the runtime (assumed), "
+                     f"{b.kv_bytes / GiB:.1f} GiB goes to the KV cache.")
     if plan.short_bytes > 0:
-        unit = plan.weights.unit
-        whole = plan.weights.total_bytes / (plan.tp * plan.pp)
-        text += (f" As a whole the build is {fmt_size(plan.short_bytes, unit)} short: "
-                 f"{fmt_size(whole, unit)} per node against {fmt_size(b.usable_bytes, unit)} usable.")
-    text += " " + _verdict(plan)
-    return Step("budget", "fit", text, "derived")
+        text += " " + _shortfall(plan)
+    return Step("budget", "fit", f"{text} {_verdict(plan)}", "derived")
+
+
+def _shortfall(plan: Plan) -> str:
+    unit = plan.weights.unit
+    split = plan.tp * plan.pp
+    whole = fmt_size(plan.weights.total_bytes / split, unit)
+    usable = fmt_size(plan.budget.usable_bytes, unit)
+    short = fmt_size(plan.short_bytes, unit)
+    if split == 1:
+        return f"As a whole the build is {short} short: {whole} against {usable} usable."
+    return f"Split {split} ways, each share is {whole} against {usable} usable: {short} short per node."
 
 
 def _verdict(plan: Plan) -> str:

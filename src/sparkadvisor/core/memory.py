@@ -70,10 +70,10 @@ def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None) -> tuple[
     attention = model.attention
     heads = [h for h in (attention.heads, attention.kv_heads) if h] if attention else []
     if heads and all(h % nodes == 0 for h in heads):
-        return nodes, 1, f"TP={nodes} divides the {'/'.join(map(str, heads))} attention/KV heads"
+        return nodes, 1, f"{nodes} divides the {'/'.join(map(str, heads))} attention/KV heads"
     if not heads and nodes & (nodes - 1) == 0:
-        return nodes, 1, f"TP={nodes} (head counts unknown; powers of two divide every published model)"
-    return 1, nodes, f"TP={nodes} does not divide the heads, so the layers are split: PP={nodes}"
+        return nodes, 1, "head counts unknown (powers of two divide every published model)"
+    return 1, nodes, f"{nodes} does not divide the heads, so the layers are split instead"
 
 
 @dataclass(frozen=True, slots=True)
