@@ -47,21 +47,22 @@ def _read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise CatalogError([Problem(str(path), None, "", "no such file; give the path of a catalog TOML file")]) from None
+        message = "no such file; give the path of a catalog TOML file"
+        raise CatalogError([Problem(str(path), None, "", message)]) from None
     except OSError as error:
         raise CatalogError([Problem(str(path), None, "", f"cannot be read: {error.strerror}")]) from None
 
 
 def _digest(files: Sequence[Path], texts: Sequence[bytes]) -> str:
     digest = hashlib.sha256(__version__.encode())
-    for path, text in zip(files, texts):
+    for path, text in zip(files, texts, strict=True):
         digest.update(str(path).encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:24]
 
 
 def _merged(files: Sequence[Path], texts: Sequence[bytes]) -> Catalog:
     catalog, problems = None, []
-    for path, raw in zip(files, texts):
+    for path, raw in zip(files, texts, strict=True):
         try:
             overlay = parse_catalog(_decode(path, raw), str(path))
         except CatalogError as error:
@@ -69,7 +70,7 @@ def _merged(files: Sequence[Path], texts: Sequence[bytes]) -> Catalog:
             continue
         catalog = overlay if catalog is None else merge(catalog, overlay)
     if catalog is not None and not problems:
-        texts_by_name = {str(path): raw.decode("utf-8") for path, raw in zip(files, texts)}
+        texts_by_name = {str(path): raw.decode("utf-8") for path, raw in zip(files, texts, strict=True)}
         problems += check_references(catalog, str(files[-1]), texts_by_name)
     if problems or catalog is None:
         raise CatalogError(problems)

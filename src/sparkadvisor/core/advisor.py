@@ -17,7 +17,7 @@ from sparkadvisor.core.ranking import Ranked, rank
 from sparkadvisor.core.schema import Build, Hardware
 from sparkadvisor.core.speed import SpeedConstants
 from sparkadvisor.core.units import GiB
-from sparkadvisor.core.workload import Settings, Workload
+from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 
 def constants_for(index: CatalogIndex, hardware: Hardware) -> SpeedConstants:
@@ -29,12 +29,12 @@ def constants_for(index: CatalogIndex, hardware: Hardware) -> SpeedConstants:
 
 
 def evaluate_build(index: CatalogIndex, build: Build, cluster: Cluster, workload: Workload,
-                   settings: Settings = Settings()) -> Plan:
+                   settings: Settings = DEFAULT_SETTINGS) -> Plan:
     """The plan for one build."""
     return evaluate(index, build, cluster, workload, constants_for(index, cluster.hardware), settings)
 
 
-def advise(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings = Settings(),
+def advise(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings = DEFAULT_SETTINGS,
            builds: Iterable[Build] | None = None) -> tuple[Ranked, ...]:
     """Every build (or `builds`) evaluated on `cluster` and ranked for `workload`."""
     constants = constants_for(index, cluster.hardware)

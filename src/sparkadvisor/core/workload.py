@@ -60,3 +60,7 @@ class Settings:
     """--gpu-memory-utilization for every build."""
     kv_cache_dtype: str | None = None
     """--kv-cache-dtype for every build."""
+
+
+DEFAULT_SETTINGS = Settings()
+"""No overrides: every recipe's own values, else the hardware's defaults."""
