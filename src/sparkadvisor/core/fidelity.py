@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sparkadvisor.core.calibration import calibrate, recipe_decode, recipe_prefill
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.schema import Measurement, Recipe
+from sparkadvisor.core.speed import SpeedConstants
 
 SPEED_METRICS = ("decode_tok_s", "aggregate_tok_s", "prefill_tok_s")
 """Metrics the speed model predicts; the others are listed as skipped with the reason."""
@@ -38,6 +39,8 @@ class Check:
     high: float | None
     skipped: str = ""
     """Why there is no prediction, in a few words."""
+    note: str = ""
+    """What the prediction leaves out (per-token tables), in a few words."""
 
     @property
     def error_pct(self) -> float | None:
@@ -72,11 +75,21 @@ class Summary:
 
 
 @dataclass(frozen=True, slots=True)
+class Fitted:
+    """The constants fitted to the whole catalog for one hardware and engine."""
+
+    hardware: str
+    engine: str
+    constants: SpeedConstants
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """Every check and the summaries, per metric and over all speed metrics."""
 
     checks: tuple[Check, ...]
     summaries: tuple[Summary, ...]
+    fitted: tuple[Fitted, ...]
 
 
 def fidelity(index: CatalogIndex) -> Report:
@@ -84,7 +97,10 @@ def fidelity(index: CatalogIndex) -> Report:
     checks = tuple(c for recipe in index.catalog.recipes for c in _recipe_checks(index, recipe))
     metrics = [m for m in SPEED_METRICS if any(c.metric == m for c in checks)]
     summaries = [summarize(checks, m) for m in metrics] + [summarize(checks, "all")]
-    return Report(checks, tuple(summaries))
+    pairs = dict.fromkeys((r.hardware, r.engine) for r in index.catalog.recipes
+                          if r.measurements and r.hardware in index.hardware)
+    fitted = tuple(Fitted(h, e, calibrate(index, index.hardware[h], e)) for h, e in pairs)
+    return Report(checks, tuple(summaries), fitted)
 
 
 def summarize(checks: tuple[Check, ...], metric: str) -> Summary:
@@ -107,23 +123,33 @@ def _recipe_checks(index: CatalogIndex, recipe: Recipe) -> list[Check]:
     return [_predict(index, recipe, m, constants) for m in recipe.measurements]
 
 
-def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: object) -> Check:
+def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: SpeedConstants) -> Check:
     if m.metric not in SPEED_METRICS:
         return _check(recipe, m, skipped="not a speed figure (the speed model does not predict it)")
     if m.metric == "prefill_tok_s":
-        result = recipe_prefill(index, recipe, m.context_tokens, constants)  # type: ignore[arg-type]
+        result = recipe_prefill(index, recipe, m, constants)
     else:
-        result = recipe_decode(index, recipe, m.context_tokens, m.streams, constants)  # type: ignore[arg-type]
+        result = recipe_decode(index, recipe, m, constants)
     if isinstance(result, str):
         return _check(recipe, m, skipped=result)
     expected, low, high = result
-    return _check(recipe, m, expected, low, high)
+    return _check(recipe, m, expected, low, high, note=_note(index, recipe, m.metric))
+
+
+def _note(index: CatalogIndex, recipe: Recipe, metric: str) -> str:
+    model = index.models.get(index.builds[recipe.build].model)
+    if model is None or not model.tables or metric == "prefill_tok_s":
+        return ""
+    kinds = "/".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables))
+    if recipe.streams_tables:
+        return f"{kinds} rows read from disk: unknown, not counted (and not used to fit)"
+    return f"{kinds} bytes per token unknown, not counted"
 
 
 def _check(recipe: Recipe, m: Measurement, predicted: float | None = None, low: float | None = None,
-           high: float | None = None, skipped: str = "") -> Check:
+           high: float | None = None, skipped: str = "", note: str = "") -> Check:
     return Check(recipe.id, recipe.build, recipe.hardware, recipe.engine, m.metric, m.streams, m.context_tokens,
-                 m.value, predicted, low, high, skipped)
+                 m.value, predicted, low, high, skipped, note)
 
 
 def report_dict(report: Report) -> dict[str, object]:
@@ -138,9 +164,19 @@ def report_dict(report: Report) -> dict[str, object]:
                     "metric": c.metric, "streams": c.streams, "context_tokens": c.context_tokens,
                     "measured": c.measured, "predicted": _round(c.predicted, 1), "low": _round(c.low, 1),
                     "high": _round(c.high, 1), "error_pct": _round(c.error_pct, 1), "inside": c.inside,
-                    "skipped": c.skipped or None}
+                    "skipped": c.skipped or None, "note": c.note or None}
                    for c in report.checks],
+        "constants": [{"hardware": f.hardware, "engine": f.engine, **constants_dict(f.constants)}
+                      for f in report.fitted],
     }
+
+
+def constants_dict(c: SpeedConstants) -> dict[str, object]:
+    """Each fitted constant with its value and where it comes from."""
+    names = ("bandwidth_fraction", "fixed_ms_graphs", "fixed_ms_eager", "spec_ms", "batch_ms_per_token",
+             "allreduce_us", "acceptance", "prefill_flops_per_node", "decode_band", "prefill_band")
+    return {name: {"value": _round(getattr(c, name), 4 if name != "prefill_flops_per_node" else -9),
+                   "basis": c.basis.get(name, "assumed")} for name in names}
 
 
 def _round(value: float | None, digits: int) -> float | None:
