@@ -13,6 +13,7 @@ from typing import Literal
 from sparkadvisor.core.formats import FORMATS, kv_dtype_bytes
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention, Measurement
+from sparkadvisor.core.speed import estimate_prefill, prefill_range
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
 Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
@@ -196,21 +197,23 @@ def _decode(plan: Plan) -> list[Step]:
     if d is None:
         return [Step("ceiling", "decode ceiling", "Active parameters are unpublished: the decode ceiling is unknown.",
                      "unknown")]
-    bits = FORMATS[plan.build.format].nominal_bits
+    bits = min(FORMATS[plan.build.format].nominal_bits, plan.weights.stored_bits)
     per_token = p.active_b * bits / 8 if p.active_b else 0
     hw = plan.cluster.hardware
     ceiling = Step("ceiling", "decode ceiling",
-                   f"{p.active_b:g}B active x {bits:g} bits = {per_token:.1f} GB per token; / {plan.tp} = "
+                   f"{p.active_b:g}B active x {bits:.3g} bits = {per_token:.1f} GB per token; / {plan.tp} = "
                    f"{per_token / plan.tp:.2f} GB per node; {hw.memory_bandwidth_gb_s:g} GB/s / "
                    f"{per_token / plan.tp:.2f} GB = {d.ceiling_tok_s:.0f} tok/s ceiling (bandwidth only).", "derived")
-    expected = Step("expected", "expected decode", _expected_text(plan), "estimated")
-    steps = [ceiling, expected]
+    steps = [ceiling, Step("expected", "expected decode", _expected_text(plan), "estimated")]
+    if plan.tp > 1:
+        steps.append(Step("nodes", "what the nodes buy", _nodes_text(plan), "estimated"))
     if plan.decode_measured is not None:
         m = plan.decode_measured
         where = "inside" if d.low_tok_s <= m.value <= d.high_tok_s else "OUTSIDE"
         steps.append(Step("measured", "measured decode",
-                          f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}): "
-                          f"{plan.efficiency:.0%} of the ceiling, {where} the predicted range.", "measured"))
+                          f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}) beside "
+                          f"{d.expected_tok_s:.0f} expected: {plan.efficiency:.0%} of the ceiling, {where} the "
+                          f"predicted range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}.", "measured"))
     return steps
 
 
@@ -218,17 +221,43 @@ def _expected_text(plan: Plan) -> str:
     d, c = plan.decode, plan.constants
     assert d is not None
     mode = "eager" if plan.recipe and plan.recipe.enforce_eager else "CUDA graphs"
-    text = (f"One pass: weights {d.weights_ms:.1f} ms ({plan.weights.stored_bits:.2f} stored bits at "
-            f"{c.bandwidth_fraction:.0%} of rated bandwidth) + KV {d.kv_ms:.1f} ms at "
-            f"{plan.workload.context_tokens:,} tokens + draft {d.draft_ms:.1f} ms + fixed {d.fixed_ms:.1f} ms "
-            f"({mode}, {c.basis.get('fixed_ms_eager' if mode == 'eager' else 'fixed_ms_graphs')}) + all-reduce "
-            f"{d.allreduce_ms:.1f} ms = {d.step_ms:.1f} ms")
+    fixed_basis = c.basis.get("fixed_ms_eager" if mode == "eager" else "fixed_ms_graphs")
+    parts = [("weights", d.weights_ms, f"{plan.weights.stored_bits:.2f} stored bits at {c.bandwidth_fraction:.0%} "
+              f"of rated bandwidth, {c.basis.get('bandwidth_fraction')}"),
+             ("KV", d.kv_ms, f"at {plan.workload.context_tokens:,} tokens"),
+             ("draft", d.draft_ms, ""),
+             ("fixed", d.fixed_ms, f"{mode}, {fixed_basis}"),
+             ("speculation", d.spec_ms, c.basis.get("spec_ms", "")),
+             ("all-reduce", d.allreduce_ms, _allreduce_note(plan))]
+    shown = [(name, ms, note) for name, ms, note in parts if ms > 0 or name in ("weights", "fixed")]
+    terms = " + ".join(f"{name} {ms:.1f} ms" + (f" ({note})" if note else "") for name, ms, note in shown)
+    text = f"One step: {terms} = {d.step_ms:.1f} ms"
+    if d.tables:
+        text += f", plus the per-token {d.tables} table, unknown (its bytes per token are unpublished)"
     if d.tokens_per_pass > 1:
-        text += f", yielding {d.tokens_per_pass:.2f} tokens (speculative decoding)"
-    text += (f": {d.expected_tok_s:.0f} tok/s expected (range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}). "
-             "Per-token tables are not counted: the bytes they read per token are unpublished.")
-    return text if plan.model.tables else text.replace(
-        " Per-token tables are not counted: the bytes they read per token are unpublished.", "")
+        text += f"; it yields {d.tokens_per_pass:.2f} tokens (speculative decoding)"
+    shares = ", ".join(f"{name} {ms / d.step_ms:.0%}" for name, ms, _ in shown if ms / d.step_ms >= 0.005)
+    return (text + f": {d.expected_tok_s:.0f} tok/s expected, {d.expected_tok_s / d.ceiling_tok_s:.0%} of the "
+            f"ceiling (range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}: {c.basis.get('decode_band')}). "
+            f"Where the step goes: {shares}.")
+
+
+def _allreduce_note(plan: Plan) -> str:
+    layers = plan.model.attention.layers if plan.model.attention else None
+    if plan.tp == 1:
+        return "one node"
+    if layers is None:
+        return "layer count unknown: not counted"
+    return f"2 x {layers} layers across {plan.tp} nodes, {plan.constants.basis.get('allreduce_us')}"
+
+
+def _nodes_text(plan: Plan) -> str:
+    d = plan.decode
+    assert d is not None
+    one_node_ms = d.weights_ms * plan.tp
+    return (f"TP={plan.tp} cuts the weights each node reads per step from {one_node_ms:.1f} ms (one node) to "
+            f"{d.weights_ms:.1f} ms, and costs {d.allreduce_ms:.1f} ms of all-reduces on the link; the fixed and "
+            f"speculation costs ({d.fixed_ms + d.spec_ms:.1f} ms) do not shrink with more nodes.")
 
 
 def _first_token(plan: Plan) -> list[Step]:
@@ -248,14 +277,29 @@ def _first_token(plan: Plan) -> list[Step]:
                f"({_source(plan.prefill_measured)})"
         basis: Basis = "measured"
     else:
-        rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s ({plan.cluster.nodes} nodes x effective "
-                f"{(plan.constants.prefill_flops_per_node or 0) / 1e12:.0f} TFLOPS, "
-                f"{plan.constants.basis.get('prefill_flops_per_node')}, over ~2 x active parameters plus attention "
-                "FLOPs per token)")
+        low, high = prefill_range(plan.prefill_tok_s, plan.constants)
+        rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}; "
+                f"{plan.cluster.nodes} nodes x effective {(plan.constants.prefill_flops_per_node or 0) / 1e12:.0f} "
+                f"TFLOPS, {plan.constants.basis.get('prefill_flops_per_node')}, over ~2 x active parameters plus "
+                "attention FLOPs per token, plus the link's share under TP)")
         basis = "estimated"
-    steps.append(Step("ttft", "first token", f"{plan.uncached_tokens:,} tokens / {rate} = "
-                      f"{fmt_seconds(plan.ttft_s)} to the first token.", basis))
+    text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.ttft_s)} to the first token."
+    cold_s = _cold_ttft_s(plan)
+    if plan.prefix_caching and cold_s is not None:
+        text += f" Uncached (a cold {w.context_tokens:,}-token prompt): {fmt_seconds(cold_s)}."
+    steps.append(Step("ttft", "first token", text, basis))
     return steps
+
+
+def _cold_ttft_s(plan: Plan) -> float | None:
+    """First token for the whole prompt computed from scratch (no prefix reuse)."""
+    context = plan.workload.context_tokens
+    if plan.prefill_measured is not None:
+        return context / plan.prefill_measured.value
+    active = plan.model.params.active_b
+    rate = estimate_prefill(plan.cluster.nodes, active * 1e9, plan.model.attention, context / 2, plan.constants) \
+        if active else None
+    return context / rate if rate else None
 
 
 def _turn(plan: Plan) -> Step:

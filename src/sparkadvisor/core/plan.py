@@ -266,12 +266,13 @@ def _decode(model: Model, build: Build, weights: Weights, recipe: Recipe | None,
 
 
 def decode_inputs(model: Model, build: Build, weights: Weights, recipe: Recipe | None,
-                  tp: int, pp: int, kv_read: float) -> DecodeInputs | None:
+                  tp: int, pp: int, kv_read: float, streams: int = 1) -> DecodeInputs | None:
     """What a decode step reads and runs for this build under this recipe."""
     params = model.params
     if params.active_b is None:
         return None
     spec = recipe.speculative if recipe else None
+    attention = model.attention
     return DecodeInputs(
         active_params=params.active_b * 1e9,
         total_params=params.total_b * 1e9,
@@ -280,21 +281,25 @@ def decode_inputs(model: Model, build: Build, weights: Weights, recipe: Recipe |
         nominal_bits=FORMATS[build.format].nominal_bits,
         stored_bits=weights.stored_bits,
         tp=tp, pp=pp, kv_bytes_read=kv_read,
-        layers=model.attention.layers if model.attention else None,
+        layers=attention.layers if attention else None,
         eager=bool(recipe and recipe.enforce_eager),
         spec_tokens=spec.tokens_per_pass if spec else 0,
-        draft_bytes_per_pass=_draft_bytes(spec, weights, tp) if spec else 0.0,
+        draft_bytes_per_pass=_draft_bytes(spec, weights, params.active_b / params.total_b, tp) if spec else 0.0,
         acceptance=spec.acceptance if spec else None,
+        hidden_size=attention.hidden_size if attention else None,
+        streams=streams,
+        tables=" + ".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables)),
     )
 
 
-def _draft_bytes(spec: Speculative, weights: Weights, tp: int) -> float:
-    """Bytes the drafter reads per pass on one node: MTP heads run once per proposed
-    token; a DFlash drafter proposes the whole block in one pass; other drafts per token."""
+def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: int) -> float:
+    """Bytes the drafter reads per pass on one node. An MTP head is one more layer of the
+    model, so each proposed token reads its active share (the model's active / total); a
+    DFlash or DSpark drafter proposes the whole block in one pass; other drafts run per token."""
     if spec.method == "mtp":
-        return weights.mtp_bytes / tp * spec.tokens_per_pass
+        return weights.mtp_bytes * min(active_share, 1.0) / tp * spec.tokens_per_pass
     draft = (spec.draft_size_gb or 0.0) * GB / tp
-    return draft if spec.method == "dflash" else draft * spec.tokens_per_pass
+    return draft if spec.method in ("dflash", "dspark") else draft * spec.tokens_per_pass
 
 
 def _prefill(model: Model, build: Build, recipe: Recipe | None, cluster: Cluster, workload: Workload,

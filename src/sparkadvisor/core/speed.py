@@ -1,19 +1,24 @@
-"""Decode and prefill speed.
+"""Decode and prefill speed: a roofline with a fixed cost per step, calibrated by measurements.
 
-Decode: one step reads every active weight once, so the ceiling is bandwidth over the
-active bytes per node (the article: 18B active x 0.5 B / 2 nodes = 4.5 GB, 273 / 4.5 =
-~60 tok/s). The expected speed adds what the ceiling leaves out: the scales a real file
-stores, the KV cache read at the current context, a draft model or MTP heads, a fixed
-cost per step (kernel launches, far larger without CUDA graphs) and two all-reduces per
-layer across nodes. Speculative decoding spreads one step over the tokens it accepts.
+Decode: one step (a pass of the big model) reads every active weight once, so the ceiling
+is rated bandwidth over the active bytes per node (the article: 18B active x 0.5 B / 2 nodes
+= 4.5 GB, 273 / 4.5 = ~60 tok/s). The expected time of a step adds what the ceiling leaves
+out: the scales a real file stores, the KV cache read at the current context, the drafter,
+a fixed cost per step (kernel launches, the scheduler; larger without CUDA graphs), the
+bookkeeping of speculative decoding, and two all-reduces per layer across the nodes.
+Speculative decoding spreads one step over the tokens it accepts; verifying several
+tokens at once routes them to more experts. Per-token tables (PLE, Engram) are read on
+every token, but how many bytes is unpublished: they stay an explicit unknown term.
 
 Prefill is compute-bound: ~2 x active parameters FLOPs per prompt token, plus attention
-that grows with the context the token attends to, at an effective FLOP rate per node
-that the catalog's prefill measurements calibrate.
+that grows with the context the token attends to, at an effective FLOP rate per node the
+catalog's prefill measurements calibrate; across nodes, each token's activations also
+cross the link twice per layer.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from sparkadvisor.core.schema import Attention, Hardware
@@ -21,27 +26,42 @@ from sparkadvisor.core.schema import Attention, Hardware
 DEFAULT_BANDWIDTH_FRACTION = 0.8
 """Share of rated bandwidth a decode step achieves when the hardware has no read test."""
 
-
 ASSUMED_PREFILL_MFU = 0.3
 """Share of the dense tensor peak prefill reaches before any measurement calibrates it."""
+
+ACTIVATION_BYTES = 2
+"""Hidden states cross the link in bf16."""
+
+MIN_BAND = 0.10
+"""Narrowest relative range: the article's run-to-run sigma (57.54 +/- 5.61 tok/s, ~10%)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SpeedConstants:
-    """The free constants of the speed model for one hardware profile."""
+    """The free constants of the speed model for one hardware profile and engine."""
 
     bandwidth_fraction: float
-    """Effective / rated memory bandwidth during decode."""
+    """Effective / rated memory bandwidth during decode (at most 1)."""
     fixed_ms_graphs: float
-    """Fixed cost of one decode step with CUDA graphs, in ms."""
+    """Fixed cost of one decode step with CUDA graphs (launches, scheduler), in ms."""
     fixed_ms_eager: float
     """Fixed cost of one decode step in eager mode (a launch per kernel), in ms."""
+    spec_ms: float
+    """Extra cost of a step with speculative decoding (drafter launches, rejection, host sync), in ms."""
+    batch_ms_per_token: float
+    """Extra cost per token a batched step verifies for each further stream, in ms."""
     allreduce_us: float
-    """Latency of one all-reduce across the node link, in microseconds."""
+    """Latency of one small all-reduce between two nodes, in microseconds."""
+    link_gb_s: float | None
+    """Collective bandwidth of the node link, GB/s; None for single-node hardware."""
     acceptance: float
-    """Chance that each further speculative token is accepted, when a recipe does not say."""
+    """Share of proposed tokens accepted (accepted / drafted), when a recipe does not say."""
     prefill_flops_per_node: float | None
     """Effective prefill FLOP/s of one node; None without a peak or a measurement."""
+    decode_band: float
+    """Relative half-width of the decode range: low = expected / (1 + band), high = expected x (1 + band)."""
+    prefill_band: float
+    """The same for prefill."""
     basis: dict[str, str]
     """For each constant, where it comes from ("assumed", "read test", "fitted to 3 measurements")."""
 
@@ -49,11 +69,11 @@ class SpeedConstants:
 def default_constants(hardware: Hardware) -> SpeedConstants:
     """Constants before calibration: the hardware's own read test and link latency where
     published, otherwise round assumptions that the catalog's measurements replace."""
-    basis = {"fixed_ms_graphs": "assumed", "fixed_ms_eager": "assumed", "acceptance": "assumed"}
+    basis = {k: "assumed" for k in ("fixed_ms_graphs", "fixed_ms_eager", "spec_ms", "batch_ms_per_token",
+                                    "acceptance", "decode_band", "prefill_band", "bandwidth_fraction")}
     fraction = DEFAULT_BANDWIDTH_FRACTION
-    basis["bandwidth_fraction"] = "assumed"
     if hardware.measured_bandwidth_gb_s:
-        fraction = hardware.measured_bandwidth_gb_s / hardware.memory_bandwidth_gb_s
+        fraction = min(1.0, hardware.measured_bandwidth_gb_s / hardware.memory_bandwidth_gb_s)
         basis["bandwidth_fraction"] = "published read test"
     latency, basis["allreduce_us"] = 20.0, "assumed"
     if hardware.link and hardware.link.latency_us:
@@ -61,7 +81,8 @@ def default_constants(hardware: Hardware) -> SpeedConstants:
     peak = max((peak_flops(hardware, p) or 0.0) for p in ("fp4", "fp8", "bf16"))
     prefill = peak * ASSUMED_PREFILL_MFU if peak else None
     basis["prefill_flops_per_node"] = f"{ASSUMED_PREFILL_MFU:.0%} of the tensor peak (assumed)" if peak else "unknown"
-    return SpeedConstants(fraction, 4.0, 20.0, latency, 0.7, prefill, basis)
+    link = hardware.link.bandwidth_gb_s if hardware.link else None
+    return SpeedConstants(fraction, 4.0, 8.0, 15.0, 1.0, latency, link, 0.6, prefill, 0.3, 0.3, basis)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +104,7 @@ class DecodeInputs:
     tp: int
     pp: int
     kv_bytes_read: float
-    """KV bytes one rank reads for one token at the context."""
+    """KV bytes one rank reads for one sequence at the context."""
     layers: int | None
     """Decoder layers (all-reduce count); None when unknown."""
     eager: bool
@@ -94,6 +115,12 @@ class DecodeInputs:
     """Bytes the drafter reads per pass, per node."""
     acceptance: float | None = None
     """Measured acceptance of the recipe's drafter, when published."""
+    hidden_size: int | None = None
+    """Width of the residual stream (what an all-reduce moves per token); None when unknown."""
+    streams: int = 1
+    """Sequences decoded together in one step."""
+    tables: str = ""
+    """Per-token tables read every token ("PLE", "Engram"), whose bytes are unpublished; "" for none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,28 +128,36 @@ class DecodeEstimate:
     """Ceiling, expected value and range, with where a step's time goes."""
 
     ceiling_tok_s: float
+    """Single stream, active weights only, rated bandwidth (bandwidth only)."""
     expected_tok_s: float
+    """All streams together when `streams` > 1."""
     low_tok_s: float
     high_tok_s: float
     weights_ms: float
     kv_ms: float
     draft_ms: float
     fixed_ms: float
+    spec_ms: float
+    batch_ms: float
     allreduce_ms: float
     tokens_per_pass: float
+    """Tokens one pass yields per stream."""
+    streams: int = 1
+    tables: str = ""
+    """Per-token tables left out of the step (unknown bytes); "" for none."""
 
     @property
     def step_ms(self) -> float:
         """Time of one pass of the big model."""
-        return self.weights_ms + self.kv_ms + self.draft_ms + self.fixed_ms + self.allreduce_ms
+        return (self.weights_ms + self.kv_ms + self.draft_ms + self.fixed_ms + self.spec_ms + self.batch_ms
+                + self.allreduce_ms)
 
 
 def tokens_per_pass(spec_tokens: int, measured_acceptance: float | None, assumed: float) -> float:
-    """Tokens one pass yields: a measured acceptance rate r gives 1 + k x r (vLLM's
-    accepted / drafted); otherwise each further token is accepted with chance `assumed`."""
-    if measured_acceptance is not None:
-        return 1 + spec_tokens * measured_acceptance
-    return 1 + sum(assumed**i for i in range(1, spec_tokens + 1))
+    """Tokens one pass yields: 1 + k x r, with r the share of proposed tokens accepted
+    (vLLM's accepted / drafted): the recipe's own when published, else `assumed`."""
+    rate = measured_acceptance if measured_acceptance is not None else assumed
+    return 1 + spec_tokens * rate
 
 
 def params_read_per_pass(inputs: DecodeInputs, tokens_verified: int) -> float:
@@ -131,59 +166,73 @@ def params_read_per_pass(inputs: DecodeInputs, tokens_verified: int) -> float:
     experts, per_token = inputs.routed_experts, inputs.experts_per_token
     if not experts or not per_token or experts <= per_token or tokens_verified <= 1:
         return inputs.active_params
-    expert_params = (inputs.total_params - inputs.active_params) / (experts - per_token)
-    dense_params = inputs.active_params - per_token * expert_params
+    expert_params = max(inputs.total_params - inputs.active_params, 0.0) / (experts - per_token)
+    dense_params = max(inputs.active_params - per_token * expert_params, 0.0)
     touched = experts * (1 - (1 - per_token / experts) ** tokens_verified)
-    return dense_params + touched * expert_params
+    return dense_params + max(touched, per_token) * expert_params
 
 
-def decode_ceiling(active_params: float, nominal_bits: float, tp: int, bandwidth_gb_s: float) -> float:
+def ceiling_bits(inputs: DecodeInputs) -> float:
+    """Bits per active weight the ceiling assumes: the nominal bits, or fewer if the file stores fewer."""
+    return min(inputs.nominal_bits, inputs.stored_bits)
+
+
+def decode_ceiling(active_params: float, bits: float, tp: int, bandwidth_gb_s: float) -> float:
     """Tokens per second if only the active weights were read, at rated bandwidth."""
-    bytes_per_node = active_params * nominal_bits / 8 / tp
+    bytes_per_node = active_params * bits / 8 / tp
     return bandwidth_gb_s * 1e9 / bytes_per_node
 
 
+def allreduce_us(c: SpeedConstants, nodes: int, message_bytes: float) -> float:
+    """One all-reduce across `nodes`: the two-node latency grows with log2(nodes) (a tree;
+    NCCL's 48 KB all-reduce takes ~30 us on 2 Sparks and 59 us on 4), plus the bytes a ring
+    moves, 2 (n-1)/n x message, at the link's bandwidth."""
+    if nodes <= 1:
+        return 0.0
+    moved = 2 * (nodes - 1) / nodes * message_bytes
+    return c.allreduce_us * math.log2(nodes) + (moved / (c.link_gb_s * 1e3) if c.link_gb_s else 0.0)
+
+
 def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: SpeedConstants) -> DecodeEstimate:
-    """The expected decode speed with its range (pessimistic and optimistic constants)."""
-    expected = _decode(inputs, bandwidth_gb_s, constants)
-    low = _decode(inputs, bandwidth_gb_s, _pessimistic(constants))
-    high = _decode(inputs, bandwidth_gb_s, _optimistic(constants))
-    return replace(expected, low_tok_s=low.expected_tok_s, high_tok_s=high.expected_tok_s)
+    """The expected decode speed with its range, from the calibrated spread of the model's errors.
+    Without speculation the high end never passes the ceiling (nothing beats reading the weights)."""
+    d = _decode(inputs, bandwidth_gb_s, constants)
+    high = d.expected_tok_s * (1 + constants.decode_band)
+    if inputs.spec_tokens == 0 and inputs.streams == 1:
+        high = min(high, max(d.ceiling_tok_s, d.expected_tok_s))
+    return replace(d, low_tok_s=d.expected_tok_s / (1 + constants.decode_band), high_tok_s=high)
 
 
-def _pessimistic(c: SpeedConstants) -> SpeedConstants:
-    return replace(c, bandwidth_fraction=c.bandwidth_fraction * 0.9, fixed_ms_graphs=c.fixed_ms_graphs * 1.5,
-                   fixed_ms_eager=c.fixed_ms_eager * 1.5, allreduce_us=c.allreduce_us * 1.5,
-                   acceptance=max(0.0, c.acceptance - 0.2))
-
-
-def _optimistic(c: SpeedConstants) -> SpeedConstants:
-    return replace(c, bandwidth_fraction=min(1.0, c.bandwidth_fraction * 1.05),
-                   fixed_ms_graphs=c.fixed_ms_graphs * 0.6, fixed_ms_eager=c.fixed_ms_eager * 0.6,
-                   allreduce_us=c.allreduce_us * 0.6, acceptance=min(0.95, c.acceptance + 0.15))
-
-
-def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float, float]:
-    """(weights, KV, draft, all-reduce) milliseconds of one pass: everything but the fixed cost."""
+def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float]:
+    """(weights, KV, draft) milliseconds one pass spends reading memory on one node."""
     effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
-    read_params = params_read_per_pass(inputs, inputs.spec_tokens + 1)
-    weights_ms = read_params * inputs.stored_bits / 8 / inputs.tp / effective * 1e3
+    verified = inputs.streams * (inputs.spec_tokens + 1)
+    weights_ms = params_read_per_pass(inputs, verified) * inputs.stored_bits / 8 / inputs.tp / effective * 1e3
     # Pipeline stages run one after another for a single stream: each reads its own KV.
-    kv_ms = inputs.kv_bytes_read * inputs.pp / effective * 1e3
+    kv_ms = inputs.kv_bytes_read * inputs.streams * inputs.pp / effective * 1e3
     draft_ms = inputs.draft_bytes_per_pass / effective * 1e3
-    allreduce_ms = 2 * inputs.layers * c.allreduce_us / 1e3 if inputs.tp > 1 and inputs.layers else 0.0
-    return weights_ms, kv_ms, draft_ms, allreduce_ms
+    return weights_ms, kv_ms, draft_ms
+
+
+def link_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
+    """Two all-reduces per layer across the TP nodes, plus one hand-over per pipeline boundary."""
+    message = inputs.streams * (inputs.spec_tokens + 1) * (inputs.hidden_size or 0) * ACTIVATION_BYTES
+    tp_us = 2 * (inputs.layers or 0) * allreduce_us(c, inputs.tp, message)
+    pp_us = (inputs.pp - 1) * c.allreduce_us
+    return (tp_us + pp_us) / 1e3
 
 
 def _decode(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> DecodeEstimate:
-    weights_ms, kv_ms, draft_ms, allreduce_ms = read_ms(inputs, bandwidth_gb_s, c)
+    weights_ms, kv_ms, draft_ms = read_ms(inputs, bandwidth_gb_s, c)
     fixed_ms = (c.fixed_ms_eager if inputs.eager else c.fixed_ms_graphs) * inputs.pp
+    spec_ms = c.spec_ms if inputs.spec_tokens else 0.0
+    batch_ms = (inputs.streams - 1) * (inputs.spec_tokens + 1) * c.batch_ms_per_token
     tokens = tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance)
-    step = weights_ms + kv_ms + draft_ms + fixed_ms + allreduce_ms
-    ceiling = decode_ceiling(inputs.active_params, inputs.nominal_bits, inputs.tp, bandwidth_gb_s)
-    expected = tokens / step * 1e3
-    return DecodeEstimate(ceiling, expected, expected, expected, weights_ms, kv_ms, draft_ms,
-                          fixed_ms, allreduce_ms, tokens)
+    ceiling = decode_ceiling(inputs.active_params, ceiling_bits(inputs), inputs.tp, bandwidth_gb_s)
+    d = DecodeEstimate(ceiling, 0.0, 0.0, 0.0, weights_ms, kv_ms, draft_ms, fixed_ms, spec_ms, batch_ms,
+                       link_ms(inputs, c), tokens, inputs.streams, inputs.tables)
+    expected = inputs.streams * tokens / d.step_ms * 1e3
+    return replace(d, expected_tok_s=expected, low_tok_s=expected, high_tok_s=expected)
 
 
 # --- prefill ------------------------------------------------------------------
@@ -214,10 +263,25 @@ def prefill_flops_per_token(active_params: float, attention: Attention | None, a
     return flops + per_layer * (full_layers * full_span + attention.sliding_layers * window_span)
 
 
+def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s: float | None) -> float:
+    """Seconds of link time per prompt token under TP: two all-reduces per layer, each moving
+    2 (n-1)/n x the token's hidden state (bf16)."""
+    if nodes <= 1 or not link_gb_s or attention is None or not attention.hidden_size:
+        return 0.0
+    moved = 2 * attention.layers * 2 * (nodes - 1) / nodes * attention.hidden_size * ACTIVATION_BYTES
+    return moved / (link_gb_s * 1e9)
+
+
 def estimate_prefill(nodes: int, active_params: float, attention: Attention | None,
                      attended_tokens: float, constants: SpeedConstants) -> float | None:
     """Prompt tokens per second across the cluster, or None without an effective rate."""
     if constants.prefill_flops_per_node is None:
         return None
     flops = prefill_flops_per_token(active_params, attention, attended_tokens)
-    return nodes * constants.prefill_flops_per_node / flops
+    seconds = flops / (nodes * constants.prefill_flops_per_node)
+    return 1 / (seconds + prefill_link_s_per_token(nodes, attention, constants.link_gb_s))
+
+
+def prefill_range(rate: float, constants: SpeedConstants) -> tuple[float, float]:
+    """(low, high) prompt tok/s around an estimated rate, from the calibrated spread."""
+    return rate / (1 + constants.prefill_band), rate * (1 + constants.prefill_band)

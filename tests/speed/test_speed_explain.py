@@ -1,0 +1,35 @@
+"""What `show` and the TUI print about speed: the basis, the range and where a step goes."""
+
+from __future__ import annotations
+
+from sparkadvisor.core.advisor import evaluate_build
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.workload import AGENTIC
+
+
+def _steps(index, build: str, nodes: int) -> dict[str, str]:
+    plan = evaluate_build(index, index.builds[build], Cluster(index.hardware["dgx-spark"], nodes), AGENTIC)
+    return {s.key: s.text for s in explain(plan)}
+
+
+def test_expected_decode_shows_breakdown_basis_and_range(index) -> None:
+    text = _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["expected"]
+    assert "Where the step goes: weights" in text and "speculation" in text
+    assert "range" in text and "fitted to" in text and "of the ceiling" in text
+
+
+def test_per_token_tables_stay_an_explicit_unknown(index) -> None:
+    text = _steps(index, "qwen3.8-flash-next-nvfp4", 2)["expected"]
+    assert "PLE table, unknown" in text
+
+
+def test_tp_step_says_what_the_second_node_buys_and_costs(index) -> None:
+    steps = _steps(index, "qwen3.8-flash-next-nvfp4", 2)
+    assert "one node" in steps["nodes"] and "all-reduces" in steps["nodes"]
+    assert "nodes" not in _steps(index, "gpt-oss-120b-mxfp4", 1)
+
+
+def test_first_token_with_reuse_and_uncached(index) -> None:
+    text = _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["ttft"]
+    assert "to the first token" in text and "Uncached (a cold 100,000-token prompt)" in text
