@@ -196,11 +196,7 @@ def allreduce_us(c: SpeedConstants, nodes: int, message_bytes: float) -> float:
 def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: SpeedConstants) -> DecodeEstimate:
     """The expected decode speed with its range, from the calibrated spread of the model's errors.
     Without speculation the high end never passes the ceiling (nothing beats reading the weights)."""
-    d = _decode(inputs, bandwidth_gb_s, constants)
-    high = d.expected_tok_s * (1 + constants.decode_band)
-    if inputs.spec_tokens == 0 and inputs.streams == 1:
-        high = min(high, max(d.ceiling_tok_s, d.expected_tok_s))
-    return replace(d, low_tok_s=d.expected_tok_s / (1 + constants.decode_band), high_tok_s=high)
+    return _decode(inputs, bandwidth_gb_s, constants, constants.decode_band)
 
 
 def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float]:
@@ -222,17 +218,21 @@ def link_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
     return (tp_us + pp_us) / 1e3
 
 
-def _decode(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> DecodeEstimate:
+def _decode(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants, band: float = 0.0) -> DecodeEstimate:
     weights_ms, kv_ms, draft_ms = read_ms(inputs, bandwidth_gb_s, c)
     fixed_ms = (c.fixed_ms_eager if inputs.eager else c.fixed_ms_graphs) * inputs.pp
     spec_ms = c.spec_ms if inputs.spec_tokens else 0.0
     batch_ms = (inputs.streams - 1) * (inputs.spec_tokens + 1) * c.batch_ms_per_token
+    allreduce = link_ms(inputs, c)
     tokens = tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance)
     ceiling = decode_ceiling(inputs.active_params, ceiling_bits(inputs), inputs.tp, bandwidth_gb_s)
-    d = DecodeEstimate(ceiling, 0.0, 0.0, 0.0, weights_ms, kv_ms, draft_ms, fixed_ms, spec_ms, batch_ms,
-                       link_ms(inputs, c), tokens, inputs.streams, inputs.tables)
-    expected = inputs.streams * tokens / d.step_ms * 1e3
-    return replace(d, expected_tok_s=expected, low_tok_s=expected, high_tok_s=expected)
+    step_ms = weights_ms + kv_ms + draft_ms + fixed_ms + spec_ms + batch_ms + allreduce
+    expected = inputs.streams * tokens / step_ms * 1e3
+    high = expected * (1 + band)
+    if inputs.spec_tokens == 0 and inputs.streams == 1:
+        high = min(high, max(ceiling, expected))
+    return DecodeEstimate(ceiling, expected, expected / (1 + band), high, weights_ms, kv_ms, draft_ms, fixed_ms,
+                          spec_ms, batch_ms, allreduce, tokens, inputs.streams, inputs.tables)
 
 
 # --- prefill ------------------------------------------------------------------
