@@ -47,3 +47,10 @@ def test_every_source_resolves_and_opens(index):
     no_url = [sid for sid, source in catalog.sources.items() if not source.url and source.kind != "article"]
     assert no_url == []
     assert set(catalog.sources) - cited == set(), "sources nobody cites"
+
+
+def test_a_build_that_fits_one_spark_fits_two_and_four(index):
+    spark, agentic = index.hardware["dgx-spark"], WORKLOADS["agentic"]
+    fits = {n: {r.plan.build.id for r in advise(index, Cluster(spark, n), agentic) if r.plan.fits} for n in (1, 2, 4)}
+    assert fits[1] - fits[2] == set()
+    assert fits[1] - fits[4] == set()
