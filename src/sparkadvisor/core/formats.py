@@ -3,8 +3,10 @@
 `nominal_bits` is what the format is called ("4 bits"): the article's ceiling uses it
 (18B active at 4 bits = 9 GB). `stored_bits` adds the block scales a real file carries:
 NVFP4 has one FP8 scale per 16 values (4 + 8/16 = 4.5), MXFP4 one E8M0 scale per 32
-(4 + 8/32 = 4.25) (OCP MX spec; NVIDIA NVFP4 blog); AWQ/GPTQ a 16-bit scale and zero per
-group of 128 (4 + 32/128 = 4.25); GGUF figures are llama.cpp's bits per weight
+(4 + 8/32 = 4.25) (OCP MX spec; NVIDIA NVFP4 blog); "nvfp4" is an NVFP4 build whose
+tooling the catalog does not record; AWQ/GPTQ a 16-bit scale and zero per group of 128
+(4 + 32/128 = 4.25); INT4 W4A16 as the Kimi K2 family ships it (compressed-tensors
+pack-quantized, group 32) a 16-bit scale per 32 values (4 + 16/32 = 4.5); GGUF figures are llama.cpp's bits per weight
 (ggml-quants: Q4_K 4.5, Q5_K 5.5, Q6_K 6.5625, Q8_0 8.5; Q4_K_M mixes Q4_K and Q6_K
 tensors, about 4.85).
 """
@@ -31,12 +33,14 @@ class FormatInfo:
 FORMATS: dict[str, FormatInfo] = {
     "nvfp4-compressed-tensors": FormatInfo("NVFP4 (compressed-tensors W4A4)", 4, 4.5, "fp4"),
     "nvfp4-modelopt": FormatInfo("NVFP4 (NVIDIA ModelOpt)", 4, 4.5, "fp4"),
+    "nvfp4": FormatInfo("NVFP4", 4, 4.5, "fp4"),
     "mxfp4": FormatInfo("MXFP4", 4, 4.25, "bf16"),
     "fp8": FormatInfo("FP8", 8, 8, "fp8"),
     "bf16": FormatInfo("BF16", 16, 16, "bf16"),
     "int8": FormatInfo("INT8 W8A8", 8, 8, "int8"),
     "awq-int4": FormatInfo("AWQ INT4", 4, 4.25, "bf16"),
     "gptq-int4": FormatInfo("GPTQ INT4", 4, 4.25, "bf16"),
+    "int4-w4a16": FormatInfo("INT4 W4A16 (compressed-tensors, group 32)", 4, 4.5, "bf16"),
     "gguf-q4_k_m": FormatInfo("GGUF Q4_K_M", 4.85, 4.85, "bf16"),
     "gguf-q5_k_m": FormatInfo("GGUF Q5_K_M", 5.5, 5.5, "bf16"),
     "gguf-q6_k": FormatInfo("GGUF Q6_K", 6.5625, 6.5625, "bf16"),

@@ -111,7 +111,8 @@ class Budget:
     @property
     def fits(self) -> bool:
         """Weights, reserve and KV fit inside the engine's share."""
-        return self.kv_bytes > 0 and self.weights_bytes + self.reserve_bytes + self.kv_bytes <= self.engine_bytes
+        # One byte of slack: kv_bytes is engine - weights - reserve, and adding them back can round up.
+        return self.kv_bytes > 0 and self.weights_bytes + self.reserve_bytes + self.kv_bytes <= self.engine_bytes + 1
 
 
 def node_budget(

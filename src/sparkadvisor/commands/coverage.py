@@ -1,0 +1,153 @@
+"""`sparkadvisor coverage [--markdown]`: what the catalog holds, per model family.
+
+The table is generated from the catalog, never written by hand: docs/coverage.md is this
+command's `--markdown` output. Counts only; every figure behind them is in the catalog
+with its source.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sparkadvisor.commands.common import add_catalog_option
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.schema import Catalog
+
+NAME = "coverage"
+HELP = "count models, builds, recipes, measurements and caveats per family"
+
+COLUMNS = ("family", "models", "builds", "sizes stated", "KV from config", "recipes", "measurements",
+           "caveats", "engines")
+"""Column headings, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyCoverage:
+    """What the catalog holds for one model family."""
+
+    family: str
+    """Family name as the catalog spells it."""
+    models: int
+    """Models in the family."""
+    builds: int
+    """Builds of those models."""
+    sizes_stated: int
+    """Builds whose size a source states (the rest are derived from parameters and format)."""
+    kv_from_config: int
+    """Models whose config.json facts give KV bytes per token (the rest: unknown or from a pool)."""
+    recipes: int
+    """Recipes for those builds."""
+    measurements: int
+    """Measured figures in those recipes."""
+    caveats: int
+    """Distinct caveats on those builds and recipes."""
+    engines: tuple[str, ...]
+    """Engines the recipes run on."""
+
+    def cells(self) -> tuple[str, ...]:
+        """The row as text, in COLUMNS order."""
+        counts = (self.models, self.builds, self.sizes_stated, self.kv_from_config, self.recipes,
+                  self.measurements, self.caveats)
+        return (self.family, *map(str, counts), ", ".join(self.engines) or "-")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--markdown", action="store_true", help="print Markdown (docs/coverage.md)")
+    add_catalog_option(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sparkadvisor.catalogs import load_index
+
+    catalog = load_index(args.catalog, include_user=False).catalog
+    print(markdown(catalog) if args.markdown else plain(catalog))
+    return 0
+
+
+def family_rows(catalog: Catalog) -> list[FamilyCoverage]:
+    """One row per family, sorted by name, then a total row."""
+    families = sorted({m.family for m in catalog.models}, key=str.lower)
+    rows = [_family(catalog, {m.id for m in catalog.models if m.family == f}, f) for f in families]
+    return rows + [_family(catalog, {m.id for m in catalog.models}, "all")]
+
+
+def _family(catalog: Catalog, model_ids: set[str], name: str) -> FamilyCoverage:
+    from sparkadvisor.core.kv import kv_shape
+
+    models = [m for m in catalog.models if m.id in model_ids]
+    builds = [b for b in catalog.builds if b.model in model_ids]
+    build_ids = {b.id for b in builds}
+    recipes = [r for r in catalog.recipes if r.build in build_ids]
+    caveats = {c for b in builds for c in b.caveats} | {c for r in recipes for c in r.caveats}
+    with_kv = [m for m in models if m.attention and kv_shape(m.attention, "auto", 1, 1)]
+    return FamilyCoverage(
+        name, len(models), len(builds), sum(b.size is not None for b in builds), len(with_kv),
+        len(recipes), sum(len(r.measurements) for r in recipes), len(caveats),
+        tuple(sorted({r.engine for r in recipes})),
+    )
+
+
+def _hardware_lines(catalog: Catalog) -> list[str]:
+    lines = []
+    for hw in catalog.hardware:
+        nodes = f"up to {hw.max_nodes} nodes" if hw.max_nodes > 1 else "one node"
+        lines.append(f"{hw.name} ({hw.id}): {hw.memory_gb:g} GB sold, {hw.usable_memory_gib:g} GiB usable, "
+                     f"{hw.memory_bandwidth_gb_s:g} GB/s, {nodes}")
+    return lines
+
+
+def _summary(catalog: Catalog) -> str:
+    return (f"{len(catalog.hardware)} hardware profiles, {len(catalog.models)} models, {len(catalog.builds)} builds, "
+            f"{len(catalog.recipes)} recipes, {sum(len(r.measurements) for r in catalog.recipes)} measurements, "
+            f"{len(catalog.caveats)} caveats, {len(catalog.sources)} sources.")
+
+
+def plain(catalog: Catalog) -> str:
+    """The table as aligned text for a terminal."""
+    table = [COLUMNS] + [row.cells() for row in family_rows(catalog)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.ljust(w) if i in (0, 8) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in table]
+    return "\n".join([_summary(catalog), "", *_hardware_lines(catalog), "", *lines])
+
+
+def markdown(catalog: Catalog) -> str:
+    """docs/coverage.md: the summary, the hardware, the family table and the builds."""
+    rows = family_rows(catalog)
+    out = ["# Catalog coverage", "",
+           "Generated by `sparkadvisor coverage --markdown > docs/coverage.md` from the bundled `catalog.toml`; "
+           "do not edit by hand.", "", _summary(catalog), "", "## Hardware", ""]
+    out += [f"- {line}" for line in _hardware_lines(catalog)]
+    out += ["", "## Per family", "", _md_row(COLUMNS), _md_row(tuple("---" for _ in COLUMNS))]
+    out += [_md_row(r.cells()) for r in rows[:-1]]
+    out += [_md_row(tuple(f"**{c}**" for c in rows[-1].cells())), "", _LEGEND, "", "## Builds", ""]
+    return "\n".join(out + _build_table(catalog))
+
+
+_LEGEND = ("*sizes stated*: builds whose size on disk a source states; the others are derived from the "
+           "parameter count and the format, and say so. *KV from config*: models whose config.json facts give "
+           "the KV bytes per token; for the others the KV figures are unknown (or come from a measured pool). "
+           "*caveats*: distinct known problems on the family's builds and recipes.")
+
+
+def _build_table(catalog: Catalog) -> list[str]:
+    from sparkadvisor.core.formats import FORMATS
+
+    models = {m.id: m for m in catalog.models}
+    recipes: dict[str, int] = {}
+    for recipe in catalog.recipes:
+        recipes[recipe.build] = recipes.get(recipe.build, 0) + 1
+    lines = [_md_row(("build", "model", "repo", "format", "size", "engines", "recipes")),
+             _md_row(("---",) * 7)]
+    for b in sorted(catalog.builds, key=lambda b: (models[b.model].family.lower(), b.model, b.id)):
+        size = f"{b.size.value:g} {b.size.unit}" if b.size else "derived"
+        lines.append(_md_row((b.id, models[b.model].name, f"`{b.repo}`", FORMATS[b.format].label, size,
+                              ", ".join(b.engines), str(recipes.get(b.id, 0)))))
+    return lines
+
+
+def _md_row(cells: tuple[str, ...]) -> str:
+    return "| " + " | ".join(cells) + " |"

@@ -1,0 +1,41 @@
+"""Sizes on disk: as the repo (or the source that read it) states them, else derived and marked so."""
+
+from __future__ import annotations
+
+from sparkadvisor.core.advisor import evaluate_build
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.workload import WORKLOADS
+
+STATED_SIZES = {
+    ("deepseek-ai/DeepSeek-V4-Flash-0731", "mxfp4"): (155, "GiB"),  # the article, as loaded; eugr #331: 167 GB
+    ("deepseek-ai/DeepSeek-V4.1-Flash", "mxfp4"): (510, "GB"),  # sqliteai/warp DS41.md, colibri
+    ("RedHatAI/GLM-5.3-Flash-NVFP4", "nvfp4-compressed-tensors"): (198, "GB"),  # the article
+    ("nvidia/Qwen3.8-Flash-Next-NVFP4", "nvfp4-modelopt"): (133, "GB"),  # the article
+    ("openai/gpt-oss-120b", "mxfp4"): (65.2, "GB"),  # HF tree, original/ folder
+    ("nvidia/Qwen3-Next-80B-A3B-Thinking-NVFP4", "nvfp4-modelopt"): (50.8, "GB"),  # HF tree
+    ("ggml-org/gpt-oss-20b-GGUF", "mxfp4"): (11.27, "GiB"),  # llama.cpp benches/dgx-spark.md
+    ("ggml-org/gpt-oss-120b-GGUF", "mxfp4"): (59.02, "GiB"),  # llama.cpp benches/dgx-spark.md
+    ("ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF", "gguf-q8_0"): (30.25, "GiB"),  # llama.cpp benches
+    ("prithivMLmods/Qwen3-Coder-30B-A3B-Instruct-GGUF", "gguf-q4_k_m"): (18.6, "GB"),  # HF file page
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking-GGUF", "gguf-q4_k_m"): (48.4, "GB"),  # HF tree
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking-GGUF", "gguf-q8_0"): (84.8, "GB"),  # HF tree
+    ("saricles/MiniMax-M2.7-NVFP4-GB10", "nvfp4"): (130.6, "GB"),  # eugr #242 quoting the card
+}
+"""Repo and format -> the size and unit as the research notes recorded the repo's statement."""
+
+
+def test_stated_sizes_match_the_repos_statement(index):
+    stated = {(b.repo, b.format): (b.size.value, b.size.unit) for b in index.catalog.builds if b.size}
+    assert stated == STATED_SIZES
+
+
+def test_builds_without_a_stated_size_show_a_derived_size(index):
+    cluster = Cluster(index.hardware["dgx-spark"], 2)
+    for build in index.catalog.builds:
+        weights = next(s for s in explain(evaluate_build(index, build, cluster, WORKLOADS["chat"])) if s.key == "weights")
+        if build.size is None:
+            assert weights.basis == "derived", build.id
+            assert "derived from" in weights.text and "stored bits per weight" in weights.text, build.id
+        else:
+            assert weights.basis == "stated", build.id
