@@ -53,10 +53,12 @@ def test_a_measurement_never_predicts_itself(index) -> None:
 
 
 def test_the_article_puzzles_come_out_of_the_model(index) -> None:
-    """GLM near 78% of its ceiling, Qwen near 30%, each predicted without its own measurement."""
+    """GLM near 78% of its ceiling, Qwen near 30%: predicted without their own measurements the
+    measured figures fall inside the predicted ranges, and with the whole catalog the model puts
+    each at its share of the ceiling with the step's breakdown."""
     report = fidelity(index)
     for recipe in ("glm-5.3-flash-tonyd2wild-tp2", "qwen3.8-flash-next-tonyd2wild-tp2"):
-        assert abs(_check(report, recipe, "decode_tok_s").error_pct) < 15
+        assert _check(report, recipe, "decode_tok_s").inside
     cluster = Cluster(index.hardware["dgx-spark"], 2)
     glm = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], cluster, AGENTIC).decode
     qwen = evaluate_build(index, index.builds["qwen3.8-flash-next-nvfp4"], cluster, AGENTIC).decode

@@ -123,9 +123,10 @@ def _plain(o: Observation) -> bool:
 
 
 def _fit_bandwidth(obs: list[Observation], bandwidth: float, c: SpeedConstants) -> SpeedConstants:
-    """Slope and intercept of measured step time over bytes read, when enough plain measurements exist."""
+    """Slope and intercept of measured step time over bytes read, when enough plain measurements exist
+    and the hardware has no published read test (a measured bandwidth is not refitted)."""
     plain = [o for o in obs if _plain(o) and not o.inputs.eager]
-    if len(plain) < MIN_BANDWIDTH_FIT:
+    if len(plain) < MIN_BANDWIDTH_FIT or c.basis.get("bandwidth_fraction") == "published read test":
         return c
     at_rated = replace(c, bandwidth_fraction=1.0)
     xs = [sum(read_ms(o.inputs, bandwidth, at_rated)) for o in plain]
@@ -224,10 +225,11 @@ def _fit_prefill(index: CatalogIndex, recipes: list[Recipe], c: SpeedConstants) 
     if not rates:
         return c
     middle = statistics.median(rates)
-    errors = [abs(math.log(r / statistics.median(rates[:i] + rates[i + 1:]))) for i, r in enumerate(rates)]
-    band = max(math.exp(quantile(errors, BAND_QUANTILE)) - 1, MIN_BAND) if len(rates) > 1 else c.prefill_band
     basis = {**c.basis, "prefill_flops_per_node": _fitted(len(rates))}
+    band = c.prefill_band
     if len(rates) > 1:
+        errors = [abs(math.log(r / statistics.median(rates[:i] + rates[i + 1:]))) for i, r in enumerate(rates)]
+        band = max(math.exp(quantile(errors, BAND_QUANTILE)) - 1, MIN_BAND)
         basis["prefill_band"] = _band_basis(len(rates))
     return replace(c, prefill_flops_per_node=middle, prefill_band=band, basis=basis)
 
