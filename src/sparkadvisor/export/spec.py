@@ -54,6 +54,8 @@ class Note:
     loud: bool = False
     kind: str = "other"
     """A caveat kind, or "export" for the exporter's own notes; places the note in a script."""
+    from_caveat: bool = False
+    """True when the note is one of the plan's caveats, word for word."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +170,7 @@ def _env(nodes: int, ray: bool, head: EnvRef, address: EnvRef) -> tuple[tuple[st
 
 
 def _notes(plan: Plan, dropped: list[str], image: str) -> tuple[Note, ...]:
-    notes = [Note(f"{c.kind} ({c.severity}): {c.explanation}", c.severity == "critical", c.kind)
+    notes = [Note(f"{c.kind} ({c.severity}): {c.explanation}", c.severity == "critical", c.kind, True)
              for c in plan.caveats]
     if not plan.prefix_caching:
         why = "" if any(c.kind == "prefix-caching-disabled" for c in plan.caveats) else f" ({plan.prefix_caching_note})"
