@@ -10,9 +10,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Config, data and state under a temporary folder; no hub or network telemetry."""
-    home = tmp_path / "home"
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Config, data and state under a temporary folder of their own (not the test's tmp_path,
+    which tests use as an output folder); no hub or network telemetry."""
+    home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("SPARKADVISOR_HOME", str(home))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")

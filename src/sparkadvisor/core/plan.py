@@ -82,6 +82,8 @@ class Plan:
     disqualified_by: Caveat | None
     """A caveat that rules the build out for this workload."""
     constants: SpeedConstants
+    kv_cache_dtype: str = "auto"
+    """--kv-cache-dtype in force: the user's override, else the recipe's, else auto."""
 
     @property
     def streams_tables(self) -> bool:
@@ -184,6 +186,7 @@ def evaluate(
         budget.fits or fit_by_recipe, fit_by_recipe, needed, kv, kv_basis, per_token, pool,
         pool_measured, sessions, decode, decode_measured, prefill, prefill_basis, prefill_measured,
         prefix_on, prefix_note, uncached, ttft, turn, caveats, _disqualifier(caveats, workload), constants,
+        kv_dtype,
     )
 
 

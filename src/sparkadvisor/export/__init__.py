@@ -1,0 +1,59 @@
+"""Launch recipes a person can run, rendered from the plan the advisor computed.
+
+Renderers are pure: a `Plan` (and, for the report, the ranking and the sources) in,
+`ExportFile`s out. Writing them to a folder is `sparkadvisor.export.write`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.schema import Source
+from sparkadvisor.export.argv import resolve
+from sparkadvisor.export.spec import ExportError, ExportFile, ExportOptions, Launch, build_launch
+
+FORMATS: dict[str, str] = {
+    "sh": "one bash script per node: pre-flight checks, then vLLM in its container",
+    "yaml": "a vLLM --config file per node",
+    "compose": "a docker compose file per node",
+    "claude": "Claude Code's settings.json env block and a check that the service answers",
+    "md": "a decision report: cluster, workload, ranking, arithmetic, caveats, commands",
+    "json": "the plan for automation: each node's role, env and exact vllm argv",
+}
+"""Export formats and what each one writes."""
+
+__all__ = ["FORMATS", "ExportError", "ExportFile", "ExportOptions", "plan_json", "render"]
+
+
+def plan_json(launch: Launch) -> dict[str, object]:
+    """{"build", "nodes": [{"role", "host_hint", "env", "vllm_argv"}]}: vllm_argv is the list after `vllm serve`."""
+    nodes = [{"role": n.role, "rank": n.rank, "host_hint": n.host_hint,
+              "env": {k: resolve(v) for k, v in n.env}, "vllm_argv": [resolve(a) for a in n.vllm_argv],
+              **({"ray_argv": [resolve(a) for a in n.ray_argv]} if n.ray_argv else {})} for n in launch.nodes]
+    return {"build": launch.plan.build.id, "recipe": launch.plan.recipe.id if launch.plan.recipe else None,
+            "image": launch.image, "served_model_name": launch.served_name, "launcher": launch.options.launcher,
+            "nodes": nodes, "notes": [n.text for n in launch.notes]}
+
+
+def render(fmt: str, plan: Plan, options: ExportOptions = ExportOptions(), ranked: tuple[Ranked, ...] = (),
+           sources: Mapping[str, Source] | None = None) -> tuple[ExportFile, ...]:
+    """The files of one format for a plan; ExportError when the plan cannot be exported."""
+    from sparkadvisor.export import claude, configs, report, shell
+
+    launch = build_launch(plan, options)
+    if fmt == "sh":
+        return shell.render_sh(launch)
+    if fmt == "yaml":
+        return configs.render_yaml(launch)
+    if fmt == "compose":
+        return configs.render_compose(launch)
+    if fmt == "claude":
+        return claude.render_claude(launch)
+    if fmt == "md":
+        return report.render_md(launch, ranked, sources or {})
+    if fmt == "json":
+        return (ExportFile("plan.json", json.dumps(plan_json(launch), indent=2, ensure_ascii=False) + "\n"),)
+    raise ExportError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")

@@ -1,0 +1,156 @@
+"""The exact `vllm serve` argument list a plan implies, node by node.
+
+Every number comes from the plan: TP/PP, gpu-memory-utilization from its budget, the
+pinned KV cache, the KV dtype in force; the rest from the recipe the plan used. A recipe's
+verbatim extra arguments pass only when vLLM 0.33 knows the flag and the plan does not
+already set it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.units import GiB
+from sparkadvisor.export.flags import dest_of, is_known, option_name
+
+MASTER_PORT = 29501
+"""vLLM's default --master-port, written out so the workers' scripts can be checked against it."""
+REMOVED_FLAGS = {"--swap-space": "removed from vLLM in 0.18 (unified memory has nowhere to swap to)"}
+
+
+@dataclass(frozen=True, slots=True)
+class EnvRef:
+    """A value a script reads from its environment; other formats print the default."""
+
+    name: str
+    """Shell variable, e.g. HEAD_ADDR."""
+    default: str
+    """What the JSON plan, the YAML and the report print."""
+    shell_default: str | None = None
+    """The default as a script computes it, when it derives from another setting."""
+
+
+Arg = str | EnvRef
+
+
+def resolve(arg: Arg) -> str:
+    """The literal value of an argument (an EnvRef's default)."""
+    return arg.default if isinstance(arg, EnvRef) else arg
+
+
+def kv_bytes_arg(n_bytes: float) -> str:
+    """--kv-cache-memory-bytes in a form vLLM 0.33 parses: 6G is 6 x 2^30 (binary suffixes take integers only)."""
+    whole = int(round(n_bytes))
+    for suffix, size in (("G", GiB), ("M", 1 << 20), ("K", 1 << 10)):
+        if whole % size == 0:
+            return f"{whole // size}{suffix}"
+    return str(whole)
+
+
+def max_model_len(plan: Plan) -> tuple[int, str]:
+    """--max-model-len and why: the recipe's, else the model's native context within the KV pool."""
+    if plan.recipe is not None and plan.recipe.max_model_len:
+        return plan.recipe.max_model_len, "the recipe's"
+    context = plan.model.context
+    tokens, why = ((context.native_tokens, "the model's native context") if context else
+                   (plan.workload.context_tokens + plan.workload.output_tokens, "the workload's prompt plus output"))
+    pool = plan.kv_pool_tokens
+    if pool is not None and pool < tokens:
+        return max(1024, int(pool) // 1024 * 1024), "capped at the KV pool"
+    return tokens, why
+
+
+def speculative_json(plan: Plan) -> str | None:
+    """The --speculative-config JSON of the recipe, or None."""
+    spec = plan.recipe.speculative if plan.recipe else None
+    if spec is None:
+        return None
+    config: dict[str, object] = {"method": spec.method}
+    if spec.draft_repo:
+        config["model"] = spec.draft_repo
+    config["num_speculative_tokens"] = spec.tokens_per_pass
+    return json.dumps(config, separators=(",", ":"), ensure_ascii=False)
+
+
+def graph_args(plan: Plan) -> list[str]:
+    """--enforce-eager, or the compilation config's CUDA-graph mode, as the recipe sets it."""
+    recipe = plan.recipe
+    if recipe is None:
+        return []
+    if recipe.enforce_eager:
+        return ["--enforce-eager"]
+    if recipe.cudagraph_mode:
+        return ["--compilation-config", json.dumps({"cudagraph_mode": recipe.cudagraph_mode}, separators=(",", ":"),
+                                                         ensure_ascii=False)]
+    return []
+
+
+def parser_args(plan: Plan) -> list[str]:
+    """Tool-call and reasoning parsers (auto tool choice needs the tool-call parser)."""
+    recipe, args = plan.recipe, []
+    if recipe and recipe.tool_call_parser:
+        args += ["--tool-call-parser", recipe.tool_call_parser, "--enable-auto-tool-choice"]
+    if recipe and recipe.reasoning_parser:
+        args += ["--reasoning-parser", recipe.reasoning_parser]
+    return args
+
+
+def model_args(plan: Plan, served_name: str) -> list[str]:
+    """The arguments every node passes: the model, memory, cache, decoding and parsers."""
+    budget = plan.budget
+    args = [plan.build.repo, "--served-model-name", served_name, "--tensor-parallel-size", str(plan.tp)]
+    if plan.pp > 1:
+        args += ["--pipeline-parallel-size", str(plan.pp)]
+    args += ["--gpu-memory-utilization", f"{budget.utilization:g}"]
+    if budget.kv_pinned_bytes is not None:
+        args += ["--kv-cache-memory-bytes", kv_bytes_arg(budget.kv_pinned_bytes)]
+    args += ["--max-model-len", str(max_model_len(plan)[0]), "--kv-cache-dtype", plan.kv_cache_dtype]
+    if plan.recipe and plan.recipe.block_size:
+        args += ["--block-size", str(plan.recipe.block_size)]
+    args.append("--enable-prefix-caching" if plan.prefix_caching else "--disable-prefix-caching")
+    spec = speculative_json(plan)
+    if spec:
+        args += ["--speculative-config", spec]
+    return args + graph_args(plan) + parser_args(plan)
+
+
+def group_args(argv: list[str]) -> list[list[str]]:
+    """Arguments grouped as [flag, values...]; a leading value stands alone."""
+    groups: list[list[str]] = []
+    for token in argv:
+        if token.startswith("-") or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def extra_args(plan: Plan, already: list[str]) -> tuple[list[str], list[str]]:
+    """The recipe's verbatim arguments vLLM 0.33 accepts and the plan does not set, and what was left out (why)."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    taken = {dest_of(a) for a in already if a.startswith("-")}
+    for group in group_args(list(plan.recipe.extra_args) if plan.recipe else []):
+        flag = option_name(group[0])
+        if flag in REMOVED_FLAGS:
+            dropped.append(f"{' '.join(group)}: {REMOVED_FLAGS[flag]}")
+        elif not is_known(flag):
+            dropped.append(f"{' '.join(group)}: not a vLLM 0.33 serve option")
+        elif dest_of(flag) in taken:
+            dropped.append(f"{' '.join(group)}: the plan sets {flag} itself")
+        else:
+            kept += group
+    return kept, dropped
+
+
+def launcher_args(nodes: int, rank: int, launcher: str, head: EnvRef) -> list[Arg]:
+    """Multi-node flags: vLLM's native launcher (--nnodes ... --headless) or the Ray backend."""
+    if nodes == 1:
+        return []
+    if launcher == "ray":
+        return ["--distributed-executor-backend", "ray"]
+    args: list[Arg] = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", head,
+                       "--master-port", str(MASTER_PORT)]
+    return args + (["--headless"] if rank > 0 else [])

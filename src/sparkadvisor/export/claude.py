@@ -1,0 +1,63 @@
+"""`claude`: the Claude Code side, pointed at the vLLM server or at a gateway.
+
+The `env` block for ~/.claude/settings.json names the served model for Opus, Sonnet and
+Haiku and sets CLAUDE_CODE_ATTRIBUTION_HEADER=0 (without it the per-request header
+defeats prefix caching). The token is never written: `apiKeyHelper` prints the
+VLLM_API_KEY environment variable when Claude Code asks for it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sparkadvisor.export.spec import ExportFile, Launch
+from sparkadvisor.export.text import comment, sh_arg
+
+TOKEN_VARIABLE = "VLLM_API_KEY"
+"""The environment variable that holds the token on both sides (vLLM reads it too)."""
+
+
+def base_url(launch: Launch) -> str:
+    """The gateway URL the user gave, else the head node's vLLM server."""
+    gateway = launch.options.gateway_url
+    return gateway.rstrip("/") if gateway else f"http://{launch.head.default}:{launch.options.port}"
+
+
+def settings(launch: Launch) -> dict[str, object]:
+    """The settings.json fragment: apiKeyHelper and the env block."""
+    name = launch.served_name
+    return {
+        "apiKeyHelper": f'printf "%s" "${{{TOKEN_VARIABLE}:-no-token}}"',
+        "env": {
+            "ANTHROPIC_BASE_URL": base_url(launch),
+            "ANTHROPIC_DEFAULT_OPUS_MODEL": name,
+            "ANTHROPIC_DEFAULT_SONNET_MODEL": name,
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL": name,
+            "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+        },
+    }
+
+
+def check_command(launch: Launch) -> str:
+    """One line that asks the service for a one-word answer and says whether it came."""
+    body = json.dumps({"model": launch.served_name, "max_tokens": 8,
+                       "messages": [{"role": "user", "content": "Say ok."}]}, ensure_ascii=False)
+    url = base_url(launch) + "/v1/messages"
+    return (f'if curl -fsS --max-time 120 {sh_arg(url)} -H "content-type: application/json" '
+            f'-H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${{{TOKEN_VARIABLE}:-no-token}}" '
+            f"-d {sh_arg(body)} | grep -q '\"type\": *\"message\"'; then echo 'the service answers'; "
+            f"else echo {sh_arg(f'NOT answering at {url}: Claude Code would fail or fall back to the cloud')} "
+            ">&2; exit 1; fi")
+
+
+def render_claude(launch: Launch) -> tuple[ExportFile, ...]:
+    """claude-settings.json (merge into ~/.claude/settings.json) and claude-check.sh."""
+    text = json.dumps(settings(launch), indent=2, ensure_ascii=False) + "\n"
+    where = "the gateway" if launch.options.gateway_url else "vLLM on the head node"
+    script = ["#!/usr/bin/env bash"]
+    script += comment(f"Does {where} answer as {launch.served_name}? Run before starting Claude Code: the "
+                      "article's gateway was off for days and Claude Code silently used the cloud.")
+    script += comment(f"Merge claude-settings.json into ~/.claude/settings.json; export {TOKEN_VARIABLE} in your "
+                      "shell if the server requires a token (it is never written to a file).")
+    script += ["set -u", check_command(launch)]
+    return (ExportFile("claude-settings.json", text), ExportFile("claude-check.sh", "\n".join(script) + "\n", True))

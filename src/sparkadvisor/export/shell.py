@@ -1,0 +1,219 @@
+"""`sh`: one bash script per node, pre-flight checks first, then the container that serves.
+
+Each script checks what the plan needs of the machine (GPU, swap policy, page cache,
+free memory, both ConnectX-7 RoCE devices, the model on disk at its expected size),
+then runs vLLM in the recipe's container with the exact argument list of the JSON plan.
+Catalog values appear only shell-quoted; caveats appear as comments where they matter.
+"""
+
+from __future__ import annotations
+
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.units import GiB
+from sparkadvisor.export.argv import Arg, EnvRef, max_model_len, resolve
+from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note
+from sparkadvisor.export.text import comment, sh_arg, sh_words
+
+SIZE_TOLERANCE = 0.10
+"""Sources disagree on sizes by a few percent (Qwen3.8: 133 GB in the article, 124 GB on disk)."""
+FUNCTIONS = [
+    "say() { printf '%s\\n' \"$*\"; }",
+    "warn() { printf 'WARNING: %s\\n' \"$*\" >&2; }",
+    "fail() {",
+    "  printf 'PRE-FLIGHT FAILED: %s\\n' \"$*\" >&2",
+    "  if [ \"$IGNORE_CHECKS\" != 1 ]; then exit 1; fi",
+    "}",
+]
+
+
+def script_name(launch: Launch, node: NodeLaunch) -> str:
+    """serve.sh on one node; node0-head.sh, node1-worker.sh, ... on more."""
+    return "serve.sh" if len(launch.nodes) == 1 else f"node{node.rank}-{node.role}.sh"
+
+
+def render_sh(launch: Launch) -> tuple[ExportFile, ...]:
+    """One executable script per node."""
+    return tuple(ExportFile(script_name(launch, n), "\n".join(_script(launch, n)) + "\n", True) for n in launch.nodes)
+
+
+def notes_of(launch: Launch, *kinds: str) -> list[Note]:
+    """The launch's notes of these kinds."""
+    return [n for n in launch.notes if n.kind in kinds]
+
+
+def _script(launch: Launch, node: NodeLaunch) -> list[str]:
+    return (_header(launch, node) + ["set -euo pipefail", ""] + _settings(launch, node) + [""] + FUNCTIONS + [""]
+            + _preflight(launch, node) + _docker_args(launch, node) + _launch(launch, node))
+
+
+def _header(launch: Launch, node: NodeLaunch) -> list[str]:
+    plan, n = launch.plan, len(launch.nodes)
+    lines = ["#!/usr/bin/env bash"]
+    lines += comment(f"sparkadvisor export: {plan.model.name} ({plan.build.repo}) on {plan.cluster.label}, "
+                     f"{plan.workload.label} workload.")
+    if n > 1:
+        lines += comment(f"This script: node {node.rank} of {n}, {node.host_hint}. Run each node's script on its "
+                         f"own Spark; launcher: {launch.options.launcher}.")
+    recipe = plan.recipe
+    lines += comment(f"Recipe: {recipe.title} [{recipe.id}]." if recipe else
+                     "No community recipe: every flag below comes from sparkadvisor's plan alone.")
+    lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
+    for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
+        lines += [c for step in _steps(plan, key) for c in comment(step, "#   ")]
+    general = [x for x in launch.notes if x.kind in ("other", "quality-loss", "slow-cold-load",
+                                                     "memory-utilization-limit", "spec-decode-cache-miss")]
+    if general:
+        lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
+    return lines + ["#", "# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh", ""]
+
+
+def _steps(plan: Plan, key: str) -> list[str]:
+    return [s.text for s in explain(plan) if s.key == key]
+
+
+def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
+    refs: dict[str, EnvRef] = {}
+    for arg in (*[v for _, v in node.env], *node.vllm_argv, *node.ray_argv, launch.head, node.address):
+        if isinstance(arg, EnvRef):
+            refs.setdefault(arg.name, arg)
+    order = sorted(refs.values(), key=lambda r: (r.shell_default is not None, r.name != "HEAD_ADDR", r.name))
+    lines = [f'{r.name}="${{{r.name}:-{r.shell_default or r.default}}}"' for r in order]
+    lines += ['HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"',
+              'IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on',
+              f"CONTAINER=sparkadvisor-vllm-node{node.rank}", f"IMAGE={sh_arg(launch.image)}",
+              f"MODEL={sh_arg(launch.downloads[0])}"]
+    lines += [f"DRAFT={sh_arg(d)}" for d in launch.downloads[1:2]]
+    if node.vllm_argv:
+        lines += _array("VLLM_ARGS", launch, node.vllm_argv)
+    if node.ray_argv:
+        lines += [f"RAY_ARGS=({sh_words(node.ray_argv)})"]
+    return lines
+
+
+def _array(name: str, launch: Launch, argv: tuple[Arg, ...]) -> list[str]:
+    lines = [f"{name}=("]
+    groups: list[list[Arg]] = []
+    for arg in argv:
+        if isinstance(arg, EnvRef) or not arg.startswith("-") and groups:
+            groups[-1].append(arg)
+        else:
+            groups.append([arg])
+    for group in groups:
+        lines += [f"  {c}" for c in _flag_comments(launch, resolve(group[0]))]
+        lines.append("  " + sh_words(group))
+    return lines + [")"]
+
+
+def _flag_comments(launch: Launch, flag: str) -> list[str]:
+    plan = launch.plan
+    if flag == "--max-model-len":
+        return comment(f"--max-model-len: {max_model_len(plan)[1]}.")
+    if flag == "--disable-prefix-caching":
+        return [c for n in notes_of(launch, "prefix-caching-disabled") if n.loud for c in comment(n.text)]
+    if flag == "--enforce-eager":
+        return [c for n in notes_of(launch, "eager-only") for c in comment(n.text)]
+    if flag == "--kv-cache-memory-bytes" and plan.budget.kv_pinned_bytes is not None:
+        return comment(f"the KV cache pinned at {plan.budget.kv_pinned_bytes / GiB:g} GiB per node (G = 2^30 bytes).")
+    return []
+
+
+def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
+    lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
+    lines += [f"warn {sh_arg(n.text)}" for n in launch.notes if n.loud]
+    lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
+    return lines + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch) + _model(launch) + [""]
+
+
+def _swap(launch: Launch) -> list[str]:
+    plan = launch.plan
+    needed = bool(plan.recipe and plan.recipe.requires.swap) or bool(notes_of(launch, "swap-required"))
+    swap_on = '"$(swapon --show --noheadings)"'
+    if not needed:
+        return ["", f"if [ -n {swap_on} ]; then warn 'swap is on: an overrun will page for hours instead of "
+                    "failing with an honest CUDA OOM'; fi"]
+    lines = [""] + [c for n in notes_of(launch, "swap-required") for c in comment(n.text)]
+    return lines + [f"if [ -z {swap_on} ]; then fail 'this build needs swap on (with vm.swappiness=0) to survive "
+                    "the loading peak: a machine-wide policy change, decide it before you run this'; fi",
+                    "if [ \"$(sysctl -n vm.swappiness)\" != 0 ]; then fail 'vm.swappiness must be 0: "
+                    "sudo sysctl -w vm.swappiness=0'; fi"]
+
+
+def _page_cache(launch: Launch) -> list[str]:
+    plan = launch.plan
+    if not (plan.recipe and plan.recipe.requires.drop_page_cache) and not notes_of(launch, "page-cache-drop"):
+        return []
+    lines = [""] + [c for n in notes_of(launch, "page-cache-drop") for c in comment(n.text)]
+    return lines + ["say 'dropping the page cache so the loader gets the memory'", "sync",
+                    "sudo sysctl -q -w vm.drop_caches=3"]
+
+
+def _memory(launch: Launch) -> list[str]:
+    b = launch.plan.budget
+    need_kib = int(b.engine_bytes // 1024) + 1
+    what = (f"vLLM takes {b.utilization:g} x {b.usable_bytes / GiB:g} GiB = {b.engine_bytes / GiB:.1f} GiB "
+            "at start")
+    return ["", f"need_kib={need_kib}  # {what}",
+            "avail_kib=\"$(free -k | awk '/^Mem:/ {print $7}')\"",
+            f"if [ \"${{avail_kib:-0}}\" -lt \"$need_kib\" ]; then fail \"only $((${{avail_kib:-0}} / 1048576)) "
+            f"GiB available; {what}\"; fi"]
+
+
+def _links(launch: Launch) -> list[str]:
+    if len(launch.nodes) == 1:
+        return []
+    return ["", "# Both ConnectX-7 RoCE devices must be up: NCCL over one PCIe x4 twin tops out at 13.9 GB/s.",
+            "links=\"$(ibdev2netdev)\"", 'IFS=, read -r -a hcas <<<"$NCCL_IB_HCA"', 'for dev in "${hcas[@]}"; do',
+            '  if ! grep -q "^$dev .*(Up)" <<<"$links"; then fail "RoCE device $dev is not up (ibdev2netdev)"; fi',
+            "done",
+            'if ! ip -o addr show | grep -qF " $NODE_ADDR/"; then fail "no interface here has $NODE_ADDR: '
+            'set NODE_ADDR to this node\'s ConnectX-7 address"; fi']
+
+
+def _model(launch: Launch) -> list[str]:
+    w = launch.plan.weights
+    low, high = int(w.total_bytes * (1 - SIZE_TOLERANCE)), int(w.total_bytes * (1 + SIZE_TOLERANCE))
+    expected = f"{w.total_bytes / 1e9:.1f} GB"
+    lines = ["", "# hf download fetches only what is missing (export HF_TOKEN first for a gated repo).",
+             'model_path="$(hf download "$MODEL" --quiet)"', 'model_bytes="$(du -sbL "$model_path" | cut -f1)"',
+             f'if [ "$model_bytes" -lt {low} ] || [ "$model_bytes" -gt {high} ]; then',
+             f'  warn "the model is $((model_bytes / 1000000000)) GB on disk; the plan expects {expected}"', "fi"]
+    if len(launch.downloads) > 1:
+        lines.append('hf download "$DRAFT" --quiet >/dev/null')
+    return lines
+
+
+def _docker_args(launch: Launch, node: NodeLaunch) -> list[str]:
+    lines = [c for n in notes_of(launch, "custom-image", "patch-required") for c in comment(n.text)]
+    lines += ['if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi', "",
+              "# VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.",
+              "DOCKER_ARGS=(", '  --name "$CONTAINER" --network host --ipc host --gpus all --shm-size 10.24g',
+              f'  -v "$HF_CACHE:{CONTAINER_HF_HOME}"', "  -e VLLM_API_KEY"]
+    lines += [f"  -e {_env_word(k, v)}" for k, v in node.env]
+    return lines + [")", ""]
+
+
+def _env_word(key: str, value: object) -> str:
+    if isinstance(value, EnvRef):
+        return f'"{key}=${value.name}"'
+    return sh_arg(f"{key}={value}")
+
+
+def _launch(launch: Launch, node: NodeLaunch) -> list[str]:
+    port = launch.options.port
+    lines = [c for n in notes_of(launch, "slow-cold-load") for c in comment(n.text)]
+    if node.rank == 0:
+        lines.append(f'say "when it has loaded: curl -fsS http://$HEAD_ADDR:{port}/health"')
+    if not node.ray_argv:
+        return lines + ['exec docker run --rm "${DOCKER_ARGS[@]}" --entrypoint vllm "$IMAGE" serve "${VLLM_ARGS[@]}"']
+    lines += ['if ! docker run --rm --entrypoint ray "$IMAGE" --version >/dev/null; then',
+              "  fail 'the image has no Ray: use --launcher native, or an image with ray[default] installed'", "fi"]
+    if node.rank > 0:
+        return lines + ['exec docker run --rm "${DOCKER_ARGS[@]}" --entrypoint ray "$IMAGE" "${RAY_ARGS[@]}"']
+    count = ("import ray; ray.init(address=\"auto\", logging_level=\"ERROR\"); "
+             "print(sum(1 for n in ray.nodes() if n[\"Alive\"]))")
+    return lines + ['docker run -d --rm "${DOCKER_ARGS[@]}" --entrypoint ray "$IMAGE" "${RAY_ARGS[@]}" >/dev/null',
+                    f"say 'waiting for {len(launch.nodes)} Ray nodes (start the workers now)'",
+                    f'until [ "$(docker exec "$CONTAINER" python3 -c {sh_arg(count)} 2>/dev/null || echo 0)" '
+                    f"-ge {len(launch.nodes)} ]; do sleep 5; done",
+                    'exec docker exec "$CONTAINER" vllm serve "${VLLM_ARGS[@]}"']

@@ -1,0 +1,65 @@
+"""Quoting and comment helpers shared by the renderers.
+
+Catalog and hub values are untrusted: in a shell script they appear only shell-quoted,
+in comments only on one line with every control character replaced, so no value can
+end a comment or a quoted word.
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+
+from sparkadvisor.export.argv import Arg, EnvRef
+
+
+def one_line(text: str) -> str:
+    """`text` with newlines and other non-printable characters turned into spaces."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+
+
+def comment(text: str, prefix: str = "# ", width: int = 110) -> list[str]:
+    """`text` as comment lines, wrapped."""
+    lines = textwrap.wrap(one_line(text), width - len(prefix), break_on_hyphens=False) or [""]
+    return [(prefix + line).rstrip() for line in lines]
+
+
+def sh_arg(arg: Arg) -> str:
+    """One shell word: a literal quoted with shlex.quote, an EnvRef as "$NAME"."""
+    return f'"${arg.name}"' if isinstance(arg, EnvRef) else shlex.quote(arg)
+
+
+def sh_words(args: list[Arg] | tuple[Arg, ...]) -> str:
+    """Shell words joined by spaces."""
+    return " ".join(sh_arg(a) for a in args)
+
+
+def yaml_str(value: str) -> str:
+    """A YAML double-quoted scalar that reads back as exactly `value` (non-printables escaped)."""
+    out = []
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable() and ch != "\x85":
+            out.append(ch)
+        elif ord(ch) <= 0xFF:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def md_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return one_line(text).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def md_fence(body: str) -> str:
+    """A fence longer than any run of backticks in `body`."""
+    longest, run = 0, 0
+    for ch in body:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)

@@ -1,0 +1,50 @@
+"""Write an export's files into a folder: atomically, and never over a file without force.
+
+Every target is checked before anything is written, so a refused export leaves the
+folder as it was; each file is written to a temporary file beside it and renamed.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from sparkadvisor.export.spec import ExportFile
+
+
+class ExistingFiles(FileExistsError):
+    """Files an export would overwrite, refused because force was not given."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = paths
+        names = ", ".join(str(p) for p in paths)
+        super().__init__(f"{names} already exist{'s' if len(paths) == 1 else ''}; "
+                         "pass --force to overwrite, or choose another folder")
+
+
+def write_atomic(path: Path, text: str, executable: bool = False) -> None:
+    """Write `text` to a temporary file in the same folder, then rename it over `path`."""
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+        os.chmod(temp, 0o755 if executable else 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def write_files(folder: Path, files: Iterable[ExportFile], force: bool = False) -> list[Path]:
+    """Write every file into `folder` (created if missing); ExistingFiles if any exists and not `force`."""
+    chosen = list(files)
+    targets = [folder / f.name for f in chosen]
+    existing = [t for t in targets if t.exists() or t.is_symlink()]
+    if existing and not force:
+        raise ExistingFiles(existing)
+    folder.mkdir(parents=True, exist_ok=True)
+    for target, file in zip(targets, chosen, strict=True):
+        write_atomic(target, file.text, file.executable)
+    return targets

@@ -1,0 +1,96 @@
+"""The export modal (`e`): pick a format, read the rendered files, write them to a folder."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Checkbox, Input, Label, Select, TextArea
+
+from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, render
+
+
+def default_folder(plan: Plan) -> Path:
+    """~/sparkadvisor-exports/<build>-<nodes>n, with the build id reduced to safe characters."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", plan.build.id).strip("._") or "build"
+    return Path.home() / "sparkadvisor-exports" / f"{safe}-{plan.cluster.nodes}n"
+
+
+def preview(files: tuple[ExportFile, ...]) -> str:
+    """All files of an export in one text, each under its name."""
+    return "\n".join(f"==> {f.name} <==\n{f.text}" for f in files)
+
+
+class ExportScreen(ModalScreen[None]):
+    """Renders the plan in the chosen format and writes it; Esc closes."""
+
+    CSS_PATH = "export.tcss"
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close", id="export.close", tooltip="Close the export window"),
+        Binding("ctrl+s", "write", "Write", id="export.write", tooltip="Write the files into the folder"),
+    ]
+
+    def __init__(self, index: CatalogIndex, plan: Plan, ranked: tuple[Ranked, ...] = ()):
+        super().__init__()
+        self.index = index
+        self.plan = plan
+        self.ranked = ranked or (Ranked(plan, None, "", None),)
+        self.files: tuple[ExportFile, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="export-box"):
+            yield Label(f"Export {self.plan.build.id} on {self.plan.cluster.label}", id="export-title")
+            with Horizontal(id="export-controls"):
+                yield Select([(f"{k}: {v}", k) for k, v in FORMATS.items()], value="sh", allow_blank=False,
+                             id="export-format")
+                yield Select([("native launcher", "native"), ("Ray launcher", "ray")], value="native",
+                             allow_blank=False, id="export-launcher")
+            with Horizontal(id="export-target"):
+                yield Input(str(default_folder(self.plan)), id="export-folder")
+                yield Checkbox("overwrite", id="export-force")
+                yield Button("Write", id="export-write", variant="primary")
+            yield TextArea("", read_only=True, soft_wrap=False, id="export-text")
+
+    def on_mount(self) -> None:
+        self.refresh_text()
+
+    def on_select_changed(self, _: Select.Changed) -> None:
+        self.refresh_text()
+
+    def refresh_text(self) -> None:
+        """Render the chosen format; an export that cannot be made says why in place of the text."""
+        fmt = str(self.query_one("#export-format", Select).value)
+        launcher = str(self.query_one("#export-launcher", Select).value)
+        try:
+            self.files = render(fmt, self.plan, ExportOptions(launcher), self.ranked,  # type: ignore[arg-type]
+                                self.index.catalog.sources)
+            text = preview(self.files)
+        except ExportError as error:
+            self.files, text = (), f"Cannot export: {error}"
+        self.query_one("#export-text", TextArea).load_text(text)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "export-write":
+            self.action_write()
+
+    def action_write(self) -> None:
+        """Write the rendered files; existing files only with overwrite ticked."""
+        from sparkadvisor.export.write import ExistingFiles, write_files
+
+        if not self.files:
+            self.notify("Nothing to write: this export cannot be made.", severity="error")
+            return
+        folder = Path(self.query_one("#export-folder", Input).value).expanduser()
+        try:
+            written = write_files(folder, self.files, self.query_one("#export-force", Checkbox).value)
+        except (ExistingFiles, OSError) as error:
+            self.notify(str(error), title="Not written", severity="error")
+            return
+        self.notify(f"Wrote {len(written)} file(s) to {folder}", title="Exported")

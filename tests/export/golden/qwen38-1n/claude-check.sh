@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Does vLLM on the head node answer as qwen3.8-flash-next-nvfp4? Run before starting Claude Code: the
+# article's gateway was off for days and Claude Code silently used the cloud.
+# Merge claude-settings.json into ~/.claude/settings.json; export VLLM_API_KEY in your shell if the server
+# requires a token (it is never written to a file).
+set -u
+if curl -fsS --max-time 120 http://192.168.100.10:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "qwen3.8-flash-next-nvfp4", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://192.168.100.10:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi

