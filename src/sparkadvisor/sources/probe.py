@@ -1,0 +1,396 @@
+"""Probe the running stack: vLLM, the gateway in front of it, and where Claude Code points.
+
+Every HTTP call has a timeout (httpx's, and a hard bound over the whole call so a server
+that trickles bytes cannot hold the probe); every failure becomes a `Finding` with a
+sentence that names the URL and what to do. A Bearer token given for vLLM is sent, never
+kept in a message: every sentence is scrubbed of it before it leaves this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sparkadvisor.core.checkup import Finding, ServedModel, Target, claude_target, same_service
+from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape, parse_prometheus, window
+
+DEFAULT_VLLM_URL = "http://127.0.0.1:8000"
+VLLM_URL_ENV = "SPARKADVISOR_VLLM_URL"
+CLAUDE_MODEL_VARS = ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                     "ANTHROPIC_DEFAULT_HAIKU_MODEL")
+"""Claude Code variables that name the model it asks for (ecosystem.md §4)."""
+CLAUDE_KEPT_VARS = ("ANTHROPIC_BASE_URL", "CLAUDE_CODE_ATTRIBUTION_HEADER", *CLAUDE_MODEL_VARS)
+"""The only settings the probe keeps: never ANTHROPIC_AUTH_TOKEN or ANTHROPIC_API_KEY."""
+
+
+def default_vllm_url() -> str:
+    """$SPARKADVISOR_VLLM_URL, else vLLM's default address."""
+    return os.environ.get(VLLM_URL_ENV) or DEFAULT_VLLM_URL
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeConfig:
+    """What to probe and how long to wait."""
+
+    vllm_url: str
+    gateway_url: str | None = None
+    claude_settings: Path | None = None
+    interval_s: float = 5.0
+    timeout_s: float = 5.0
+    token: str | None = field(default=None, repr=False)
+    """Bearer token for vLLM's --api-key; never printed."""
+    messages: bool = False
+    """Also send a one-token /v1/messages request."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One HTTP exchange: the status and body, or the sentence saying why there is none."""
+
+    url: str
+    status: int | None = None
+    text: str = ""
+    problem: str | None = None
+    """Why nothing usable came back (connection refused, timeout), in words."""
+
+    @property
+    def reached(self) -> bool:
+        """Some HTTP answer came back, whatever its status."""
+        return self.status is not None
+
+    @property
+    def ok(self) -> bool:
+        """A 2xx answer."""
+        return self.status is not None and 200 <= self.status < 300
+
+    def snippet(self) -> str:
+        """The start of the body on one line, for error sentences."""
+        flat = " ".join(self.text.split())
+        return flat[:80] + ("..." if len(flat) > 80 else "")
+
+
+async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: float, **kwargs: Any) -> Answer:
+    """One request bounded by `timeout_s` in total; every failure becomes an `Answer.problem`."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            response = await client.request(method, url, **kwargs)
+            return Answer(url, response.status_code, response.text)
+    except (TimeoutError, httpx.TimeoutException):
+        return Answer(url, problem=f"{url} did not answer within {timeout_s:g} s: the server is hung, "
+                                   "overloaded or behind a firewall")
+    except httpx.ConnectError:
+        return Answer(url, problem=f"nothing answers at {url} (connection refused or host unreachable)")
+    except httpx.HTTPError as error:
+        return Answer(url, problem=f"{url} broke off the exchange ({type(error).__name__})")
+
+
+def _json(answer: Answer) -> Any:
+    try:
+        return json.loads(answer.text)
+    except ValueError:
+        return None
+
+
+def _http_problem(answer: Answer, what: str, token_env: bool) -> str:
+    if answer.status in (401, 403):
+        fix = ("the token was refused; check the variable --token-env names" if token_env else
+               "vLLM was started with --api-key; pass --token-env NAME naming the variable that holds the key")
+        return f"{answer.url} answered HTTP {answer.status}: {fix}"
+    body = f": {answer.snippet()}" if answer.text.strip() else ""
+    return f"{what} answered HTTP {answer.status}{body}"
+
+
+# --- vLLM ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VllmState:
+    """What vLLM said."""
+
+    url: str
+    up: bool
+    version: str | None = None
+    models: tuple[ServedModel, ...] = ()
+    metrics: MetricsWindow | None = None
+    messages_ok: bool | None = None
+    """The one-token /v1/messages request worked; None when not asked."""
+    findings: tuple[Finding, ...] = ()
+
+
+async def probe_vllm(config: ProbeConfig) -> VllmState:
+    """/health first (a dead server gives one sentence, not four), then /version, /v1/models
+    and two /metrics scrapes `interval_s` apart, and /v1/messages on request."""
+    base = config.vllm_url.rstrip("/")
+    headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+    async with _client(config, headers) as client:
+        health = await fetch(client, "GET", f"{base}/health", config.timeout_s)
+        if not health.reached:
+            return VllmState(base, False, findings=(Finding("critical", f"vLLM is down: {health.problem}; "
+                                                            "start it, or pass --vllm URL"),))
+        version, models, metrics = await asyncio.gather(
+            fetch(client, "GET", f"{base}/version", config.timeout_s),
+            fetch(client, "GET", f"{base}/v1/models", config.timeout_s),
+            _metrics(client, base, config))
+        state = _vllm_state(base, health, version, models, metrics, config)
+        if config.messages and state.models:
+            state = await _messages(client, base, state, config)
+    return state
+
+
+def _client(config: ProbeConfig, headers: Mapping[str, str]) -> httpx.AsyncClient:
+    """No proxies from the environment: the probe talks to the address it was given."""
+    return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_s), headers=dict(headers), trust_env=False)
+
+
+def _vllm_state(base: str, health: Answer, version: Answer, models: Answer,
+                metrics: MetricsWindow | Finding, config: ProbeConfig) -> VllmState:
+    findings: list[Finding] = []
+    if not health.ok:
+        cause = "its engine is dead; restart vLLM" if health.status == 503 else health.snippet()
+        findings.append(Finding("critical", f"vLLM at {base} answers /health with HTTP {health.status}: {cause}"))
+    served = _served_models(models, findings, config)
+    window_ = metrics if isinstance(metrics, MetricsWindow) else None
+    if isinstance(metrics, Finding):
+        findings.append(metrics)
+    found_version = _version(version)
+    if health.ok and served:
+        names = ", ".join(f"{m.id} (max_model_len {m.max_model_len:,})" if m.max_model_len else m.id for m in served)
+        findings.insert(0, Finding("ok", f"vLLM {found_version or '(version unknown)'} is up at {base}, serving {names}"))
+    return VllmState(base, health.ok, found_version, served, window_, None, tuple(findings))
+
+
+def _version(answer: Answer) -> str | None:
+    data = _json(answer) if answer.ok else None
+    return str(data["version"]) if isinstance(data, dict) and "version" in data else None
+
+
+def _served_models(answer: Answer, findings: list[Finding], config: ProbeConfig) -> tuple[ServedModel, ...]:
+    if not answer.reached:
+        findings.append(Finding("critical", f"vLLM /v1/models: {answer.problem}"))
+        return ()
+    if not answer.ok:
+        findings.append(Finding("critical", _http_problem(answer, f"vLLM {answer.url}", config.token is not None)))
+        return ()
+    data = _json(answer)
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e for e in entries):
+        findings.append(Finding("critical", f"{answer.url} did not return vLLM's model list "
+                                f"(got {answer.snippet()!r}): is this port vLLM?"))
+        return ()
+    if not entries:
+        findings.append(Finding("critical", f"vLLM at {config.vllm_url} serves no model"))
+    return tuple(ServedModel(str(e["id"]), e.get("root"), _int(e.get("max_model_len"))) for e in entries)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+async def scrape(client: httpx.AsyncClient, base: str, timeout_s: float) -> Scrape | Finding:
+    """One read of /metrics, or the finding that says why it failed."""
+    answer = await fetch(client, "GET", f"{base}/metrics", timeout_s)
+    if not answer.reached:
+        return Finding("warning", f"vLLM metrics: {answer.problem}")
+    if not answer.ok:
+        return Finding("warning", _http_problem(answer, f"vLLM {answer.url}", False))
+    try:
+        parsed = parse_prometheus(answer.text)
+    except MetricsFormatError as error:
+        return Finding("warning", f"{answer.url}: {error} (got {answer.snippet()!r}); is this port vLLM?")
+    if not parsed.has_vllm:
+        return Finding("warning", f"{answer.url} holds no vllm: metric; is this port vLLM?")
+    return parsed
+
+
+async def _metrics(client: httpx.AsyncClient, base: str, config: ProbeConfig) -> MetricsWindow | Finding:
+    first = await scrape(client, base, config.timeout_s)
+    if isinstance(first, Finding):
+        return first
+    started = time.monotonic()
+    await asyncio.sleep(config.interval_s)
+    second = await scrape(client, base, config.timeout_s)
+    if isinstance(second, Finding):
+        return second
+    return window(first, second, round(time.monotonic() - started, 2))
+
+
+async def _messages(client: httpx.AsyncClient, base: str, state: VllmState, config: ProbeConfig) -> VllmState:
+    """A one-token Anthropic Messages request: the path Claude Code uses."""
+    body = {"model": state.models[0].id, "max_tokens": 1, "messages": [{"role": "user", "content": "ping"}]}
+    answer = await fetch(client, "POST", f"{base}/v1/messages", config.timeout_s, json=body,
+                         headers={"anthropic-version": "2023-06-01"})
+    data = _json(answer) if answer.ok else None
+    if isinstance(data, dict) and data.get("type") == "message":
+        return replace(state, messages_ok=True,
+                       findings=(*state.findings, Finding("ok", f"{base}/v1/messages answers (one-token request)")))
+    problem = answer.problem or (_http_problem(answer, answer.url, config.token is not None) if not answer.ok
+                                 else f"{answer.url} did not return an Anthropic message (got {answer.snippet()!r})")
+    return replace(state, messages_ok=False, findings=(*state.findings, Finding(
+        "critical", f"the Anthropic path fails: {problem}; Claude Code cannot talk to this vLLM directly")))
+
+
+# --- the gateway --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayState:
+    """Whether the gateway answers; `up` is None when no gateway was named or found."""
+
+    url: str | None
+    up: bool | None
+    inferred: bool = False
+    """The URL came from Claude Code's ANTHROPIC_BASE_URL, not --gateway."""
+    findings: tuple[Finding, ...] = ()
+
+
+async def probe_gateway(url: str | None, timeout_s: float, inferred: bool = False) -> GatewayState:
+    """GET /health, then / when /health is not there (free-claude-code, LiteLLM answer one)."""
+    if url is None:
+        return GatewayState(None, None)
+    base = url.rstrip("/")
+    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), trust_env=False) as client:
+        answer = await fetch(client, "GET", f"{base}/health", timeout_s)
+        if answer.status in (404, 405):
+            answer = await fetch(client, "GET", f"{base}/", timeout_s)
+    where = "the gateway Claude Code points at" if inferred else "the gateway"
+    if answer.ok:
+        return GatewayState(base, True, inferred, (Finding("ok", f"{where} is up at {base}"),))
+    why = answer.problem or _http_problem(answer, answer.url, False)
+    return GatewayState(base, False, inferred, (Finding("critical", f"{where} is down: {why}"),))
+
+
+# --- Claude Code --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSettings:
+    """Claude Code's relevant settings: from settings.json "env", else the environment."""
+
+    path: Path
+    """The settings file read (it may not exist)."""
+    base_url: str | None
+    source: str
+    """Where base_url came from: the settings file's path, "environment" or "nowhere"."""
+    env: dict[str, str]
+    """The kept variables (CLAUDE_KEPT_VARS) from the settings file, overlaid on the environment."""
+    findings: tuple[Finding, ...] = ()
+
+
+def read_claude_settings(path: Path, environ: Mapping[str, str]) -> ClaudeSettings:
+    """settings.json's "env" wins over the shell, as Claude Code applies it on every run."""
+    file_env, findings = _settings_env(path)
+    shell = {k: environ[k] for k in CLAUDE_KEPT_VARS if k in environ}
+    merged = {**shell, **file_env}
+    base = merged.get("ANTHROPIC_BASE_URL") or None
+    source = str(path) if file_env.get("ANTHROPIC_BASE_URL") else ("environment" if base else "nowhere")
+    in_shell = shell.get("ANTHROPIC_BASE_URL")
+    if file_env.get("ANTHROPIC_BASE_URL") and in_shell and in_shell != base:
+        findings.append(Finding("info", f"ANTHROPIC_BASE_URL is {base} in {path} but {in_shell} in this shell; "
+                                "run /status inside Claude Code to see which one it uses"))
+    return ClaudeSettings(path, base, source, merged, tuple(findings))
+
+
+def _settings_env(path: Path) -> tuple[dict[str, str], list[Finding]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, []
+    except (OSError, UnicodeDecodeError) as error:
+        return {}, [Finding("warning", f"{path} cannot be read ({error.__class__.__name__}); Claude Code's "
+                                       "settings are unknown")]
+    except json.JSONDecodeError as error:
+        return {}, [Finding("warning", f"{path} is not valid JSON (line {error.lineno}, column {error.colno}: "
+                                       f"{error.msg}); Claude Code will not apply its env; fix the file")]
+    env = data.get("env") if isinstance(data, dict) else None
+    if not isinstance(env, dict):
+        return {}, []
+    return {k: str(env[k]) for k in CLAUDE_KEPT_VARS if k in env}, []
+
+
+def claude_findings(settings: ClaudeSettings, target: Target, vllm: VllmState, gateway: GatewayState) -> list[Finding]:
+    """Where Claude Code's requests go, and what in its settings breaks local serving."""
+    findings = list(settings.findings)
+    url = settings.base_url
+    if target == "cloud":
+        how = f"ANTHROPIC_BASE_URL is {url}" if url else f"no ANTHROPIC_BASE_URL in {settings.path} or the environment"
+        findings.append(Finding("critical", f"Claude Code goes to the cloud: {how}; add \"ANTHROPIC_BASE_URL\": "
+                                f"\"{gateway.url or vllm.url}\" to the \"env\" of {settings.path}"))
+        return findings
+    findings += _target_up(url or "", target, vllm, gateway)
+    if settings.env.get("CLAUDE_CODE_ATTRIBUTION_HEADER") != "0":
+        findings.append(Finding("warning", "Claude Code sends its attribution header, which changes every prompt and "
+                                "defeats prefix caching; add \"CLAUDE_CODE_ATTRIBUTION_HEADER\": \"0\" to the \"env\" "
+                                f"of {settings.path} (a shell export does not work)"))
+    if target == "vllm":
+        findings += _direct_model_names(settings, vllm)
+    return findings
+
+
+def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState) -> list[Finding]:
+    if target == "vllm":
+        up, name = vllm.up, "vLLM directly"
+    elif target == "gateway":
+        up, name = gateway.up, "the gateway"
+    else:
+        return [Finding("warning", f"Claude Code points at {url}, which is neither vLLM ({vllm.url}) nor the "
+                                   f"gateway ({gateway.url}); pass that URL as --gateway to check it")]
+    if up:
+        return [Finding("ok", f"Claude Code points at {name} ({url}), which is up")]
+    return [Finding("critical", f"Claude Code points at {name} ({url}), which is down: every agent request fails")]
+
+
+def _direct_model_names(settings: ClaudeSettings, vllm: VllmState) -> list[Finding]:
+    served = {m.id for m in vllm.models}
+    findings = [Finding("warning", f"vLLM serves {m.id!r}, a name with '/', which Claude Code cannot use; restart "
+                        "vLLM with --served-model-name NAME") for m in vllm.models if "/" in m.id]
+    for var in CLAUDE_MODEL_VARS:
+        value = settings.env.get(var)
+        if served and value and value not in served:
+            findings.append(Finding("warning", f"{var}={value} names a model vLLM does not serve "
+                                    f"({', '.join(sorted(served))}); Claude Code's requests will fail"))
+    return findings
+
+
+# --- everything ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeReport:
+    """The whole stack as the probe found it."""
+
+    vllm: VllmState
+    gateway: GatewayState
+    claude: ClaudeSettings
+    claude_target: Target
+    findings: tuple[Finding, ...]
+    """Every finding about liveness and settings, token scrubbed (plan findings come later)."""
+
+
+async def probe(config: ProbeConfig, environ: Mapping[str, str] | None = None) -> ProbeReport:
+    """vLLM and the gateway probed at once, Claude Code's settings read, each judged."""
+    environ = os.environ if environ is None else environ
+    path = config.claude_settings or Path.home() / ".claude" / "settings.json"
+    settings = read_claude_settings(path, environ)
+    gateway_url, inferred = config.gateway_url, False
+    if gateway_url is None and settings.base_url and not same_service(settings.base_url, config.vllm_url):
+        if claude_target(settings.base_url, config.vllm_url, None) == "other":
+            gateway_url, inferred = settings.base_url, True
+    vllm, gateway = await asyncio.gather(probe_vllm(config), probe_gateway(gateway_url, config.timeout_s, inferred))
+    target = claude_target(settings.base_url, vllm.url, gateway.url)
+    findings = [*vllm.findings, *gateway.findings, *claude_findings(settings, target, vllm, gateway)]
+    return ProbeReport(vllm, gateway, settings, target, tuple(scrub(f, config.token) for f in findings))
+
+
+def scrub(finding: Finding, token: str | None) -> Finding:
+    """The finding with the token, if it appears anywhere, replaced by ***."""
+    if not token or token not in finding.text:
+        return finding
+    return Finding(finding.severity, finding.text.replace(token, "***"))
