@@ -113,4 +113,5 @@ def test_decode_with_several_requests_is_not_compared(index) -> None:
 def test_low_speculative_acceptance_is_a_warning(index) -> None:
     plan, replan = _plan_and_replan(index, "glm-5.3-flash-nvfp4-redhat")
     findings = plan_findings(plan, None, _metrics(acceptance=0.3), replan)
-    assert "speculative decoding accepts 30% of drafted tokens against the recipe's 74%" in _texts(findings, "warning")[0]
+    [warning] = _texts(findings, "warning")
+    assert "speculative decoding accepts 30% of drafted tokens against the recipe's 74%" in warning

@@ -80,7 +80,8 @@ def test_vllm_down_is_one_clear_sentence_and_exit_1(capsys, settings_file) -> No
     assert code == 1 and data["vllm_up"] is False and data["served_model"] is None
     assert texts(data, "critical")[0] == (f"vLLM is down: nothing answers at {url}/health (connection refused or host "
                                           "unreachable); start it, or pass --vllm URL")
-    assert f"Claude Code points at vLLM directly ({url}), which is down: every agent request fails" in texts(data, "critical")
+    assert (f"Claude Code points at vLLM directly ({url}), which is down: every agent request fails"
+            in texts(data, "critical"))
 
 
 def test_a_stalled_server_ends_within_the_timeout(capsys, settings_file) -> None:
@@ -128,7 +129,8 @@ def test_a_dead_engine_is_named(capsys, settings_file) -> None:
     finally:
         server.close()
     assert code == 1 and data["vllm_up"] is False
-    assert f"vLLM at {server.url} answers /health with HTTP 503: its engine is dead; restart vLLM" in texts(data, "critical")
+    assert (f"vLLM at {server.url} answers /health with HTTP 503: its engine is dead; restart vLLM"
+            in texts(data, "critical"))
 
 
 def test_garbage_is_not_taken_for_vllm(capsys, settings_file) -> None:
@@ -175,7 +177,8 @@ def test_a_refused_or_missing_key_says_what_to_do(capsys, monkeypatch, settings_
 def test_an_unset_token_variable_is_a_usage_error(capsys) -> None:
     code = main(["probe", "--token-env", "SPARKADVISOR_NO_SUCH_VAR"])
     assert code == 2
-    assert "--token-env SPARKADVISOR_NO_SUCH_VAR names an environment variable that is not set" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--token-env SPARKADVISOR_NO_SUCH_VAR names an environment variable that is not set" in err
 
 
 def test_no_base_url_means_the_cloud(capsys, vllm, settings_file) -> None:

@@ -178,7 +178,8 @@ def _cache_findings(plan: Plan, metrics: MetricsWindow, replan: Callable[[float]
         return [Finding("info", note) for note in metrics.notes]
     measured = replan(rate)
     at = f"at {fmt_tokens(workload.context_tokens)} context"
-    ttft = f"first tokens will take ~{fmt_seconds(measured.ttft_s)} {at}" if measured.ttft_s else "first tokens slow down"
+    ttft = (f"first tokens will take ~{fmt_seconds(measured.ttft_s)} {at}" if measured.ttft_s is not None
+            else "the first-token time is unknown (the plan has no prefill rate for this build)")
     if rate < workload.prefix_reuse * LOW_HIT_RATE_SHARE and workload.kind == "agentic":
         planned = f" (the plan's {fmt_seconds(plan.ttft_s)})" if plan.ttft_s else ""
         return [Finding("warning", f"prefix-cache hit rate {rate:.0%} where an agent should see "
