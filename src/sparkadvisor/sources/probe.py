@@ -299,3 +299,55 @@ def scrub(finding: Finding, token: str | None) -> Finding:
     if not token or token not in finding.text:
         return finding
     return Finding(finding.severity, finding.text.replace(token, "***"))
+
+
+# --- the status line's poll ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QuickCheck:
+    """One poll for the TUI's status line: cheap enough to repeat every few seconds."""
+
+    vllm_url: str
+    up: bool
+    problem: str | None
+    """Why vLLM is not up, in words."""
+    served: ServedModel | None
+    scrape: Scrape | None
+    """This poll's /metrics, kept by the caller to measure the next interval against."""
+    scraped_at: float
+    """time.monotonic() of the scrape."""
+    claude_target: Target
+    claude_target_up: bool | None
+    """Whether what Claude Code points at answers; None for the cloud."""
+
+
+async def quick_check(vllm_url: str, timeout_s: float, settings_path: Path | None = None,
+                      environ: Mapping[str, str] | None = None) -> QuickCheck:
+    """/health, /v1/models and /metrics once, and whether Claude Code's target answers."""
+    base = vllm_url.rstrip("/")
+    config = ProbeConfig(base, timeout_s=timeout_s)
+    settings = read_claude_settings(settings_path or Path.home() / ".claude" / "settings.json",
+                                    os.environ if environ is None else environ)
+    target = claude_target(settings.base_url, base, None)
+    async with _client(config, {}) as client:
+        health = await fetch(client, "GET", f"{base}/health", timeout_s)
+        if not health.reached:
+            target_up = await _target_up_now(target, settings.base_url, False, timeout_s)
+            return QuickCheck(base, False, health.problem, None, None, time.monotonic(), target, target_up)
+        models, metrics = await asyncio.gather(fetch(client, "GET", f"{base}/v1/models", timeout_s),
+                                               scrape(client, base, timeout_s))
+    found: list[Finding] = []
+    served = _served_models(models, found, config)
+    problem = None if health.ok else f"/health answered HTTP {health.status}"
+    target_up = await _target_up_now(target, settings.base_url, health.ok, timeout_s)
+    return QuickCheck(base, health.ok, problem, served[0] if served else None,
+                      metrics if isinstance(metrics, Scrape) else None, time.monotonic(), target, target_up)
+
+
+async def _target_up_now(target: Target, url: str | None, vllm_up: bool, timeout_s: float) -> bool | None:
+    if target == "cloud" or url is None:
+        return None
+    if target == "vllm":
+        return vllm_up
+    return bool((await probe_gateway(url, timeout_s)).up)
