@@ -225,3 +225,25 @@ def test_a_model_name_vllm_does_not_serve(capsys, settings_file) -> None:
         server.close()
     assert ("ANTHROPIC_DEFAULT_SONNET_MODEL=claude-sonnet-4 names a model vLLM does not serve (glm); "
             "Claude Code's requests will fail") in texts(data, "warning")
+
+
+def test_a_port_that_does_not_speak_http(capsys, settings_file) -> None:
+    from probe_fakes import NotHttpServer
+
+    server = NotHttpServer()
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert code == 1 and data["vllm_up"] is False
+    assert (f"vLLM is down: {server.url}/health answered with something that is not HTTP (another service on this port?); "
+            "start it, or pass --vllm URL") in texts(data, "critical")
+
+
+def test_urls_pasted_with_v1(capsys, vllm, settings_file) -> None:
+    path = settings_file({"ANTHROPIC_BASE_URL": f"{vllm.url}/v1", "CLAUDE_CODE_ATTRIBUTION_HEADER": "0"})
+    code, data = probe_json(capsys, "--vllm", f"{vllm.url}/v1/", "--claude-settings", str(path))
+    assert data["vllm_up"] is True and data["vllm_url"] == vllm.url and data["claude_code_target"] == "vllm"
+    assert code == 1
+    assert (f"ANTHROPIC_BASE_URL {vllm.url}/v1 ends in /v1, but Claude Code appends /v1/messages itself; "
+            "drop the /v1") in texts(data, "critical")

@@ -79,6 +79,9 @@ def claude_findings(settings: ClaudeSettings, target: Target, vllm: VllmState, g
                                 f"\"{gateway.url or vllm.url}\" to the \"env\" of {settings.path}"))
         return findings
     findings += _target_up(url or "", target, vllm, gateway)
+    if (url or "").rstrip("/").endswith("/v1"):
+        findings.append(Finding("critical", f"ANTHROPIC_BASE_URL {url} ends in /v1, but Claude Code appends "
+                                "/v1/messages itself; drop the /v1"))
     if settings.env.get("CLAUDE_CODE_ATTRIBUTION_HEADER") != "0":
         findings.append(Finding("warning", "Claude Code sends its attribution header, which changes every prompt and "
                                 "defeats prefix caching; add \"CLAUDE_CODE_ATTRIBUTION_HEADER\": \"0\" to the \"env\" "

@@ -84,6 +84,8 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: flo
                                    "overloaded or behind a firewall")
     except httpx.ConnectError:
         return Answer(url, problem=f"nothing answers at {url} (connection refused or host unreachable)")
+    except httpx.RemoteProtocolError:
+        return Answer(url, problem=f"{url} answered with something that is not HTTP (another service on this port?)")
     except httpx.HTTPError as error:
         return Answer(url, problem=f"{url} broke off the exchange ({type(error).__name__})")
 
@@ -124,7 +126,7 @@ class VllmState:
 async def probe_vllm(config: ProbeConfig) -> VllmState:
     """/health first (a dead server gives one sentence, not four), then /version, /v1/models
     and two /metrics scrapes `interval_s` apart, and /v1/messages on request."""
-    base = config.vllm_url.rstrip("/")
+    base = base_url(config.vllm_url)
     headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
     async with _client(config, headers) as client:
         health = await fetch(client, "GET", f"{base}/health", config.timeout_s)
@@ -252,7 +254,7 @@ async def probe_gateway(url: str | None, timeout_s: float, inferred: bool = Fals
     """GET /health, then / when /health is not there (free-claude-code, LiteLLM answer one)."""
     if url is None:
         return GatewayState(None, None)
-    base = url.rstrip("/")
+    base = base_url(url)
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), trust_env=False) as client:
         answer = await fetch(client, "GET", f"{base}/health", timeout_s)
         if answer.status in (404, 405):
@@ -322,10 +324,16 @@ class QuickCheck:
     """Whether what Claude Code points at answers; None for the cloud."""
 
 
+def base_url(url: str) -> str:
+    """A server's root: people often paste the OpenAI-style URL ending in /v1."""
+    root = url.strip().rstrip("/")
+    return root[:-3] if root.endswith("/v1") else root
+
+
 async def quick_check(vllm_url: str, timeout_s: float, settings_path: Path | None = None,
                       environ: Mapping[str, str] | None = None) -> QuickCheck:
     """/health, /v1/models and /metrics once, and whether Claude Code's target answers."""
-    base = vllm_url.rstrip("/")
+    base = base_url(vllm_url)
     config = ProbeConfig(base, timeout_s=timeout_s)
     settings = read_claude_settings(settings_path or Path.home() / ".claude" / "settings.json",
                                     os.environ if environ is None else environ)
