@@ -214,7 +214,12 @@ class NotHttpServer:
             except OSError:
                 return
             with conn:
-                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+                conn.settimeout(2)
+                try:
+                    conn.recv(65536)
+                    conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+                except OSError:
+                    pass
 
     def close(self) -> None:
         """Stop accepting."""

@@ -191,10 +191,13 @@ def _metrics_line(m: Any) -> str:
     def sec(value: float | None) -> str:
         return "unknown" if value is None else f"{value:.2f} s"
 
+    def ms(value: float | None) -> str:
+        return "unknown" if value is None else f"{value * 1000:.0f} ms"
+
     parts = [f"over {m.interval_s:g} s: prefix-cache hits {pct(m.prefix_cache_hit_rate)}",
              f"KV cache {pct(m.kv_cache_usage)}",
              f"{m.requests_running or 0:.0f} running, {m.requests_waiting or 0:.0f} waiting",
-             f"TTFT p50 {sec(m.ttft.p50_s)} ({m.ttft.basis})", f"ITL p50 {sec(m.inter_token.p50_s)}"]
+             f"TTFT p50 {sec(m.ttft.p50_s)} ({m.ttft.basis})", f"ITL p50 {ms(m.inter_token.p50_s)}"]
     if m.spec_acceptance is not None:
         parts.append(f"spec-decode acceptance {pct(m.spec_acceptance)}")
     if m.generation_tok_s is not None:

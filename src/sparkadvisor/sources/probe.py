@@ -86,6 +86,8 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: flo
         return Answer(url, problem=f"nothing answers at {url} (connection refused or host unreachable)")
     except httpx.RemoteProtocolError:
         return Answer(url, problem=f"{url} answered with something that is not HTTP (another service on this port?)")
+    except (httpx.ReadError, httpx.WriteError):
+        return Answer(url, problem=f"{url} closed the connection without an answer (another service on this port?)")
     except httpx.HTTPError as error:
         return Answer(url, problem=f"{url} broke off the exchange ({type(error).__name__})")
 
@@ -263,7 +265,8 @@ async def probe_gateway(url: str | None, timeout_s: float, inferred: bool = Fals
     if answer.ok:
         return GatewayState(base, True, inferred, (Finding("ok", f"{where} is up at {base}"),))
     why = answer.problem or _http_problem(answer, answer.url, False)
-    return GatewayState(base, False, inferred, (Finding("critical", f"{where} is down: {why}"),))
+    consequence = "; every agent request fails" if inferred else ""
+    return GatewayState(base, False, inferred, (Finding("critical", f"{where} is down: {why}{consequence}"),))
 
 
 # --- everything ---------------------------------------------------------------
