@@ -139,7 +139,7 @@ def test_garbage_is_not_taken_for_vllm(capsys, settings_file) -> None:
         code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
     finally:
         server.close()
-    assert code == 1
+    assert code == 1 and data["vllm_up"] is False
     assert any("did not return vLLM's model list" in t and "is this port vLLM?" in t for t in texts(data, "critical"))
     assert any("/metrics: the /metrics answer holds no line in Prometheus text format" in t
                for t in texts(data, "warning"))
@@ -168,6 +168,7 @@ def test_a_refused_or_missing_key_says_what_to_do(capsys, monkeypatch, settings_
                               "--claude-settings", str(settings_file()))
     finally:
         server.close()
+    assert without["vllm_up"] is True and without["served_model"] is None
     assert any("answered HTTP 401: vLLM was started with --api-key; pass --token-env NAME" in t
                for t in texts(without, "critical"))
     assert any("answered HTTP 401: the token was refused" in t for t in texts(wrong, "critical"))

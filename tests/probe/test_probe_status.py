@@ -89,3 +89,16 @@ async def test_the_probe_can_be_switched_off(monkeypatch) -> None:
         await pilot.pause()
         assert status.status == "service probe off (SPARKADVISOR_PROBE)"
         assert not status.workers
+
+
+async def test_a_port_that_is_not_vllm_is_down_in_the_line(settings_file) -> None:
+    server = vllm_server(mode="garbage")
+    status = ProbeStatus(server.url, poll_s=5, timeout_s=0.5, claude_settings=settings_file({}))
+    try:
+        async with StatusApp(status).run_test():
+            await _wait_for(status, "down")
+            assert status.status.startswith(f"vLLM down at {server.url}: {server.url}/v1/models did not return "
+                                            "vLLM's model list")
+            assert "is this port vLLM?" in status.status
+    finally:
+        server.close()

@@ -165,7 +165,9 @@ def _vllm_state(base: str, health: Answer, version: Answer, models: Answer,
         names = ", ".join(f"{m.id} (max_model_len {m.max_model_len:,})" if m.max_model_len else m.id for m in served)
         version_text = found_version or "(version unknown)"
         findings.insert(0, Finding("ok", f"vLLM {version_text} is up at {base}, serving {names}"))
-    return VllmState(base, health.ok, found_version, served, window_, None, tuple(findings))
+    # A port that answers /health but not with a model list (nginx, another app) is not vLLM up.
+    up = health.ok and (bool(served) or models.status in (401, 403))
+    return VllmState(base, up, found_version, served, window_, None, tuple(findings))
 
 
 def _version(answer: Answer) -> str | None:
@@ -350,9 +352,10 @@ async def quick_check(vllm_url: str, timeout_s: float, settings_path: Path | Non
                                                scrape(client, base, timeout_s))
     found: list[Finding] = []
     served = _served_models(models, found, config)
-    problem = None if health.ok else f"/health answered HTTP {health.status}"
-    target_up = await _target_up_now(target, settings.base_url, health.ok, timeout_s)
-    return QuickCheck(base, health.ok, problem, served[0] if served else None,
+    up = health.ok and (bool(served) or models.status in (401, 403))
+    problem = None if up else (found[0].text if found else f"/health answered HTTP {health.status}")
+    target_up = await _target_up_now(target, settings.base_url, up, timeout_s)
+    return QuickCheck(base, up, problem, served[0] if served else None,
                       metrics if isinstance(metrics, Scrape) else None, time.monotonic(), target, target_up)
 
 
