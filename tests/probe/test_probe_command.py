@@ -237,8 +237,8 @@ def test_a_port_that_does_not_speak_http(capsys, settings_file) -> None:
     finally:
         server.close()
     assert code == 1 and data["vllm_up"] is False
-    assert (f"vLLM is down: {server.url}/health answered with something that is not HTTP (another service on this port?); "
-            "start it, or pass --vllm URL") in texts(data, "critical")
+    assert (f"vLLM is down: {server.url}/health answered with something that is not HTTP "
+            "(another service on this port?); start it, or pass --vllm URL") in texts(data, "critical")
 
 
 def test_urls_pasted_with_v1(capsys, vllm, settings_file) -> None:

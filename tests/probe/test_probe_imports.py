@@ -20,3 +20,8 @@ def test_the_metrics_and_checkup_core_is_pure() -> None:
 def test_building_the_parser_does_not_import_httpx() -> None:
     loaded = _loaded_after("from sparkadvisor.cli import build_parser; build_parser()")
     assert "httpx" not in loaded and "sparkadvisor.sources.probe" not in loaded
+
+
+def test_the_status_widget_imports_httpx_only_when_it_polls() -> None:
+    loaded = _loaded_after("from sparkadvisor.tui.widgets.probe_status import ProbeStatus; ProbeStatus()")
+    assert "httpx" not in loaded

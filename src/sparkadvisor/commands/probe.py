@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from sparkadvisor.core.checkup import worst
-    from sparkadvisor.sources.probe import ProbeConfig, default_vllm_url, probe, scrub
+    from sparkadvisor.sources import default_vllm_url
+    from sparkadvisor.sources.probe import ProbeConfig, probe, scrub
 
     token = _token(args.token_env)
     index = load(args)

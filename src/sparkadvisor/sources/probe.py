@@ -23,13 +23,6 @@ from sparkadvisor.core.checkup import Finding, ServedModel, Target, claude_targe
 from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape, parse_prometheus, window
 from sparkadvisor.sources.claude import ClaudeSettings, claude_findings, read_claude_settings
 
-DEFAULT_VLLM_URL = "http://127.0.0.1:8000"
-VLLM_URL_ENV = "SPARKADVISOR_VLLM_URL"
-
-
-def default_vllm_url() -> str:
-    """$SPARKADVISOR_VLLM_URL, else vLLM's default address."""
-    return os.environ.get(VLLM_URL_ENV) or DEFAULT_VLLM_URL
 
 
 @dataclass(frozen=True, slots=True)

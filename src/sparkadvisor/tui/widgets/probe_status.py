@@ -82,7 +82,7 @@ class ProbeStatus(Static):
 
     def __init__(self, url: str | None = None, poll_s: float = POLL_SECONDS, timeout_s: float = TIMEOUT_SECONDS,
                  claude_settings: Path | None = None, *, id: str | None = None, classes: str | None = None) -> None:
-        from sparkadvisor.sources.probe import default_vllm_url
+        from sparkadvisor.sources import default_vllm_url
 
         super().__init__("probing vLLM...", markup=False, id=id, classes=classes)
         self.url = url or default_vllm_url()
