@@ -24,7 +24,6 @@ from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape,
 from sparkadvisor.sources.claude import ClaudeSettings, claude_findings, read_claude_settings
 
 
-
 @dataclass(frozen=True, slots=True)
 class ProbeConfig:
     """What to probe and how long to wait."""
