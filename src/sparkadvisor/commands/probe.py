@@ -1,0 +1,206 @@
+"""`sparkadvisor probe`: is the service on, where does Claude Code point, and how does the
+running vLLM compare with the plan for the build it serves? Exit 1 when something the user
+relies on is down or misconfigured (a critical finding)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkadvisor.commands.common import UsageError, add_scenario_options, find_build_id, load, print_json, scenario
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.checkup import BuildMatch, Finding
+    from sparkadvisor.core.plan import Plan
+    from sparkadvisor.sources.probe import ProbeReport
+
+NAME = "probe"
+HELP = "check that vLLM, the gateway and Claude Code's settings are on, and compare the service with the plan"
+
+MARKS = {"ok": "ok  ", "info": "info", "warning": "WARN", "critical": "FAIL"}
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most 3600 seconds")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vllm", metavar="URL", help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or "
+                        "http://127.0.0.1:8000)")
+    parser.add_argument("--gateway", metavar="URL", help="gateway base URL (default: Claude Code's "
+                        "ANTHROPIC_BASE_URL when it is not vLLM)")
+    parser.add_argument("--claude-settings", type=Path, metavar="PATH",
+                        help="Claude Code settings file (default: ~/.claude/settings.json)")
+    parser.add_argument("--interval", type=seconds, default=5.0, metavar="SECONDS",
+                        help="time between the two /metrics scrapes that rates are measured over (default: 5)")
+    parser.add_argument("--timeout", type=seconds, default=5.0, metavar="SECONDS",
+                        help="longest wait for any one HTTP answer (default: 5)")
+    parser.add_argument("--token-env", metavar="NAME", help="environment variable holding vLLM's --api-key "
+                        "(sent as a Bearer token, never printed)")
+    parser.add_argument("--messages", action="store_true", help="also send a one-token /v1/messages request")
+    parser.add_argument("--build", metavar="ID", help="compare with this build's plan instead of the one "
+                        "matching what vLLM serves")
+    add_scenario_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from sparkadvisor.core.checkup import worst
+    from sparkadvisor.sources import default_vllm_url
+    from sparkadvisor.sources.probe import ProbeConfig, probe, scrub
+
+    token = _token(args.token_env)
+    index = load(args)
+    cluster, workload, settings = scenario(args, index)
+    build_id = find_build_id(index, args.build) if args.build else None
+    config = ProbeConfig(args.vllm or default_vllm_url(), args.gateway, args.claude_settings, args.interval,
+                         args.timeout, token, args.messages)
+    report = asyncio.run(probe(config))
+    match, plan, plan_findings = _hold_against_plan(report, index, cluster, workload, settings, build_id)
+    findings = [*report.findings, *(scrub(f, token) for f in plan_findings)]
+    if args.json:
+        print_json(_json(report, match, plan, findings))
+    else:
+        _print(report, match, plan, findings)
+    return 1 if worst(findings) == "critical" else 0
+
+
+def _token(name: str | None) -> str | None:
+    if name is None:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise UsageError(f"--token-env {name} names an environment variable that is not set or is empty")
+    return value
+
+
+def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: Any, settings: Any,
+                       build_id: str | None) -> tuple[BuildMatch | None, Plan | None, list[Finding]]:
+    """The plan for the build vLLM serves, and where the service strays from it."""
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.checkup import BuildMatch, Finding, match_build, plan_findings
+
+    models = report.vllm.models
+    if build_id is not None:
+        match = BuildMatch(index.builds[build_id], f"--build {build_id}", models[0] if models else None)
+    elif models:
+        match = match_build(index, models)
+    else:
+        return None, None, []
+    if match.build is None:
+        return match, None, [Finding("info", match.how)]
+    build = match.build
+
+    def replan(hit_rate: float) -> Plan:
+        return evaluate_build(index, build, cluster, workload.changed(prefix_reuse=hit_rate), settings)
+
+    plan = evaluate_build(index, build, cluster, workload, settings)
+    return match, plan, plan_findings(plan, match.served, report.vllm.metrics, replan)
+
+
+def _rounded(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _json(report: ProbeReport, match: BuildMatch | None, plan: Plan | None, findings: list[Finding]) -> dict[str, Any]:
+    from sparkadvisor.core.checkup import worst
+
+    vllm, metrics = report.vllm, report.vllm.metrics
+    served = (match.served if match and match.served else None) or (vllm.models[0] if vllm.models else None)
+    data: dict[str, Any] = {
+        "status": worst(findings),
+        "vllm_url": vllm.url, "vllm_up": vllm.up, "vllm_version": vllm.version,
+        "served_model": served.id if served else None,
+        "served_models": [m.id for m in vllm.models],
+        "max_model_len": served.max_model_len if served else None,
+        "messages_ok": vllm.messages_ok,
+        "gateway_url": report.gateway.url, "gateway_up": report.gateway.up,
+        "claude_code_target": report.claude_target, "claude_code_base_url": report.claude.base_url,
+        "claude_code_settings_source": report.claude.source,
+        **_metrics_json(metrics),
+        "build": match.build.id if match and match.build else None,
+        "build_match": match.how if match else None,
+        "plan": _plan_json(plan),
+        "findings": [f.as_dict() for f in findings],
+    }
+    return data
+
+
+def _metrics_json(metrics: Any) -> dict[str, Any]:
+    keys = ("interval_s", "prefix_cache_hit_rate", "prefix_cache_hit_rate_lifetime", "kv_cache_usage",
+            "requests_running", "requests_waiting", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "itl_p50_s",
+            "itl_p90_s", "latency_basis", "spec_decode_acceptance", "generation_tok_s")
+    if metrics is None:
+        return dict.fromkeys(keys)
+    m = metrics
+    values = (m.interval_s, m.prefix_cache_hit_rate, m.prefix_cache_hit_rate_lifetime, m.kv_cache_usage,
+              m.requests_running, m.requests_waiting, m.ttft.p50_s, m.ttft.p90_s, m.ttft.p99_s,
+              m.inter_token.p50_s, m.inter_token.p90_s, m.ttft.basis, m.spec_acceptance, m.generation_tok_s)
+    return {k: (_rounded(v, 4) if isinstance(v, float) else v) for k, v in zip(keys, values)}
+
+
+def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
+    if plan is None:
+        return None
+    return {"build": plan.build.id, "nodes": plan.cluster.nodes, "workload": plan.workload.kind,
+            "recipe": plan.recipe.id if plan.recipe else None, "ttft_s": _rounded(plan.ttft_s, 1),
+            "prefill_tok_s": _rounded(plan.prefill_tok_s, 0), "decode_tok_s": _rounded(plan.decode_tok_s, 1),
+            "prefix_caching": plan.prefix_caching, "context_tokens": plan.workload.context_tokens}
+
+
+def _print(report: ProbeReport, match: BuildMatch | None, plan: Plan | None, findings: list[Finding]) -> None:
+    from sparkadvisor.core.checkup import SEVERITY_ORDER
+
+    for line in _summary(report, match, plan):
+        print(line)
+    print("findings:")
+    for finding in sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity]):
+        print(f"  {MARKS[finding.severity]} {finding.text}")
+
+
+def _summary(report: ProbeReport, match: BuildMatch | None, plan: Plan | None) -> list[str]:
+    vllm, gateway = report.vllm, report.gateway
+    served = ", ".join(m.id for m in vllm.models) or "nothing"
+    lines = [f"vLLM        {'up' if vllm.up else 'DOWN'} at {vllm.url}" + (f" · {vllm.version}" if vllm.version else "")
+             + (f" · serves {served}" if vllm.up else "")]
+    if gateway.url:
+        lines.append(f"gateway     {'up' if gateway.up else 'DOWN'} at {gateway.url}")
+    claude = report.claude
+    where = f"{claude.base_url}, from {claude.source}" if claude.base_url else f"no ANTHROPIC_BASE_URL in {claude.path}"
+    lines.append(f"Claude Code -> {report.claude_target} ({where})")
+    if vllm.metrics is not None:
+        lines.append("metrics     " + _metrics_line(vllm.metrics))
+    if plan is not None and match is not None:
+        lines.append(f"plan        {plan.build.id} on {plan.cluster.label}, {plan.workload.label} ({match.how})")
+    return lines
+
+
+def _metrics_line(m: Any) -> str:
+    def pct(value: float | None) -> str:
+        return "unknown" if value is None else f"{value:.0%}"
+
+    def sec(value: float | None) -> str:
+        return "unknown" if value is None else f"{value:.2f} s"
+
+    def ms(value: float | None) -> str:
+        return "unknown" if value is None else f"{value * 1000:.0f} ms"
+
+    parts = [f"over {m.interval_s:g} s: prefix-cache hits {pct(m.prefix_cache_hit_rate)}",
+             f"KV cache {pct(m.kv_cache_usage)}",
+             f"{m.requests_running or 0:.0f} running, {m.requests_waiting or 0:.0f} waiting",
+             f"TTFT p50 {sec(m.ttft.p50_s)} ({m.ttft.basis})", f"ITL p50 {ms(m.inter_token.p50_s)}"]
+    if m.spec_acceptance is not None:
+        parts.append(f"spec-decode acceptance {pct(m.spec_acceptance)}")
+    if m.generation_tok_s is not None:
+        parts.append(f"{m.generation_tok_s:.0f} tok/s per request")
+    return " · ".join(parts)

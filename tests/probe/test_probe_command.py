@@ -1,0 +1,250 @@
+"""`sparkadvisor probe` against local servers that work, are down, stall, fail or talk nonsense.
+
+Every case ends in a clear sentence within its timeout (0.2-0.3 s here).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from probe_fakes import closed_port_url, gateway_server, vllm_server
+from sparkadvisor.cli import main
+
+FAST = ["--interval", "0.2", "--timeout", "0.3"]
+
+
+def probe(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["probe", *FAST, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def probe_json(capsys, *args: str) -> tuple[int, dict]:
+    code, out, _ = probe(capsys, *args, "--json")
+    return code, json.loads(out)
+
+
+def texts(data: dict, severity: str) -> list[str]:
+    return [f["text"] for f in data["findings"] if f["severity"] == severity]
+
+
+@pytest.fixture
+def local_claude(settings_file, gateway):
+    """Claude Code pointed at the gateway, attribution header off."""
+    return settings_file({"ANTHROPIC_BASE_URL": gateway.url, "CLAUDE_CODE_ATTRIBUTION_HEADER": "0"})
+
+
+def test_a_healthy_stack_answers_every_field_and_exits_0(capsys, vllm, gateway, local_claude) -> None:
+    code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(local_claude), "--messages")
+    assert code == 0, data["findings"]
+    assert data["vllm_up"] is True and data["gateway_up"] is True and data["messages_ok"] is True
+    assert data["served_model"] == "RedHatAI/GLM-5.3-Flash-NVFP4" and data["max_model_len"] == 262144
+    assert data["claude_code_target"] == "gateway" and data["gateway_url"] == gateway.url
+    assert data["prefix_cache_hit_rate"] == pytest.approx(0.95)
+    assert data["prefix_cache_hit_rate_lifetime"] != pytest.approx(0.95)
+    assert data["kv_cache_usage"] == pytest.approx(0.31)
+    assert 2.5 < data["ttft_p50_s"] <= 5.0
+    assert data["build"] == "glm-5.3-flash-nvfp4-redhat" and data["plan"]["decode_tok_s"] == pytest.approx(46.9)
+    assert not texts(data, "critical") and not texts(data, "warning")
+
+
+def test_text_output_names_each_part(capsys, vllm, gateway, local_claude) -> None:
+    code, out, _ = probe(capsys, "--vllm", vllm.url, "--claude-settings", str(local_claude))
+    assert code == 0
+    assert f"vLLM        up at {vllm.url} · 0.33.0 · serves RedHatAI/GLM-5.3-Flash-NVFP4" in out
+    assert f"Claude Code -> gateway ({gateway.url}, from {local_claude})" in out
+    assert "prefix-cache hits 95%" in out and "KV cache 31%" in out
+
+
+def test_a_low_hit_rate_warns_with_the_first_token_time(capsys, settings_file) -> None:
+    server = vllm_server(hits_per_scrape=120, queries_per_scrape=1000)
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings",
+                                str(settings_file({"ANTHROPIC_BASE_URL": server.url,
+                                                   "CLAUDE_CODE_ATTRIBUTION_HEADER": "0"})))
+    finally:
+        server.close()
+    assert data["prefix_cache_hit_rate"] == pytest.approx(0.12)
+    assert any(t.startswith("prefix-cache hit rate 12% where an agent should see ~95%: first tokens will take ~64 s")
+               for t in texts(data, "warning"))
+    assert code == 0
+
+
+def test_vllm_down_is_one_clear_sentence_and_exit_1(capsys, settings_file) -> None:
+    url = closed_port_url()
+    code, data = probe_json(capsys, "--vllm", url, "--claude-settings", str(settings_file({"ANTHROPIC_BASE_URL": url})))
+    assert code == 1 and data["vllm_up"] is False and data["served_model"] is None
+    assert texts(data, "critical")[0] == (f"vLLM is down: nothing answers at {url}/health (connection refused or host "
+                                          "unreachable); start it, or pass --vllm URL")
+    assert (f"Claude Code points at vLLM directly ({url}), which is down: every agent request fails"
+            in texts(data, "critical"))
+
+
+def test_a_stalled_server_ends_within_the_timeout(capsys, settings_file) -> None:
+    server = vllm_server(mode="stall")
+    started = time.monotonic()
+    try:
+        code, out, _ = probe(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert time.monotonic() - started < 1.5
+    assert code == 1
+    assert f"vLLM is down: {server.url}/health did not answer within 0.3 s: the server is hung" in out
+
+
+def test_a_stalled_gateway_ends_within_the_timeout(capsys, vllm, settings_file) -> None:
+    gateway = gateway_server(mode="stall")
+    started = time.monotonic()
+    try:
+        code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings",
+                                str(settings_file({"ANTHROPIC_BASE_URL": gateway.url})))
+    finally:
+        gateway.close()
+    assert time.monotonic() - started < 1.5
+    assert code == 1 and data["gateway_up"] is False and data["claude_code_target"] == "gateway"
+    assert any(t.startswith("the gateway Claude Code points at is down:") and "did not answer within 0.3 s" in t
+               for t in texts(data, "critical"))
+
+
+def test_server_errors_are_named(capsys, settings_file) -> None:
+    server = vllm_server(mode="error")
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert code == 1
+    assert any(t.startswith(f"vLLM at {server.url} answers /health with HTTP 500: Internal Server Error")
+               for t in texts(data, "critical"))
+    assert any(t.startswith(f"vLLM {server.url}/v1/models answered HTTP 500") for t in texts(data, "critical"))
+
+
+def test_a_dead_engine_is_named(capsys, settings_file) -> None:
+    server = vllm_server(mode="dead-engine")
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert code == 1 and data["vllm_up"] is False
+    assert (f"vLLM at {server.url} answers /health with HTTP 503: its engine is dead; restart vLLM"
+            in texts(data, "critical"))
+
+
+def test_garbage_is_not_taken_for_vllm(capsys, settings_file) -> None:
+    server = vllm_server(mode="garbage")
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert code == 1 and data["vllm_up"] is False
+    assert any("did not return vLLM's model list" in t and "is this port vLLM?" in t for t in texts(data, "critical"))
+    assert any("/metrics: the /metrics answer holds no line in Prometheus text format" in t
+               for t in texts(data, "warning"))
+
+
+def test_the_token_is_sent_but_never_printed(capsys, monkeypatch, settings_file) -> None:
+    secret = "sk-test-5f1c9e0d7a"
+    monkeypatch.setenv("VLLM_KEY", secret)
+    server = vllm_server(mode="error")
+    try:
+        code, out, err = probe(capsys, "--vllm", server.url, "--token-env", "VLLM_KEY", "--json",
+                               "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert f"Bearer {secret}" in server.state.seen_auth
+    assert "Internal Server Error; you sent Bearer ***" in out
+    assert secret not in out and secret not in err
+
+
+def test_a_refused_or_missing_key_says_what_to_do(capsys, monkeypatch, settings_file) -> None:
+    server = vllm_server(api_key="right-key")
+    monkeypatch.setenv("WRONG_KEY", "wrong-key-123")
+    try:
+        _, without = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+        _, wrong = probe_json(capsys, "--vllm", server.url, "--token-env", "WRONG_KEY",
+                              "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert without["vllm_up"] is True and without["served_model"] is None
+    assert any("answered HTTP 401: vLLM was started with --api-key; pass --token-env NAME" in t
+               for t in texts(without, "critical"))
+    assert any("answered HTTP 401: the token was refused" in t for t in texts(wrong, "critical"))
+    assert "wrong-key-123" not in json.dumps(wrong)
+
+
+def test_an_unset_token_variable_is_a_usage_error(capsys) -> None:
+    code = main(["probe", "--token-env", "SPARKADVISOR_NO_SUCH_VAR"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--token-env SPARKADVISOR_NO_SUCH_VAR names an environment variable that is not set" in err
+
+
+def test_no_base_url_means_the_cloud(capsys, vllm, settings_file) -> None:
+    code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(settings_file({})))
+    assert code == 1 and data["claude_code_target"] == "cloud"
+    assert texts(data, "critical")[0].startswith("Claude Code goes to the cloud: no ANTHROPIC_BASE_URL in ")
+
+
+def test_the_environment_counts_when_settings_say_nothing(capsys, vllm, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", vllm.url)
+    code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(tmp_path / "missing.json"))
+    assert data["claude_code_target"] == "vllm" and data["claude_code_settings_source"] == "environment"
+    assert any("CLAUDE_CODE_ATTRIBUTION_HEADER" in t for t in texts(data, "warning"))
+    assert any("a name with '/', which Claude Code cannot use" in t for t in texts(data, "warning"))
+
+
+def test_a_broken_settings_file_is_named(capsys, vllm, settings_file) -> None:
+    path = settings_file(text='{"env": {"ANTHROPIC_BASE_URL": }')
+    _, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(path))
+    assert any(t.startswith(f"{path} is not valid JSON (line 1, column 32") for t in texts(data, "warning"))
+
+
+def test_short_context_and_named_build(capsys, settings_file) -> None:
+    server = vllm_server(served="glm", root="/models/glm", max_model_len=32768)
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--build", "glm-5.3-flash-nvfp4-redhat",
+                                "--claude-settings", str(settings_file({"ANTHROPIC_BASE_URL": server.url,
+                                                                        "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+                                                                        "ANTHROPIC_DEFAULT_SONNET_MODEL": "glm"})))
+    finally:
+        server.close()
+    assert code == 1 and data["build"] == "glm-5.3-flash-nvfp4-redhat"
+    assert texts(data, "critical") == ["max_model_len 32,768 but the agentic workload needs 100,000: longer prompts "
+                                       "are refused; restart vLLM with --max-model-len 100000 or more"]
+
+
+def test_a_model_name_vllm_does_not_serve(capsys, settings_file) -> None:
+    server = vllm_server(served="glm")
+    try:
+        _, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file(
+            {"ANTHROPIC_BASE_URL": server.url, "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+             "ANTHROPIC_DEFAULT_SONNET_MODEL": "claude-sonnet-4"})))
+    finally:
+        server.close()
+    assert ("ANTHROPIC_DEFAULT_SONNET_MODEL=claude-sonnet-4 names a model vLLM does not serve (glm); "
+            "Claude Code's requests will fail") in texts(data, "warning")
+
+
+def test_a_port_that_does_not_speak_http(capsys, settings_file) -> None:
+    from probe_fakes import NotHttpServer
+
+    server = NotHttpServer()
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert code == 1 and data["vllm_up"] is False
+    assert (f"vLLM is down: {server.url}/health answered with something that is not HTTP "
+            "(another service on this port?); start it, or pass --vllm URL") in texts(data, "critical")
+
+
+def test_urls_pasted_with_v1(capsys, vllm, settings_file) -> None:
+    path = settings_file({"ANTHROPIC_BASE_URL": f"{vllm.url}/v1", "CLAUDE_CODE_ATTRIBUTION_HEADER": "0"})
+    code, data = probe_json(capsys, "--vllm", f"{vllm.url}/v1/", "--claude-settings", str(path))
+    assert data["vllm_up"] is True and data["vllm_url"] == vllm.url and data["claude_code_target"] == "vllm"
+    assert code == 1
+    assert (f"ANTHROPIC_BASE_URL {vllm.url}/v1 ends in /v1, but Claude Code appends /v1/messages itself; "
+            "drop the /v1") in texts(data, "critical")

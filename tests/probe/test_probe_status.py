@@ -1,0 +1,104 @@
+"""The TUI's status line: polled by a worker, never blocking the screen."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from textual.app import App, ComposeResult
+
+from probe_fakes import closed_port_url, vllm_server
+from sparkadvisor.core.checkup import ServedModel
+from sparkadvisor.sources.probe import QuickCheck
+from sparkadvisor.tui.widgets.probe_status import ProbeStatus, status_text
+
+
+class StatusApp(App[None]):
+    def __init__(self, status: ProbeStatus) -> None:
+        super().__init__()
+        self.status_widget = status
+
+    def compose(self) -> ComposeResult:
+        yield self.status_widget
+
+
+async def _wait_for(widget: ProbeStatus, words: str, limit_s: float = 3.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while words not in widget.status and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
+def test_the_widget_needs_no_arguments(monkeypatch) -> None:
+    monkeypatch.setenv("SPARKADVISOR_VLLM_URL", "http://spark1:8000")
+    assert ProbeStatus().url == "http://spark1:8000"
+
+
+def test_status_text_says_what_is_wrong_first() -> None:
+    down = QuickCheck("http://127.0.0.1:8000", False, "nothing answers at http://127.0.0.1:8000/health", None, None,
+                      0.0, "cloud", None)
+    assert status_text(down, None) == ("vLLM down at http://127.0.0.1:8000: nothing answers at "
+                                       "http://127.0.0.1:8000/health · Claude Code -> cloud!", "critical")
+    up = QuickCheck("http://x", True, None, ServedModel("glm", None, 262144), None, 0.0, "gateway", False)
+    assert status_text(up, None) == ("vLLM up · glm · 262,144 ctx · Claude Code -> gateway (down!)", "critical")
+
+
+async def test_the_line_shows_the_hit_rate_between_polls(settings_file) -> None:
+    server = vllm_server(hits_per_scrape=300, queries_per_scrape=1000)
+    path = settings_file({"ANTHROPIC_BASE_URL": server.url})
+    status = ProbeStatus(server.url, poll_s=0.2, timeout_s=0.5, claude_settings=path)
+    try:
+        async with StatusApp(status).run_test() as pilot:
+            await _wait_for(status, "prefix hits 30%")
+            await pilot.pause()
+            assert status.status.startswith("vLLM up · RedHatAI/GLM-5.3-Flash-NVFP4 · 262,144 ctx · prefix hits 30% · "
+                                            "KV 31% · 1 running, 0 waiting · Claude Code -> vllm")
+            assert status.has_class("-ok")
+    finally:
+        server.close()
+
+
+async def test_a_stalled_server_never_blocks_the_screen(settings_file) -> None:
+    server = vllm_server(mode="stall")
+    status = ProbeStatus(server.url, poll_s=5, timeout_s=1.0, claude_settings=settings_file({}))
+    try:
+        async with StatusApp(status).run_test() as pilot:
+            started = time.monotonic()
+            await pilot.press("tab")
+            assert time.monotonic() - started < 0.5
+            assert status.status == "probing vLLM..."
+            await _wait_for(status, "did not answer")
+            assert f"vLLM down at {server.url}: {server.url}/health did not answer within 1 s" in status.status
+            assert status.status.endswith("Claude Code -> cloud!") and status.has_class("-critical")
+    finally:
+        server.close()
+
+
+async def test_a_closed_port_is_down(settings_file) -> None:
+    url = closed_port_url()
+    status = ProbeStatus(url, poll_s=5, timeout_s=0.3, claude_settings=settings_file({"ANTHROPIC_BASE_URL": url}))
+    async with StatusApp(status).run_test():
+        await _wait_for(status, "down")
+        assert status.status == (f"vLLM down at {url}: nothing answers at {url}/health (connection refused or host "
+                                 "unreachable) · Claude Code -> vllm (down!)")
+
+
+async def test_the_probe_can_be_switched_off(monkeypatch) -> None:
+    monkeypatch.setenv("SPARKADVISOR_PROBE", "off")
+    status = ProbeStatus(closed_port_url())
+    async with StatusApp(status).run_test() as pilot:
+        await pilot.pause()
+        assert status.status == "service probe off (SPARKADVISOR_PROBE)"
+        assert not status.workers
+
+
+async def test_a_port_that_is_not_vllm_is_down_in_the_line(settings_file) -> None:
+    server = vllm_server(mode="garbage")
+    status = ProbeStatus(server.url, poll_s=5, timeout_s=0.5, claude_settings=settings_file({}))
+    try:
+        async with StatusApp(status).run_test():
+            await _wait_for(status, "down")
+            assert status.status.startswith(f"vLLM down at {server.url}: {server.url}/v1/models did not return "
+                                            "vLLM's model list")
+            assert "is this port vLLM?" in status.status
+    finally:
+        server.close()
