@@ -17,6 +17,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("SPARKADVISOR_HOME", str(home))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    monkeypatch.setenv("SPARKADVISOR_PROBE", "off")
     monkeypatch.setenv("NO_COLOR", "")
     monkeypatch.delenv("NO_COLOR")
     return home

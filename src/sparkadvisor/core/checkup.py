@@ -98,6 +98,9 @@ def _match_by_name(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildM
         tail = _norm(name.rstrip("/").rsplit("/", 1)[-1])
         builds = [b for b in index.catalog.builds
                   if tail in (_norm(b.repo.rsplit("/", 1)[-1]), _norm(b.model), _norm(index.models[b.model].name))]
+        served_by_vllm = [b for b in builds if "vllm" in b.engines]
+        if len(builds) > 1 and len(served_by_vllm) == 1:
+            builds = served_by_vllm
         if len(builds) == 1:
             return BuildMatch(builds[0], f"the served name {name} matches only build {builds[0].id}", model)
         if builds:
