@@ -5,12 +5,20 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from textual.app import App, ComposeResult
 
 from probe_fakes import closed_port_url, vllm_server
 from sparkadvisor.core.checkup import ServedModel
 from sparkadvisor.sources.probe import QuickCheck
 from sparkadvisor.tui.widgets.probe_status import ProbeStatus, status_text
+
+
+@pytest.fixture(autouse=True)
+def probing_on(monkeypatch) -> None:
+    """These tests exercise the polling that the suite otherwise switches off."""
+    monkeypatch.delenv("SPARKADVISOR_PROBE", raising=False)
 
 
 class StatusApp(App[None]):
