@@ -4,7 +4,9 @@ Weight bytes come from the headers (dtype x shape of every tensor), so packed FP
 tensors and their scales count as stored, not as parameters. Parameters count logical
 weights: a U8/I32 container of 4-bit values holds 2/8 of them, scales hold none.
 MoE: routed experts are tensors under `.experts.`, shared ones under `shared_expert`;
-active = the rest + shared + routed x experts_per_token / routed_experts. MTP layers
+active = the rest + shared + routed x experts_per_token / routed_experts, less the input
+embedding table when an LM head of its own is stored (a token reads one row of it; this
+is how OpenAI counts gpt-oss-120b's 5.13B active). A dense model's active = total. MTP layers
 (beyond num_hidden_layers, or under `mtp.`) and per-layer embedding tables are set
 apart, as the catalog schema counts them. What the files do not say is listed in
 `unknown`; nothing is guessed.
@@ -41,6 +43,8 @@ PACKED_SUFFIXES = ("weight", "weight_packed", "qweight", "_blocks")
 """Tensor names ending so hold weights, packed when their dtype is an integer container."""
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+_INPUT_EMBEDDING = re.compile(r"(?:^|\.)(?:embed_tokens|wte|word_embeddings|tok_embeddings)\.weight$")
+_OUTPUT_HEAD = re.compile(r"(?:^|\.)(?:lm_head|output)\.weight$")
 
 
 class DeriveError(ValueError):
@@ -257,12 +261,16 @@ def _role(name: str, layers: int | None) -> str:
 
 def _group_params(text: Mapping[str, Any], tensors: Mapping[str, TensorMeta], weight_bits: int) -> dict[str, int]:
     layers = _int(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    groups = dict.fromkeys(("routed", "shared", "rest", "mtp", "table", "mtp_bytes", "table_bytes"), 0)
+    groups = dict.fromkeys(("routed", "shared", "rest", "mtp", "table", "mtp_bytes", "table_bytes", "lookup"), 0)
+    untied = any(_OUTPUT_HEAD.search(name) for name in tensors)
     for name, meta in tensors.items():
         role = _role(name, layers)
-        groups[role] += tensor_params(name, meta, weight_bits)
+        params = tensor_params(name, meta, weight_bits)
+        groups[role] += params
         if role in ("mtp", "table"):
             groups[f"{role}_bytes"] += meta.bytes
+        if role == "rest" and untied and _INPUT_EMBEDDING.search(name):
+            groups["lookup"] += params
     if groups["rest"] + groups["routed"] + groups["shared"] == 0:
         raise DeriveError("the safetensors headers hold no transformer weights outside MTP layers and tables")
     return groups
@@ -271,9 +279,9 @@ def _group_params(text: Mapping[str, Any], tensors: Mapping[str, TensorMeta], we
 def _moe(text: Mapping[str, Any], tensors: Mapping[str, TensorMeta], groups: Mapping[str, int],
          unknown: list[str]) -> tuple[int | None, int | None, int | None]:
     """(routed experts per layer, experts per token, active parameters)."""
-    dense = groups["rest"] + groups["shared"]
     if groups["routed"] == 0:
-        return None, None, dense
+        return None, None, groups["rest"] + groups["shared"]
+    dense = groups["rest"] - groups["lookup"] + groups["shared"]
     experts = _int(text, "n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts", "n_experts")
     experts = experts or _experts_in_names(tensors)
     per_token = _int(text, "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_k", "moe_topk")
@@ -361,23 +369,23 @@ def _sliding_count(text: Mapping[str, Any], layers: int, unknown: list[str]) -> 
     return 0
 
 
+_DELTANET_KEYS = {"num_key_heads": "linear_num_key_heads", "num_value_heads": "linear_num_value_heads",
+                  "key_head_dim": "linear_key_head_dim", "value_head_dim": "linear_value_head_dim",
+                  "conv_kernel": "linear_conv_kernel_dim"}
+_KDA_KEYS = {"num_key_heads": "num_heads", "num_value_heads": "num_heads", "key_head_dim": "head_dim",
+             "value_head_dim": "head_dim", "conv_kernel": "short_conv_kernel_size"}
+
+
 def _linear(text: Mapping[str, Any], layers: int, source: str, unknown: list[str]) -> LinearAttention | None:
+    """Gated DeltaNet (Qwen3-Next keys) or KDA (Kimi's linear_attn_config) dimensions."""
     kda = text.get("linear_attn_config")
-    if isinstance(kda, Mapping):
-        dims = {"num_key_heads": kda.get("num_heads"), "num_value_heads": kda.get("num_heads"),
-                "key_head_dim": kda.get("head_dim"), "value_head_dim": kda.get("head_dim"),
-                "conv_kernel": kda.get("short_conv_kernel_size")}
-        kind = "kda"
-    else:
-        dims = {"num_key_heads": text.get("linear_num_key_heads"), "num_value_heads": text.get("linear_num_value_heads"),
-                "key_head_dim": text.get("linear_key_head_dim"), "value_head_dim": text.get("linear_value_head_dim"),
-                "conv_kernel": text.get("linear_conv_kernel_dim")}
-        kind = "gated-deltanet"
-    missing = [k for k, v in dims.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1]
+    table, keys = (kda, _KDA_KEYS) if isinstance(kda, Mapping) else (text, _DELTANET_KEYS)
+    dims = {field: table.get(key) for field, key in keys.items()}
+    missing = sorted({keys[f] for f, v in dims.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1})
     if missing:
         unknown.append(f"attention ({layers} linear-attention layers, but config.json lacks {', '.join(missing)})")
         return None
-    return LinearAttention(kind=kind, layers=layers, source=source, **dims)
+    return LinearAttention(kind="kda" if table is kda else "gated-deltanet", layers=layers, source=source, **dims)
 
 
 def _context(text: Mapping[str, Any], source: str, unknown: list[str]) -> Context | None:
