@@ -67,7 +67,7 @@ class Imported:
             "mtp_layers": d.mtp_layers, "mtp_params": d.mtp_params, "mtp_bytes": d.mtp_bytes,
             "kv_bytes_per_token": d.kv_bytes_per_token, "kv_basis": "bf16 KV, full-attention layers, one rank",
             "format": d.format, "quantizer": d.quantizer,
-            "attention": self.model.attention.model_dump(mode="json", exclude_none=True) if self.model.attention else None,
+            "attention": _dump(self.model.attention) if self.model.attention else None,
             "context_tokens": self.model.context.native_tokens if self.model.context else None,
             "shards": len(self.files.shards), "from_cache": self.files.from_cache,
             "unknown": list(d.unknown), "catalog": str(self.path),

@@ -90,8 +90,9 @@ def deepseek_v2_lite_fp8() -> tuple[dict[str, Any], Tensors]:
     tensors: Tensors = {"model.embed_tokens.weight": ("BF16", [v, h])}
     for n in range(28):
         p = f"model.layers.{n}."
-        tensors |= fp8_linear(p + "self_attn.q_proj", 16 * 192, h) | fp8_linear(p + "self_attn.kv_a_proj_with_mqa", 576, h)
-        tensors |= fp8_linear(p + "self_attn.kv_b_proj", 16 * 256, 512) | fp8_linear(p + "self_attn.o_proj", h, 16 * 128)
+        a = p + "self_attn."
+        tensors |= fp8_linear(a + "q_proj", 16 * 192, h) | fp8_linear(a + "kv_a_proj_with_mqa", 576, h)
+        tensors |= fp8_linear(a + "kv_b_proj", 16 * 256, 512) | fp8_linear(a + "o_proj", h, 16 * 128)
         tensors |= {p + "self_attn.kv_a_layernorm.weight": ("BF16", [512]), p + "input_layernorm.weight": ("BF16", [h]),
                     p + "post_attention_layernorm.weight": ("BF16", [h])}
         tensors |= ffn(p + "mlp", 10944, h) if n == 0 else moe_layer(p + "mlp", h)

@@ -114,7 +114,8 @@ def test_gptq_int4_counts_eight_parameters_per_int32():
               "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}}
     tensors = {"model.layers.0.mlp.up_proj.qweight": ("I32", [256 // 8, 512]),
                "model.layers.0.mlp.up_proj.qzeros": ("I32", [2, 512 // 8]),
-               "model.layers.0.mlp.up_proj.scales": ("F16", [2, 512]), "model.layers.0.mlp.up_proj.g_idx": ("I32", [256])}
+               "model.layers.0.mlp.up_proj.scales": ("F16", [2, 512]),
+               "model.layers.0.mlp.up_proj.g_idx": ("I32", [256])}
     d = run(config, tensors)
     assert d.total_params == 256 * 512 and d.format == "gptq-int4"
     assert d.weight_bytes == 256 * 512 // 2 + 2 * 64 * 4 + 2 * 512 * 2 + 256 * 4

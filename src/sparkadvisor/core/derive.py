@@ -113,9 +113,9 @@ class Derived:
 
     def mtp(self, source: str) -> MtpHead | None:
         """The catalog's MTP table, when the model ships MTP layers."""
-        if not self.mtp_layers and not self.mtp_params:
-            return None
-        return MtpHead(layers=self.mtp_layers or None, params_b=self.mtp_params / 1e9 or None, source=source)
+        has_mtp = bool(self.mtp_layers or self.mtp_params)
+        return MtpHead(layers=self.mtp_layers or None, params_b=self.mtp_params / 1e9 or None,
+                       source=source) if has_mtp else None
 
     def tables(self, source: str) -> list[TokenTable]:
         """Per-layer embedding tables (PLE), when present."""
@@ -169,10 +169,8 @@ def _text_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def _int(config: Mapping[str, Any], *keys: str) -> int | None:
     """The first of `keys` present, as a whole number >= 0; a wrong type is a DeriveError."""
-    for key in keys:
-        value = config.get(key)
-        if value is None:
-            continue
+    for key in (k for k in keys if config.get(k) is not None):
+        value = config[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise DeriveError(f"config.json: {key} should be a whole number >= 0 (got {value!r})")
         return value
@@ -197,7 +195,7 @@ def detect_format(config: Mapping[str, Any], tensors: Mapping[str, TensorMeta]) 
         found = {"NVFP4": "nvfp4-modelopt", "FP8": "fp8", "MXFP4": "mxfp4", "W4A16_AWQ": "awq-int4"}.get(algo)
         return _known(found, f"NVIDIA ModelOpt ({algo or 'no quant_algo'})")
     if method in ("mxfp4", "fp8", "fbgemm_fp8"):
-        return _known("mxfp4" if method == "mxfp4" else "fp8", f"{method} (quantization_config)")
+        return _known("mxfp4" if method == "mxfp4" else "fp8", f"quant_method {method}")
     if method in ("gptq", "awq"):
         bits = qc.get("bits", qc.get("w_bit"))
         found = {4: f"{method}-int4", 8: "int8"}.get(bits) if isinstance(bits, int) else None
@@ -298,8 +296,7 @@ def _experts_in_names(tensors: Mapping[str, TensorMeta]) -> int | None:
 
 def _mtp_layer_count(text: Mapping[str, Any], tensors: Mapping[str, TensorMeta]) -> int:
     layers = _int(text, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    found = {m.group(1) for name in tensors if _role(name, layers) == "mtp" and (m := _LAYER.search(name))}
-    return len(found)
+    return len({m.group(1) for name in tensors if _role(name, layers) == "mtp" and (m := _LAYER.search(name))})
 
 
 # --- attention and context ----------------------------------------------------

@@ -111,7 +111,7 @@ def _from_hub(repo: str, revision: str | None, timeout_s: float, workers: int, r
     commit = Path(config_path).parent.name
     config = _read_config(repo, config_path)
     if INDEX_FILE in siblings or not siblings:
-        shards = _shards_from_index(repo, _download(repo, INDEX_FILE, commit, timeout_s, missing_ok=bool(siblings)))
+        shards = _shards_from_index(repo, _download(repo, INDEX_FILE, commit, timeout_s, missing_ok=not siblings))
     else:
         shards = (SINGLE_FILE,) if SINGLE_FILE in siblings else ()
     if not shards:
