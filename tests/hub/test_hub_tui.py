@@ -10,6 +10,15 @@ from sparkadvisor.catalogs import load_index
 from sparkadvisor.tui.screens.hub_import import HubImportScreen
 
 
+async def until(pilot, condition, seconds: float = 10.0) -> None:
+    """Let the app run until `condition()` holds (the worker posts from another thread)."""
+    for _ in range(int(seconds / 0.02)):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the dialog never got there")
+
+
 class Host(App[None]):
     """A bare app that opens the dialog and keeps what it returns."""
 
@@ -23,22 +32,19 @@ class Host(App[None]):
 
 async def test_the_dialog_reports_a_failure_then_imports_and_returns_the_build_id(hub):
     hub.repos["openai/oss-moe"] = repos.make_repo(*repos.gpt_oss_120b(), shards=15)
-    hub.latency_s = 0.02
+    hub.latency_s = 0.05
     app = Host()
     async with app.run_test() as pilot:
         screen = app.screen
         screen.query_one("#hub-import-repo", Input).value = "openai/missing"
         await pilot.press("enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
         status = screen.query_one("#hub-import-status", Static)
+        await until(pilot, lambda: status.has_class("error"))
         assert str(status.render()).startswith("no model repo openai/missing on http://127.0.0.1:")
-        assert status.has_class("error") and app.results == []
+        assert app.results == []
         screen.query_one("#hub-import-repo", Input).value = "openai/oss-moe"
         await pilot.press("enter")
-        await pilot.pause(0.05)
         assert app.screen is screen and "Reading" in str(status.render())
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: app.results)
     assert app.results == ["oss-moe-openai"]
     assert "oss-moe-openai" in load_index().builds

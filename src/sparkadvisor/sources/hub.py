@@ -179,23 +179,25 @@ def _malformed(repo: str, filename: str, error: Exception) -> HubError:
 
 def _parse_all(shards: Iterable[str], parse: Callable[[str], dict[str, TensorMeta]], workers: int,
                report: Progress) -> dict[str, TensorMeta]:
-    """Every shard's header, at most `workers` at a time; the first failure cancels the rest."""
+    """Every shard's header, at most `workers` at a time; a failure (or a cancel) drops the rest."""
     shards = list(shards)
     tensors: dict[str, TensorMeta] = {}
     report("safetensors headers", 0, len(shards))
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(shards)))) as pool:
         futures = [pool.submit(parse, shard) for shard in shards]
-        pending, done_count = set(futures), 0
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in done:
-                if future.exception() is not None:
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise future.exception()  # type: ignore[misc]
-                done_count += 1
-                report("safetensors headers", done_count, len(shards))
-        for future in futures:
-            tensors.update(future.result())
+        try:
+            pending, done_count = set(futures), 0
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    future.result()
+                    done_count += 1
+                    report("safetensors headers", done_count, len(shards))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    for future in futures:
+        tensors.update(future.result())
     return tensors
 
 
