@@ -1,0 +1,74 @@
+"""`sparkadvisor import ORG/NAME`: add a hub repo to the user's catalog from its metadata alone."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "import"
+HELP = "add a Hugging Face repo to your catalog from its config.json and safetensors headers (no weights)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("repo", metavar="ORG/NAME", help="Hugging Face repo id, e.g. openai/gpt-oss-120b")
+    parser.add_argument("--revision", help="branch, tag or commit (default: main)")
+    parser.add_argument("--force", action="store_true", help="replace a model or build with the same id")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="give up on a request after this long (default: 10)")
+    parser.add_argument("--json", action="store_true", help="print what was added as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from sparkadvisor.commands.common import UsageError, print_json
+    from sparkadvisor.sources.hub import HubError, is_repo_id
+    from sparkadvisor.usercatalog import ImportConflict, UserCatalogError, import_repo
+
+    if not is_repo_id(args.repo):
+        raise UsageError(f"{args.repo!r} is not a Hugging Face repo id; give it as ORG/NAME, e.g. openai/gpt-oss-120b")
+    progress = _progress if sys.stderr.isatty() and not args.json else None
+    try:
+        imported = import_repo(args.repo, args.revision, force=args.force, timeout_s=args.timeout, progress=progress)
+    except ImportConflict as error:
+        raise UsageError(str(error)) from None
+    except (HubError, UserCatalogError) as error:
+        _clear_progress(progress)
+        print(f"sparkadvisor: {error}", file=sys.stderr)
+        return 1
+    _clear_progress(progress)
+    if args.json:
+        print_json(imported.as_json())
+    else:
+        _print_summary(imported)
+    return 0
+
+
+def _progress(what: str, done: int, total: int) -> None:
+    sys.stderr.write(f"\r\033[Kreading {what}: {done}/{total}")
+    sys.stderr.flush()
+
+
+def _clear_progress(progress: object) -> None:
+    if progress is not None:
+        sys.stderr.write("\r\033[K")
+
+
+def _print_summary(imported: object) -> None:
+    from sparkadvisor.core.units import fmt_size
+    from sparkadvisor.usercatalog import Imported
+
+    assert isinstance(imported, Imported)
+    d, files = imported.derived, imported.files
+    active = f"{d.active_params / 1e9:.2f}B active" if d.active_params is not None else "active unknown"
+    experts = f" ({d.routed_experts} routed experts, {d.experts_per_token} per token)" if d.routed_experts else ""
+    kv = d.kv_bytes_per_token
+    lines = [
+        f"Imported {files.repo} at {files.commit[:12]} as build {imported.build.id} (model {imported.model.id}).",
+        f"  weights   {fmt_size(d.weight_bytes, 'GB', 2)} exactly ({d.weight_bytes:,} bytes, "
+        f"{len(files.shards)} safetensors files), format {d.format} ({d.quantizer})",
+        f"  params    {d.total_params / 1e9:.2f}B total, {active}{experts}",
+        f"  KV cache  {'unknown' if kv is None else f'{kv / 1024:.1f} KiB per token'} (bf16, one rank)",
+    ]
+    if d.unknown:
+        lines.append("  unknown   " + "; ".join(d.unknown))
+    lines.append(f"Saved to {imported.path}. Next: sparkadvisor show {imported.build.id}")
+    print("\n".join(lines))

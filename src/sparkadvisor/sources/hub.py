@@ -1,0 +1,325 @@
+"""The Hugging Face Hub edge: config.json and safetensors headers of a repo, never its weights.
+
+huggingface_hub is imported inside the functions (it costs ~200 ms at start). The
+endpoint, cache folder and offline switch are read from the environment at call time
+(HF_ENDPOINT, HF_HUB_CACHE / HF_HOME, HF_HUB_OFFLINE), because the library freezes them
+at import. Tokens come from HF_TOKEN or the hub's own login, through the library; this
+module never reads, prints or logs them. Every failure leaves as one `HubError` sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkadvisor.core.derive import TensorMeta
+
+Progress = Callable[[str, int, int], None]
+"""progress(what, done, total): called from worker threads as files are read."""
+
+INDEX_FILE = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+MAX_HEADER_BYTES = 25_000_000
+"""Largest safetensors header accepted (huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH)."""
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+
+
+class HubError(Exception):
+    """A repo that cannot be read, said in one sentence a person can act on."""
+
+
+@dataclass(frozen=True, slots=True)
+class RepoFiles:
+    """What the hub says about one revision of a repo."""
+
+    repo: str
+    revision: str
+    """The revision as asked for (a branch, tag or commit)."""
+    commit: str
+    """The commit sha every file was read at."""
+    config: dict[str, Any]
+    tensors: dict[str, TensorMeta]
+    shards: tuple[str, ...]
+    from_cache: bool
+    """True when read offline from the hub cache."""
+
+
+def is_repo_id(text: str) -> bool:
+    """True for an ORG/NAME repo id."""
+    return bool(_REPO_ID.match(text))
+
+
+def endpoint() -> str:
+    """The hub's address: HF_ENDPOINT when set, else huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def offline() -> bool:
+    """HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set, now or when the library was imported."""
+    flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
+    if any(f.upper() in ("1", "ON", "YES", "TRUE") for f in flags):
+        return True
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def cache_dir() -> str:
+    """The hub cache folder: HF_HUB_CACHE, else $HF_HOME/hub, else the library's default."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return str(Path(os.environ["HF_HOME"]) / "hub")
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
+
+
+def fetch_repo(repo: str, revision: str | None = None, *, timeout_s: float = 10.0, max_workers: int = 16,
+               progress: Progress | None = None) -> RepoFiles:
+    """config.json and every safetensors header of `repo` at `revision`, online or from the cache."""
+    if not is_repo_id(repo):
+        raise HubError(f"{repo!r} is not a Hugging Face repo id; give it as ORG/NAME, e.g. openai/gpt-oss-120b")
+    from huggingface_hub.utils import disable_progress_bars
+
+    disable_progress_bars()
+    report = progress or (lambda what, done, total: None)
+    if offline():
+        return _from_cache(repo, revision, report)
+    return _from_hub(repo, revision, timeout_s, max_workers, report)
+
+
+# --- online -------------------------------------------------------------------
+
+
+def _from_hub(repo: str, revision: str | None, timeout_s: float, workers: int, report: Progress) -> RepoFiles:
+    from huggingface_hub import HfApi
+
+    api = HfApi(endpoint=endpoint())
+    report("model info", 0, 1)
+    with _translated(repo, revision, "its model info"):
+        info = api.model_info(repo, revision=revision, timeout=timeout_s)
+    siblings = {s.rfilename for s in info.siblings or ()}
+    config_path = _download(repo, "config.json", revision or "main", timeout_s)
+    commit = Path(config_path).parent.name
+    config = _read_config(repo, config_path)
+    if INDEX_FILE in siblings or not siblings:
+        shards = _shards_from_index(repo, _download(repo, INDEX_FILE, commit, timeout_s, missing_ok=not siblings))
+    else:
+        shards = (SINGLE_FILE,) if SINGLE_FILE in siblings else ()
+    if not shards:
+        raise HubError(f"{repo} has no safetensors weights ({SINGLE_FILE} or {INDEX_FILE}); "
+                       "only safetensors repos can be imported")
+    parse = _remote_header(api, repo, commit, timeout_s)
+    tensors = _parse_all(shards, parse, workers, report)
+    return RepoFiles(repo, revision or "main", commit, config, tensors, shards, False)
+
+
+def _download(repo: str, filename: str, revision: str, timeout_s: float, missing_ok: bool = False) -> str | None:
+    """A small file through the hub cache (so an offline import can reuse it)."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        with _translated(repo, revision, filename):
+            return hf_hub_download(repo, filename, revision=revision, endpoint=endpoint(), cache_dir=cache_dir(),
+                                   etag_timeout=timeout_s)
+    except HubError as error:
+        if missing_ok and isinstance(error.__cause__, EntryNotFoundError):
+            return None
+        raise
+
+
+def _read_config(repo: str, path: str) -> dict[str, Any]:
+    try:
+        config = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        where = f" (line {error.lineno}: {error.msg})" if isinstance(error, json.JSONDecodeError) else ""
+        raise HubError(f"config.json of {repo} is not valid JSON{where}; the repo's config is malformed") from None
+    if not isinstance(config, dict):
+        raise HubError(f"config.json of {repo} holds a {type(config).__name__}, not a table of settings")
+    return config
+
+
+def _shards_from_index(repo: str, path: str | None) -> tuple[str, ...]:
+    if path is None:
+        return (SINGLE_FILE,)
+    try:
+        weight_map = json.loads(Path(path).read_text(encoding="utf-8"))["weight_map"]
+        return tuple(sorted({str(f) for f in weight_map.values()}))
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+        raise HubError(f"{INDEX_FILE} of {repo} is malformed (it needs a weight_map of tensor -> shard)") from None
+
+
+def _remote_header(api: Any, repo: str, commit: str, timeout_s: float) -> Callable[[str], dict[str, TensorMeta]]:
+    from huggingface_hub.errors import SafetensorsParsingError
+
+    def parse(filename: str) -> dict[str, TensorMeta]:
+        with _translated(repo, commit, filename):
+            try:
+                meta = api.parse_safetensors_file_metadata(repo, filename, revision=commit, timeout=timeout_s)
+                return {name: TensorMeta(t.dtype, tuple(t.shape)) for name, t in meta.tensors.items()}
+            except (SafetensorsParsingError, TypeError, AttributeError, ValueError) as error:
+                raise _malformed(repo, filename, error) from None
+
+    return parse
+
+
+def _malformed(repo: str, filename: str, error: Exception) -> HubError:
+    reason = str(error).split("): ", 1)[-1].split(". ")[0].rstrip(".") or type(error).__name__
+    return HubError(f"the safetensors header of {filename} in {repo} is malformed ({reason})")
+
+
+def _parse_all(shards: Iterable[str], parse: Callable[[str], dict[str, TensorMeta]], workers: int,
+               report: Progress) -> dict[str, TensorMeta]:
+    """Every shard's header, at most `workers` at a time; a failure (or a cancel) drops the rest."""
+    shards = list(shards)
+    tensors: dict[str, TensorMeta] = {}
+    report("safetensors headers", 0, len(shards))
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(shards)))) as pool:
+        futures = [pool.submit(parse, shard) for shard in shards]
+        try:
+            pending, done_count = set(futures), 0
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    future.result()
+                    done_count += 1
+                    report("safetensors headers", done_count, len(shards))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    for future in futures:
+        tensors.update(future.result())
+    return tensors
+
+
+# --- offline ------------------------------------------------------------------
+
+
+def _from_cache(repo: str, revision: str | None, report: Progress) -> RepoFiles:
+    """An import with HF_HUB_OFFLINE set: config.json and the shards must be in the hub cache."""
+    report("hub cache", 0, 1)
+    config_path = _cached(repo, "config.json", revision)
+    if config_path is None:
+        raise HubError(f"offline (HF_HUB_OFFLINE=1) and the hub cache has no config.json of {repo} at "
+                       f"{revision or 'main'}; import it once online, or unset HF_HUB_OFFLINE")
+    commit = Path(config_path).parent.name
+    config = _read_config(repo, config_path)
+    index = _cached(repo, INDEX_FILE, commit)
+    shards = _shards_from_index(repo, index) if index else (SINGLE_FILE,)
+    paths = {shard: _cached(repo, shard, commit) for shard in shards}
+    missing = [s for s, p in paths.items() if p is None]
+    if missing:
+        raise HubError(f"offline (HF_HUB_OFFLINE=1) and the hub cache holds config.json of {repo} but not "
+                       f"{len(missing)} of its {len(shards)} safetensors files, whose headers are needed; "
+                       "unset HF_HUB_OFFLINE to read the headers over the network")
+    tensors = _parse_all(shards, lambda s: _local_header(repo, s, paths[s]), 4, report)  # type: ignore[arg-type]
+    return RepoFiles(repo, revision or "main", commit, config, tensors, shards, True)
+
+
+def _cached(repo: str, filename: str, revision: str | None) -> str | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo, filename, cache_dir=cache_dir(), revision=revision)
+    return found if isinstance(found, str) else None
+
+
+def _local_header(repo: str, filename: str, path: str) -> dict[str, TensorMeta]:
+    """The header of a safetensors file in the cache: 8 bytes of length, then JSON."""
+    try:
+        with open(path, "rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            if length > MAX_HEADER_BYTES:
+                raise ValueError(f"header of {length} bytes is larger than {MAX_HEADER_BYTES}")
+            header = json.loads(handle.read(length))
+        return {name: TensorMeta(t["dtype"], tuple(t["shape"])) for name, t in header.items() if name != "__metadata__"}
+    except (struct.error, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise _malformed(repo, filename, error) from None
+
+
+# --- errors -------------------------------------------------------------------
+
+
+class _translated:
+    """A context that turns whatever huggingface_hub or the network raises into one HubError."""
+
+    def __init__(self, repo: str, revision: str | None, what: str):
+        self.repo, self.revision, self.what = repo, revision or "main", what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type | None, error: BaseException | None, tb: Any) -> bool:
+        if error is None or isinstance(error, (HubError, KeyboardInterrupt)):
+            return False
+        if isinstance(error, Exception):
+            raise explain(error, self.repo, self.revision, self.what) from error
+        return False
+
+
+def explain(error: Exception, repo: str, revision: str, what: str) -> HubError:
+    """One sentence for a failure while reading `what` of `repo` at `revision`."""
+    from huggingface_hub import errors
+
+    url = f"https://huggingface.co/{repo}"
+    for cause in _chain(error):
+        if isinstance(cause, errors.GatedRepoError):
+            return HubError(_gated(repo, url))
+        if isinstance(cause, errors.RevisionNotFoundError):
+            return HubError(f"{repo} has no revision {revision!r}; give a branch, tag or commit that exists")
+        if isinstance(cause, errors.RepositoryNotFoundError):
+            return HubError(f"no model repo {repo} on {endpoint()} (or it is private and your token cannot see it)")
+        if isinstance(cause, errors.EntryNotFoundError):
+            return HubError(f"{repo} has no {what} at revision {revision}; only transformer repos with a "
+                            "config.json and safetensors weights can be imported")
+        if isinstance(cause, errors.OfflineModeIsEnabled):
+            return HubError(f"offline (HF_HUB_OFFLINE=1) and {what} of {repo} is not in the hub cache")
+        if found := _network(cause, repo, what):
+            return found
+    return HubError(f"reading {what} of {repo} failed: {_first_line(error)}")
+
+
+def _gated(repo: str, url: str) -> str:
+    from huggingface_hub import get_token
+
+    if get_token() is None:
+        return (f"{repo} is gated and no Hugging Face token was found: accept its terms at {url}, "
+                "then set HF_TOKEN or run `hf auth login`")
+    return f"{repo} is gated and your token has no access to it yet: accept its terms at {url} with that account"
+
+
+def _network(cause: BaseException, repo: str, what: str) -> HubError | None:
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import httpx  # httpx2 under huggingface_hub 2.x
+
+    if isinstance(cause, httpx.TimeoutException):
+        return HubError(f"{endpoint()} stopped answering while sending {what} of {repo} (timed out); "
+                        "try again later, or raise the timeout")
+    if isinstance(cause, (httpx.TransportError, ConnectionError)):
+        return HubError(f"cannot reach {endpoint()} ({_first_line(cause) or type(cause).__name__}); check the "
+                        "network, or set HF_HUB_OFFLINE=1 to use what the hub cache holds")
+    if isinstance(cause, HfHubHTTPError) and cause.response is not None:
+        return HubError(f"{endpoint()} answered HTTP {cause.response.status_code} for {what} of {repo}; "
+                        "try again later")
+    return None
+
+
+def _chain(error: BaseException) -> Iterable[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:200]

@@ -1,0 +1,232 @@
+"""The user's catalog of imported builds: add a model and a build read from the hub.
+
+The file lives at `paths.user_catalog_path()` and is merged over the bundled catalog by
+`catalogs.load_index`. Writes are whole-file and atomic (a temporary file, then
+os.replace): a failed import leaves the previous file as it was. An id already in the
+user's or the bundled catalog is refused unless `force` is given.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkadvisor import paths
+from sparkadvisor.core.schema import Build, Model, Size, Source
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.derive import Derived
+    from sparkadvisor.sources.hub import Progress, RepoFiles
+
+HEADER = ("# sparkadvisor: models and builds added with `sparkadvisor import`.\n"
+          "# Rewritten on every import (comments are not kept); check it with `sparkadvisor check FILE`.\n\n")
+KINDS = ("models", "builds")
+
+
+class ImportConflict(Exception):
+    """An id the import would add is already taken; one sentence naming it and --force."""
+
+
+class UserCatalogError(Exception):
+    """The user's catalog cannot be read or written; one sentence naming the file."""
+
+
+class ImportCancelled(Exception):
+    """The person asked to stop before anything was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """What an import added, and what it learnt."""
+
+    source_id: str
+    source: Source
+    model: Model
+    build: Build
+    derived: Derived
+    files: RepoFiles
+    path: Path
+    """The user catalog it was written to."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The stable JSON shape of `import --json` (field names are an API)."""
+        d = self.derived
+        return {
+            "model": self.model.id, "build": self.build.id, "repo": self.files.repo,
+            "revision": self.files.commit, "requested_revision": self.files.revision,
+            "weight_bytes": d.weight_bytes, "bytes_by_dtype": d.bytes_by_dtype,
+            "total_params": d.total_params, "active_params": d.active_params,
+            "routed_experts": d.routed_experts, "experts_per_token": d.experts_per_token,
+            "mtp_layers": d.mtp_layers, "mtp_params": d.mtp_params, "mtp_bytes": d.mtp_bytes,
+            "kv_bytes_per_token": d.kv_bytes_per_token, "kv_basis": "bf16 KV, full-attention layers, one rank",
+            "format": d.format, "quantizer": d.quantizer,
+            "attention": _dump(self.model.attention) if self.model.attention else None,
+            "context_tokens": self.model.context.native_tokens if self.model.context else None,
+            "shards": len(self.files.shards), "from_cache": self.files.from_cache,
+            "unknown": list(d.unknown), "catalog": str(self.path),
+        }
+
+
+def slug(text: str) -> str:
+    """An id-safe form of a repo name: lower case, runs of other characters as one dash."""
+    return re.sub(r"[^a-z0-9._]+", "-", text.lower()).strip("-._") or "model"
+
+
+def ids_for(repo: str) -> tuple[str, str, str]:
+    """(model id, build id, source id) an import of `repo` adds: NAME-ORG, as the bundled ids read."""
+    org, _, name = repo.partition("/")
+    build_id = f"{slug(name)}-{slug(org)}"
+    return build_id, build_id, f"hf-{build_id}"
+
+
+def import_repo(repo: str, revision: str | None = None, *, force: bool = False, timeout_s: float = 10.0,
+                progress: Progress | None = None) -> Imported:
+    """Read `repo` from the hub, derive its facts, and add a model and a build to the user catalog."""
+    from sparkadvisor.core.derive import DeriveError, derive
+    from sparkadvisor.sources.hub import HubError, fetch_repo
+
+    report: Callable[[str, int, int], None] = progress or (lambda what, done, total: None)
+    model_id, build_id, source_id = ids_for(repo)
+    check_free(model_id, build_id, force)
+    files = fetch_repo(repo, revision, timeout_s=timeout_s, progress=report)
+    try:
+        derived = derive(files.config, files.tensors, source_id)
+    except DeriveError as error:
+        raise HubError(f"{repo} cannot be imported: {error}") from None
+    if derived.format is None:
+        raise HubError(f"{repo} cannot be imported: its {derived.quantizer}")
+    source, model, build = entries(files, derived, model_id, build_id, source_id)
+    report("writing the user catalog", 0, 1)
+    path = add_entries(source_id, source, model, build, force=force)
+    report("writing the user catalog", 1, 1)
+    return Imported(source_id, source, model, build, derived, files, path)
+
+
+def entries(files: RepoFiles, derived: Derived, model_id: str, build_id: str,
+            source_id: str) -> tuple[Source, Model, Build]:
+    """The source, model and build tables an import adds, every number citing the source."""
+    today = dt.date.today().isoformat()
+    unknown = f"; not derivable: {'; '.join(derived.unknown)}" if derived.unknown else ""
+    source = Source(title=f"{files.repo} config.json and safetensors headers", kind="config",
+                    url=f"https://huggingface.co/{files.repo}",
+                    note=f"revision {files.commit} ({files.revision}), read by sparkadvisor import on {today}{unknown}")
+    name = files.repo.split("/", 1)[1]
+    model = Model(id=model_id, name=name, family=derived.family, repo=files.repo, source=source_id,
+                  modalities=list(derived.modalities), params=derived.params(source_id),
+                  attention=derived.attention, tables=derived.tables(source_id), mtp=derived.mtp(source_id),
+                  context=derived.context)
+    dtypes = ", ".join(f"{k} {v:,}" for k, v in derived.bytes_by_dtype.items())
+    size = Size(value=derived.weight_bytes / 1e9, unit="GB", source=source_id,
+                mtp=derived.mtp_bytes / 1e9 if derived.mtp_bytes else None,
+                tables=derived.table_bytes / 1e9 if derived.table_bytes else None,
+                note=f"exactly {derived.weight_bytes:,} bytes in {len(files.shards)} safetensors files ({dtypes})")
+    build = Build(id=build_id, model=model_id, repo=files.repo, format=derived.format,  # type: ignore[arg-type]
+                  quantizer=derived.quantizer, size=size, source=source_id)
+    return source, model, build
+
+
+# --- the file -----------------------------------------------------------------
+
+
+def read_user_tables() -> dict[str, Any]:
+    """The user catalog as plain tables (empty when there is none yet)."""
+    path = paths.user_catalog_path()
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise UserCatalogError(f"{path} cannot be read ({error}); fix or move it before importing") from None
+
+
+def taken_ids() -> dict[str, str]:
+    """Model and build ids already in use, each with where: "user catalog" or "bundled catalog"."""
+    from sparkadvisor.catalogs import read_catalog
+
+    taken: dict[str, str] = {}
+    bundled = read_catalog(paths.bundled("catalog.toml"))
+    for item in [*bundled.models, *bundled.builds]:
+        taken[item.id] = "the bundled catalog"
+    user = read_user_tables()
+    for kind in KINDS:
+        for item in user.get(kind, []):
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                taken[item["id"]] = str(paths.user_catalog_path())
+    return taken
+
+
+def check_free(model_id: str, build_id: str, force: bool) -> None:
+    """Refuse ids already taken, unless `force`."""
+    if force:
+        return
+    taken = taken_ids()
+    for kind, entry_id in (("build", build_id), ("model", model_id)):
+        if entry_id in taken:
+            raise ImportConflict(f"{kind} {entry_id!r} is already in {taken[entry_id]}; "
+                                 "pass --force to replace it with this import")
+
+
+def add_entries(source_id: str, source: Source, model: Model, build: Build, *, force: bool = False) -> Path:
+    """Add the tables to the user catalog atomically, after checking the result merges cleanly."""
+    check_free(model.id, build.id, force)
+    tables = read_user_tables()
+    tables["schema_version"] = 1
+    tables.setdefault("sources", {})[source_id] = _dump(source)
+    for kind, entry in (("models", model), ("builds", build)):
+        kept = [item for item in tables.get(kind, []) if not (isinstance(item, dict) and item.get("id") == entry.id)]
+        tables[kind] = [*kept, _dump(entry)]
+    text = HEADER + _toml(tables)
+    _validate(text)
+    return _write_atomically(paths.user_catalog_path(), text)
+
+
+def _dump(table: Any) -> dict[str, Any]:
+    return table.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+
+
+def _toml(tables: dict[str, Any]) -> str:
+    import tomli_w
+
+    ordered = {key: tables[key] for key in ("schema_version", "sources", "models", "builds") if key in tables}
+    ordered.update({k: v for k, v in tables.items() if k not in ordered})
+    return tomli_w.dumps(ordered)
+
+
+def _validate(text: str) -> None:
+    """The new file must parse and merge over the bundled catalog without a problem."""
+    from sparkadvisor.catalogs import read_catalog
+    from sparkadvisor.core.catalog import CatalogError, check_references, merge, parse_catalog
+
+    name = str(paths.user_catalog_path())
+    problems = check_references(merge(read_catalog(paths.bundled("catalog.toml")), parse_catalog(text, name)), name)
+    if problems:
+        raise CatalogError(problems)
+
+
+def _write_atomically(path: Path, text: str) -> Path:
+    """Write `text` to a temporary file beside `path`, then replace `path` in one step."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".catalog-",
+                                             suffix=".tmp", delete=False)
+    except OSError as error:
+        raise UserCatalogError(f"cannot write in {path.parent} ({error.strerror or error})") from None
+    try:
+        with handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException as error:
+        Path(handle.name).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None
+        raise
+    return path
