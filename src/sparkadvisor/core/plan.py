@@ -6,7 +6,9 @@ computes a number of its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.formats import FORMATS
@@ -22,6 +24,7 @@ from sparkadvisor.core.units import GB
 from sparkadvisor.core.workload import Settings, Workload
 
 PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +160,9 @@ def evaluate(
     """The plan for one build on one cluster for one workload."""
     model = index.models[build.model]
     hardware = cluster.hardware
-    recipe = pick_recipe(index, build, cluster)
+    recipe = _memo(index, ("recipe", build.id, hardware.id, cluster.nodes), lambda: pick_recipe(index, build, cluster))
     tp, pp, parallel_reason = valid_parallelism(model, cluster.nodes, recipe)
-    weights = build_weights(build, model)
+    weights = _memo(index, ("weights", build.id), lambda: build_weights(build, model))
     streams = bool(recipe and recipe.streams_tables)
     utilization = _utilization(settings, recipe, hardware)
     kv_dtype = settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe else "auto")
@@ -167,13 +170,17 @@ def evaluate(
     budget = node_budget(hardware, weights.resident_bytes(streams) / (tp * pp), utilization, pinned)
     decode_measured = measured(recipe, "decode_tok_s")
     fit_by_recipe = not budget.fits and decode_measured is not None
-    needed = _nodes_needed(index, build, weights, hardware, utilization)
-    kv = kv_shape(model.attention, kv_dtype, tp, pp) if model.attention else None
-    kv_basis, per_token = _kv_per_token(index, build, hardware, kv, weights, tp)
+    needed = _memo(index, ("needed", build.id, hardware.id, utilization),
+                   lambda: _nodes_needed(index, build, weights, hardware, utilization))
+    kv = _memo(index, ("kv", model.id, kv_dtype, tp, pp),
+               lambda: kv_shape(model.attention, kv_dtype, tp, pp) if model.attention else None)
+    kv_basis, per_token = _memo(index, ("kv-per-token", build.id, hardware.id, kv_dtype, tp, pp),
+                                lambda: _kv_per_token(index, build, hardware, kv, weights, tp))
     pool_measured = measured(recipe, "kv_pool_tokens")
     pool = budget.kv_bytes / per_token if per_token and budget.kv_bytes > 0 else None
     sessions = _sessions(kv, per_token, budget, workload)
-    caveats = _caveats(index, build, recipe)
+    caveats = _memo(index, ("caveats", build.id, recipe.id if recipe else None),
+                    lambda: _caveats(index, build, recipe))
     prefix_on, prefix_note = _prefix_caching(recipe, caveats)
     uncached = _uncached_tokens(workload, prefix_on)
     decode = _decode(model, build, weights, recipe, tp, pp, kv, per_token, workload, hardware, constants)
@@ -188,6 +195,14 @@ def evaluate(
         prefix_on, prefix_note, uncached, ttft, turn, caveats, _disqualifier(caveats, workload), constants,
         kv_dtype,
     )
+
+
+def _memo(index: CatalogIndex, key: tuple[object, ...], compute: Callable[[], T]) -> T:
+    """A figure that depends only on the catalog and `key`, computed once per catalog."""
+    memo = index.memo
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]  # type: ignore[return-value]
 
 
 def _utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
