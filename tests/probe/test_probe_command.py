@@ -15,16 +15,19 @@ from probe_fakes import closed_port_url, gateway_server, vllm_server
 from sparkadvisor.cli import main
 
 FAST = ["--interval", "0.2", "--timeout", "0.3"]
+"""For the stall cases: the probe must give up quickly."""
+PATIENT = ["--interval", "0.2", "--timeout", "3"]
+"""For servers that answer: a loaded test machine must not turn a slow answer into a failure."""
 
 
-def probe(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["probe", *FAST, *args])
+def probe(capsys, *args: str, stalled: bool = False) -> tuple[int, str, str]:
+    code = main(["probe", *(FAST if stalled else PATIENT), *args])
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def probe_json(capsys, *args: str) -> tuple[int, dict]:
-    code, out, _ = probe(capsys, *args, "--json")
+def probe_json(capsys, *args: str, stalled: bool = False) -> tuple[int, dict]:
+    code, out, _ = probe(capsys, *args, "--json", stalled=stalled)
     return code, json.loads(out)
 
 
@@ -88,7 +91,7 @@ def test_a_stalled_server_ends_within_the_timeout(capsys, settings_file) -> None
     server = vllm_server(mode="stall")
     started = time.monotonic()
     try:
-        code, out, _ = probe(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+        code, out, _ = probe(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()), stalled=True)
     finally:
         server.close()
     assert time.monotonic() - started < 1.5
@@ -101,7 +104,7 @@ def test_a_stalled_gateway_ends_within_the_timeout(capsys, vllm, settings_file) 
     started = time.monotonic()
     try:
         code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings",
-                                str(settings_file({"ANTHROPIC_BASE_URL": gateway.url})))
+                                str(settings_file({"ANTHROPIC_BASE_URL": gateway.url})), stalled=True)
     finally:
         gateway.close()
     assert time.monotonic() - started < 1.5
