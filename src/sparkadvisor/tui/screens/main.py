@@ -67,7 +67,9 @@ class MainScreen(Screen[None]):
         return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
-        yield ClusterHeader(id="cluster-header")
+        header = ClusterHeader(id="cluster-header")
+        header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
+        yield header
         yield Input(placeholder="filter by model, build id or repo (Esc clears)", id="filter")
         yield CandidatesTable(id="candidates")
         yield DetailPane(id="detail")
