@@ -50,6 +50,8 @@ class Ranking:
     by_id: dict[str, Ranked]
     cells: dict[str, dict[str, str]]
     """Table cells from `core.table.row_cells`, by build id."""
+    widest: dict[str, tuple[int, str]]
+    """Per column: the longest cell's length and its build id (to widen a column once)."""
 
     def positions(self, column: str = RANK_COLUMN, reverse: bool = False) -> dict[str, int]:
         """Row position of every build: by the core's ranking, or by a column's `sort_value`.
@@ -68,7 +70,16 @@ def compute_ranking(index: CatalogIndex, scenario: Scenario) -> Ranking:
     ranked = advise(index, cluster, scenario.workload, scenario.settings)
     by_id = {r.plan.build.id: r for r in ranked}
     cells = {build_id: row_cells(r) for build_id, r in by_id.items()}
-    return Ranking(scenario, cluster, ranked, by_id, cells)
+    return Ranking(scenario, cluster, ranked, by_id, cells, _widest(cells))
+
+
+def _widest(cells: dict[str, dict[str, str]]) -> dict[str, tuple[int, str]]:
+    widest: dict[str, tuple[int, str]] = {}
+    for build_id, row in cells.items():
+        for column, text in row.items():
+            if len(text) > widest.get(column, (-1, ""))[0]:
+                widest[column] = (len(text), build_id)
+    return widest
 
 
 def sweep(index: CatalogIndex, build_id: str, scenario: Scenario) -> tuple[Ranked, ...]:

@@ -71,7 +71,7 @@ class MainScreen(Screen[None]):
         header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
         yield header
         yield Input(placeholder="filter by model, build id or repo (Esc clears)", id="filter")
-        yield CandidatesTable(id="candidates")
+        yield CandidatesTable(self.ranking, id="candidates")
         yield DetailPane(id="detail")
         probe = optional_module("tui.widgets.probe_status")
         if probe is not None:
@@ -80,7 +80,7 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one(CandidatesTable)
-        table.add_builds(self.ranking, (r.plan.build.id for r in self.ranking.ranked))
+        table.add_builds(r.plan.build.id for r in self.ranking.ranked)
         self.query_one("#filter", Input).display = False
         self._refresh_views()
         table.focus()
@@ -99,7 +99,7 @@ class MainScreen(Screen[None]):
         self.scenario = scenario
         self.overrides[scenario.workload.kind] = scenario.workload
         self.ranking = self.cache.get(scenario)
-        self.table.update_builds(self.ranking)
+        self.table.show_ranking(self.ranking)
         self.table.order_by(self.ranking.positions(self.sort_column, self.sort_reverse), keep)
         self._refresh_views()
         self.spark.remember(workload=scenario.workload.kind, hardware=scenario.hardware_id, nodes=scenario.nodes)
@@ -225,8 +225,7 @@ class MainScreen(Screen[None]):
         table, keep = self.table, self.table.highlighted_build
         shown = table.shown
         table.remove_builds(shown - wanted)
-        table.add_builds(self.ranking, [r.plan.build.id for r in self.ranking.ranked
-                                        if r.plan.build.id in wanted - shown])
+        table.add_builds(r.plan.build.id for r in self.ranking.ranked if r.plan.build.id in wanted - shown)
         table.order_by(self.ranking.positions(self.sort_column, self.sort_reverse), keep)
         self._refresh_views()
 
@@ -264,8 +263,8 @@ class MainScreen(Screen[None]):
             return
         self.index, self.cache = index, RankingCache(index)
         self.ranking = self.cache.get(self.scenario)
-        self.table.clear_builds()
-        self.table.add_builds(self.ranking, (r.plan.build.id for r in self.ranking.ranked))
+        self.table.clear_builds(self.ranking)
+        self.table.add_builds(r.plan.build.id for r in self.ranking.ranked)
         self.table.order_by(self.ranking.positions(self.sort_column, self.sort_reverse), build_id)
         self.apply_filter(self.filter_text)
 

@@ -1,14 +1,17 @@
 """The ranked candidates table: rows keyed by build id, re-ranked in place.
 
-A new ranking updates only the cells whose text changed and then sorts the rows by the
-positions the core computed; rows are never rebuilt, so the cursor stays on its build.
+Each cell is a live view of (build, column) in the table's current ranking. A new ranking
+is swapped in, columns widen only if a text got longer, and the rows are sorted by the
+positions the core computed: no row is rebuilt, so the cursor stays on its build and a
+re-rank of thousands of builds costs a sort, not thousands of cell updates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -21,40 +24,56 @@ REASON_WIDTH = 60
 NUMERIC = {c.key for c in COLUMNS if c.numeric}
 
 
-class RankCell:
-    """The rank cell; it carries its build id so `DataTable.sort` can order rows by position."""
+class LiveCell:
+    """One cell, drawn from the table's current ranking; it carries its build id so
+    `DataTable.sort` can order rows by the core's positions."""
 
-    __slots__ = ("build_id", "text")
+    __slots__ = ("table", "build_id", "column")
 
-    def __init__(self, build_id: str, text: Text):
+    def __init__(self, table: CandidatesTable, build_id: str, column: str):
+        self.table = table
         self.build_id = build_id
-        self.text = text
+        self.column = column
 
-    def __rich__(self) -> RenderableType:
-        return self.text
+    @property
+    def text(self) -> Text:
+        """The cell as the user reads it now."""
+        return self.table.cell_text(self.build_id, self.column)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        width = len(self.table.cell_value(self.build_id, self.column))
+        return Measurement(width, width)
 
 
-def cell_text(column: str, value: str, excluded: bool) -> Text:
-    """A cell as Rich text: numbers right-aligned, excluded rows dimmed."""
-    justify = "right" if column in NUMERIC else "left"
-    overflow = "ellipsis" if column == REASON_COLUMN else "fold"
-    return Text(value, style="dim" if excluded else "", justify=justify, no_wrap=True, overflow=overflow)
-
-
-class CandidatesTable(DataTable[object]):
+class CandidatesTable(DataTable[LiveCell]):
     """Every build for the scenario, best first; excluded builds dimmed below with their reason."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, ranking: Ranking, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
-        self._shown: dict[str, dict[str, tuple[str, bool]]] = {}
-        self._widths: dict[str, int] = {}
+        self.ranking = ranking
+        self._shown: set[str] = set()
 
     def on_mount(self) -> None:
         for column in COLUMNS:
             self.add_column(column.label, key=column.key)
-            self._widths[column.key] = len(column.label)
         self.add_column("excluded because", key=REASON_COLUMN, width=REASON_WIDTH)
-        self._widths[REASON_COLUMN] = REASON_WIDTH
+
+    def cell_value(self, build_id: str, column: str) -> str:
+        """The plain text of a cell in the current ranking."""
+        if column == REASON_COLUMN:
+            ranked = self.ranking.by_id[build_id]
+            return ranked.reason if ranked.excluded else ""
+        return self.ranking.cells[build_id][column]
+
+    def cell_text(self, build_id: str, column: str) -> Text:
+        """A cell as Rich text: numbers right-aligned, excluded rows dimmed."""
+        excluded = self.ranking.by_id[build_id].excluded
+        return Text(self.cell_value(build_id, column), style="dim" if excluded else "",
+                    justify="right" if column in NUMERIC else "left", no_wrap=True,
+                    overflow="ellipsis" if column == REASON_COLUMN else "fold")
 
     @property
     def highlighted_build(self) -> str | None:
@@ -63,53 +82,39 @@ class CandidatesTable(DataTable[object]):
             return None
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
-    def _values(self, ranking: Ranking, build_id: str) -> dict[str, tuple[str, bool]]:
-        ranked = ranking.by_id[build_id]
-        cells = ranking.cells[build_id]
-        values = {c.key: (cells[c.key], ranked.excluded) for c in COLUMNS}
-        values[REASON_COLUMN] = (ranked.reason if ranked.excluded else "", True)
-        return values
-
-    def _cell(self, build_id: str, column: str, value: tuple[str, bool]) -> object:
-        text = cell_text(column, *value)
-        return RankCell(build_id, text) if column == RANK_COLUMN else text
-
-    def add_builds(self, ranking: Ranking, build_ids: Iterable[str]) -> None:
-        """Add rows for builds not in the table yet."""
-        for build_id in build_ids:
-            values = self._values(ranking, build_id)
-            self._shown[build_id] = values
-            for column, (text, _) in values.items():
-                self._widths[column] = max(self._widths[column], len(text))
-            self.add_row(*(self._cell(build_id, column, value) for column, value in values.items()), key=build_id)
-
-    def remove_builds(self, build_ids: Iterable[str]) -> None:
-        """Remove the rows of these builds."""
-        for build_id in build_ids:
-            self.remove_row(build_id)
-            del self._shown[build_id]
-
-    def clear_builds(self) -> None:
-        """Remove every row (after the catalog itself changed)."""
-        self.clear()
-        self._shown.clear()
-
     @property
     def shown(self) -> set[str]:
         """Build ids with a row."""
         return set(self._shown)
 
-    def update_builds(self, ranking: Ranking) -> None:
-        """Update the cells whose text or dimming changed under a new ranking."""
-        for build_id, old in self._shown.items():
-            new = self._values(ranking, build_id)
-            for column, value in new.items():
-                if value == old[column]:
-                    continue
-                wider = len(value[0]) > self._widths[column]
-                self._widths[column] = max(self._widths[column], len(value[0]))
-                self.update_cell(build_id, column, self._cell(build_id, column, value), update_width=wider)
-            self._shown[build_id] = new
+    def add_builds(self, build_ids: Iterable[str]) -> None:
+        """Add rows for builds not in the table yet."""
+        keys = [c.key for c in COLUMNS] + [REASON_COLUMN]
+        for build_id in build_ids:
+            self._shown.add(build_id)
+            self.add_row(*(LiveCell(self, build_id, key) for key in keys), key=build_id)
+
+    def remove_builds(self, build_ids: Iterable[str]) -> None:
+        """Remove the rows of these builds."""
+        for build_id in build_ids:
+            self.remove_row(build_id)
+            self._shown.discard(build_id)
+
+    def clear_builds(self, ranking: Ranking) -> None:
+        """Remove every row (after the catalog itself changed)."""
+        self.clear()
+        self._shown.clear()
+        self.ranking = ranking
+
+    def show_ranking(self, ranking: Ranking) -> None:
+        """Draw every cell from `ranking`; widen the columns whose longest text grew."""
+        self.ranking = ranking
+        for column in self.ordered_columns:
+            key = str(column.key.value)
+            width, build_id = ranking.widest.get(key, (0, ""))
+            if width > column.content_width and build_id in self._shown:
+                self.update_cell(build_id, key, self.get_cell(build_id, key), update_width=True)
+        self.refresh()
 
     def order_by(self, positions: dict[str, int], keep: str | None) -> None:
         """Sort the rows by the core's positions; the cursor stays on build `keep`."""
