@@ -26,7 +26,8 @@ class Terminal:
 
     def __init__(self, home: Path):
         self.socket = f"sparkadvisor-test-{os.getpid()}"
-        command = f"env -u COLUMNS -u LINES SPARKADVISOR_HOME={home} TERM=xterm-256color {SCRIPT}"
+        app = f"env -u COLUMNS -u LINES SPARKADVISOR_HOME={home} TERM=xterm-256color {SCRIPT}"
+        command = f"{app}; echo \"sparkadvisor exited with status $?\""
         self.tmux("new-session", "-d", "-x", "160", "-y", "45", "-s", "app", command, ";",
                   "set-option", "-w", "-t", "app", "remain-on-exit", "on")
 
@@ -48,9 +49,6 @@ class Terminal:
                 return text
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what}; the screen shows:\n{self.screen()}")
-
-    def pane_state(self) -> str:
-        return self.tmux("display-message", "-p", "-t", "app", "#{pane_dead} #{pane_dead_status}").strip()
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
@@ -108,4 +106,5 @@ def test_real_terminal_rank_toggle_one_node_and_quit(terminal: Terminal) -> None
     assert "▶ 1 " in screen
 
     terminal.press("q")
-    assert terminal.wait_for(lambda s: terminal.pane_state() == "1 0", "the app to exit with status 0")
+    screen = terminal.wait_for(lambda s: "sparkadvisor exited with status" in s, "the app to exit")
+    assert "sparkadvisor exited with status 0" in screen and "Traceback" not in screen

@@ -31,6 +31,8 @@ class SparkAdvisorApp(App[int]):
     """sparkadvisor's terminal app."""
 
     TITLE = "sparkadvisor"
+    CSS_PATH = str(Path(__file__).parent / "screens" / "main.tcss")
+    """The main screen's stylesheet, read by the app because the main screen is the default screen."""
 
     def __init__(self, index: CatalogIndex, catalog_paths: list[Path], state: AppState | None = None,
                  themes: ThemeLoad | None = None, remember_choices: bool = True):
@@ -57,8 +59,10 @@ class SparkAdvisorApp(App[int]):
         self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         return name
 
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen(self.index, scenario_from(self.state, self.index), self.catalog_paths)
+
     def on_mount(self) -> None:
-        self.push_screen(MainScreen(self.index, scenario_from(self.state, self.index), self.catalog_paths))
         if self.themes.problems:
             count = len(self.themes.problems)
             self.notify("\n".join(self.themes.problems), title=f"{count} theme file(s) skipped",

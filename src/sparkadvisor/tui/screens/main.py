@@ -45,7 +45,7 @@ def optional_module(name: str) -> ModuleType | None:
 class MainScreen(Screen[None]):
     """Browse the catalog ranked for a cluster and workload."""
 
-    CSS_PATH = "main.tcss"
+    # main.tcss is read by the app (SparkAdvisorApp.CSS_PATH): the default screen's CSS_PATH is not.
     BINDINGS = commands.bindings() + [("escape", "close_filter", "")]
     COMMANDS = Screen.COMMANDS | {commands.SparkCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
@@ -70,7 +70,6 @@ class MainScreen(Screen[None]):
         header = ClusterHeader(id="cluster-header")
         header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
         yield header
-        yield Input(placeholder="filter by model, build id or repo (Esc clears)", id="filter")
         yield CandidatesTable(self.ranking, id="candidates")
         yield DetailPane(id="detail")
         probe = optional_module("tui.widgets.probe_status")
@@ -81,7 +80,6 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         table = self.query_one(CandidatesTable)
         table.add_builds(r.plan.build.id for r in self.ranking.ranked)
-        self.query_one("#filter", Input).display = False
         self._refresh_views()
         table.focus()
         self.precompute(self.scenario.toggled(self.overrides))
@@ -196,16 +194,20 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(AssumptionsScreen(self.scenario.workload, self.scenario.settings, self.set_assumptions))
 
-    def action_filter(self) -> None:
-        """Show the filter box."""
-        box = self.query_one("#filter", Input)
+    async def action_filter(self) -> None:
+        """Show the filter box (made on first use: one widget less to start)."""
+        boxes = self.query("#filter").results(Input)
+        box = next(boxes, None)
+        if box is None:
+            box = Input(placeholder="filter by model, build id or repo (Esc clears)", id="filter")
+            await self.mount(box, before=self.table)
         box.display = True
         box.focus()
 
     def action_close_filter(self) -> None:
         """Clear and hide the filter box."""
-        box = self.query_one("#filter", Input)
-        if box.display:
+        box = next(self.query("#filter").results(Input), None)
+        if box is not None and box.display:
             box.value = ""
             box.display = False
             self.table.focus()
