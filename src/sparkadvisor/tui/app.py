@@ -1,0 +1,107 @@
+"""The terminal app: themes, remembered choices, and the main screen.
+
+`run(catalog_paths)` is what `sparkadvisor` with no command calls. A catalog that cannot
+be read raises `CatalogError` before the screen opens, so the CLI prints it as one message.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+
+from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.workload import WORKLOADS
+from sparkadvisor.state import AppState, load_state, save_state
+from sparkadvisor.tui.model import Scenario
+from sparkadvisor.tui.screens.main import MainScreen
+from sparkadvisor.tui.themes import DEFAULT_THEME, ThemeLoad, load_themes
+
+
+def scenario_from(state: AppState, index: CatalogIndex) -> Scenario:
+    """The remembered scenario, corrected to what this catalog has."""
+    hardware_id = state.hardware if state.hardware in index.hardware else next(iter(index.hardware))
+    nodes = min(max(state.nodes, 1), index.hardware[hardware_id].max_nodes)
+    return Scenario(hardware_id, nodes, WORKLOADS.get(state.workload, WORKLOADS["agentic"]))
+
+
+class SparkAdvisorApp(App[int]):
+    """sparkadvisor's terminal app."""
+
+    TITLE = "sparkadvisor"
+    CSS_PATH = str(Path(__file__).parent / "screens" / "main.tcss")
+    """The main screen's stylesheet, read by the app because the main screen is the default screen."""
+
+    def __init__(self, index: CatalogIndex, catalog_paths: list[Path], state: AppState | None = None,
+                 themes: ThemeLoad | None = None, remember_choices: bool = True):
+        super().__init__()
+        self.index = index
+        self.catalog_paths = catalog_paths
+        self.state = state or AppState()
+        self.remember_choices = remember_choices
+        self.themes = themes or load_themes()
+        for theme in self.themes.themes:
+            self.register_theme(theme)
+        self._theme_missing = self._choose_theme(self.state.theme)
+
+    @property
+    def theme_names(self) -> list[str]:
+        """The TOML themes, in cycling order."""
+        return [theme.name for theme in self.themes.themes]
+
+    def _choose_theme(self, name: str) -> str | None:
+        """Use `name`, else the default; the name that was missing, if any."""
+        if name in self.available_themes:
+            self.theme = name
+            return None
+        self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        return name
+
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen(self.index, scenario_from(self.state, self.index), self.catalog_paths)
+
+    def on_mount(self) -> None:
+        if self.themes.problems:
+            count = len(self.themes.problems)
+            self.notify("\n".join(self.themes.problems), title=f"{count} theme file(s) skipped",
+                        severity="warning", timeout=12)
+        if self._theme_missing:
+            self.notify(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}.", severity="warning")
+
+    def watch_theme(self, theme: str) -> None:
+        self.remember(theme=theme)
+
+    def use_theme(self, name: str) -> None:
+        """Switch to a registered theme."""
+        if name in self.available_themes:
+            self.theme = name
+
+    def cycle_theme(self) -> None:
+        """The next TOML theme after the current one."""
+        names = self.theme_names or [self.theme]
+        position = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(position + 1) % len(names)]
+
+    def remember(self, **changes: Any) -> None:
+        """Change and save the remembered choices."""
+        state = self.state.changed(**changes)
+        if state == self.state:
+            return
+        self.state = state
+        if self.remember_choices:
+            save_state(self.state)
+
+
+def run(catalog_paths: list[Path]) -> int:
+    """Open the app on the bundled catalog, the user's imports and `catalog_paths`."""
+    from sparkadvisor.catalogs import load_index
+
+    index = load_index(catalog_paths)
+    if not index.hardware:
+        print("sparkadvisor: the catalog defines no hardware; add a [[hardware]] table.", file=sys.stderr)
+        return 1
+    app = SparkAdvisorApp(index, list(catalog_paths), load_state())
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,107 @@
+"""Every command of the main screen, declared once: its key, footer text, tooltip and
+command-palette entry ("category: Action") all come from the same line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A user command: one key, one action, one palette entry."""
+
+    key: str
+    action: str
+    footer: str
+    """Short footer text."""
+    tooltip: str
+    """What it does, in a sentence."""
+    category: str
+    """Palette category, e.g. "workload"."""
+    title: str
+    """Palette action, e.g. "Toggle agentic / chat"."""
+    show: bool = True
+    """Shown in the footer."""
+    key_display: str | None = None
+
+    @property
+    def palette_text(self) -> str:
+        """"workload: Toggle agentic / chat"."""
+        return f"{self.category}: {self.title}"
+
+    def binding(self) -> Binding:
+        """The Textual binding, with an id and a tooltip."""
+        binding_id = f"{self.category}-{self.action}".replace("app.", "").replace("(", "-").replace(")", "").replace("_", "-")
+        return Binding(self.key, self.action, self.footer, show=self.show, tooltip=self.tooltip,
+                       id=binding_id, key_display=self.key_display)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("w", "toggle_workload", "Workload", "Switch between the agentic (Claude Code) and chat workloads "
+            "and re-rank every build at once.", "workload", "Toggle agentic / chat"),
+    Command("1", "nodes(1)", "Nodes", "Set the cluster size: 1 to 4 nodes.", "cluster", "1 node", key_display="1-4"),
+    Command("2", "nodes(2)", "2 nodes", "A cluster of 2 nodes.", "cluster", "2 nodes", show=False),
+    Command("3", "nodes(3)", "3 nodes", "A cluster of 3 nodes.", "cluster", "3 nodes", show=False),
+    Command("4", "nodes(4)", "4 nodes", "A cluster of 4 nodes.", "cluster", "4 nodes", show=False),
+    Command("h", "pick_hardware", "Hardware", "Choose the node type from the catalog's hardware.",
+            "cluster", "Pick hardware"),
+    Command("a", "edit_assumptions", "Assumptions", "Edit context, prefix reuse, output tokens, "
+            "gpu-memory-utilization and KV dtype; every number is recomputed as you type.",
+            "workload", "Edit assumptions"),
+    Command("slash", "filter", "Filter", "Show only builds whose model, id or repo contains the text.",
+            "view", "Filter by name", key_display="/"),
+    Command("s", "pick_sort", "Sort", "Sort the table by a column (clicking a header does the same).",
+            "view", "Sort by column"),
+    Command("e", "export", "Export", "Export the highlighted build: its recipe or, failing that, its plan as text.",
+            "build", "Export highlighted build"),
+    Command("i", "hub_import", "Import", "Import a build from the Hugging Face hub into your catalog.",
+            "catalog", "Import from the hub"),
+    Command("t", "cycle_theme", "Theme", "Switch to the next theme (bundled and your own).", "app", "Next theme"),
+    Command("question_mark", "help", "Help", "Keys, what each figure's basis means, and where files live.",
+            "app", "Help", key_display="?"),
+    Command("q", "app.quit", "Quit", "Leave sparkadvisor; your theme, workload, hardware and nodes are kept.",
+            "app", "Quit"),
+)
+
+
+def bindings() -> list[Binding]:
+    """The main screen's bindings, in footer order."""
+    return [c.binding() for c in COMMANDS]
+
+
+class SparkCommands(Provider):
+    """The main screen's commands in the palette, as "category: Action"."""
+
+    def _commands(self) -> list[tuple[str, str, str]]:
+        return screen_commands(self.screen)
+
+    def _runner(self, action: str) -> partial[object]:
+        return partial(self.screen.run_action, action)
+
+    async def discover(self) -> Hits:
+        """Every command, before anything is typed."""
+        for text, action, help_text in self._commands():
+            yield DiscoveryHit(text, self._runner(action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        """Commands matching the typed text."""
+        matcher = self.matcher(query)
+        for text, action, help_text in self._commands():
+            score = matcher.match(text)
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), self._runner(action), help=help_text)
+
+
+def screen_commands(screen: Screen[object]) -> list[tuple[str, str, str]]:
+    """(palette text, action, help) for every command on `screen`, with its own extras
+    (its `palette_extras()`, e.g. "sort: By 1st token")."""
+    extra = getattr(screen, "palette_extras", lambda: [])()
+    return [(c.palette_text, c.action, c.tooltip) for c in COMMANDS] + list(extra)

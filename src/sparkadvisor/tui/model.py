@@ -1,0 +1,125 @@
+"""The TUI's view model: a scenario, the core's ranking for it, and row positions for sorting.
+
+Every figure comes from the core (`advise`, `row_cells`, `sort_value`); this module only
+groups them by build id and remembers recent rankings so a toggle back is instant.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from threading import Lock
+
+from sparkadvisor.core.advisor import advise, evaluate_build
+from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.plan import Cluster, Plan
+from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.table import row_cells, sort_value
+from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
+
+RANK_COLUMN = "rank"
+"""The column whose order is the advisor's ranking."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """What the user asked about: hardware, node count, workload with its assumptions, settings."""
+
+    hardware_id: str
+    nodes: int
+    workload: Workload
+    settings: Settings = Settings()
+
+    def cluster(self, index: CatalogIndex) -> Cluster:
+        """The cluster on this catalog's hardware."""
+        return Cluster(index.hardware[self.hardware_id], self.nodes)
+
+    def toggled(self, overrides: dict[str, Workload]) -> Scenario:
+        """The other workload (agentic <-> chat), with the assumptions last set for it."""
+        kind = "chat" if self.workload.kind == "agentic" else "agentic"
+        return Scenario(self.hardware_id, self.nodes, overrides.get(kind, WORKLOADS[kind]), self.settings)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The core's ranking for one scenario, keyed by build id."""
+
+    scenario: Scenario
+    cluster: Cluster
+    ranked: tuple[Ranked, ...]
+    by_id: dict[str, Ranked]
+    cells: dict[str, dict[str, str]]
+    """Table cells from `core.table.row_cells`, by build id."""
+    widest: dict[str, tuple[int, str]]
+    """Per column: the longest cell's length and its build id (to widen a column once)."""
+
+    def positions(self, column: str = RANK_COLUMN, reverse: bool = False) -> dict[str, int]:
+        """Row position of every build: by the core's ranking, or by a column's `sort_value`.
+        Excluded builds stay below the others in either direction."""
+        if column == RANK_COLUMN and not reverse:
+            ordered = list(self.ranked)
+        else:
+            ordered = sorted(self.ranked, key=lambda r: sort_value(r, column), reverse=reverse)
+            ordered.sort(key=lambda r: r.excluded)
+        return {r.plan.build.id: i for i, r in enumerate(ordered)}
+
+
+def compute_ranking(index: CatalogIndex, scenario: Scenario) -> Ranking:
+    """Rank every build for the scenario and render its cells."""
+    cluster = scenario.cluster(index)
+    ranked = advise(index, cluster, scenario.workload, scenario.settings)
+    by_id = {r.plan.build.id: r for r in ranked}
+    cells = {build_id: row_cells(r) for build_id, r in by_id.items()}
+    return Ranking(scenario, cluster, ranked, by_id, cells, _widest(cells))
+
+
+def _widest(cells: dict[str, dict[str, str]]) -> dict[str, tuple[int, str]]:
+    widest: dict[str, tuple[int, str]] = {}
+    for build_id, row in cells.items():
+        for column, text in row.items():
+            if len(text) > widest.get(column, (-1, ""))[0]:
+                widest[column] = (len(text), build_id)
+    return widest
+
+
+def sweep(index: CatalogIndex, build_id: str, scenario: Scenario) -> tuple[Ranked, ...]:
+    """The build on 1..max_nodes (at most 4) nodes of the scenario's hardware, same workload."""
+    hardware = index.hardware[scenario.hardware_id]
+    build = index.builds[build_id]
+    plans = [evaluate_build(index, build, Cluster(hardware, n), scenario.workload, scenario.settings)
+             for n in range(1, min(hardware.max_nodes, 4) + 1)]
+    return tuple(Ranked(plan, None, "", None) for plan in plans)
+
+
+def matches(plan: Plan, text: str) -> bool:
+    """Does the build's model name, build id or repo contain `text` (any case)?"""
+    needle = text.strip().lower()
+    return not needle or any(needle in hay.lower() for hay in (plan.model.name, plan.build.id, plan.build.repo))
+
+
+@dataclass
+class RankingCache:
+    """Recent rankings for one catalog, so a toggle back (or a precomputed toggle) is instant."""
+
+    index: CatalogIndex
+    size: int = 8
+    _items: OrderedDict[Scenario, Ranking] = field(default_factory=OrderedDict)
+    _lock: Lock = field(default_factory=Lock)
+
+    def get(self, scenario: Scenario) -> Ranking:
+        """The ranking for `scenario`, computed now if it is not cached."""
+        with self._lock:
+            cached = self._items.get(scenario)
+        if cached is not None:
+            return cached
+        ranking = compute_ranking(self.index, scenario)
+        with self._lock:
+            self._items[scenario] = ranking
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return ranking
+
+    def has(self, scenario: Scenario) -> bool:
+        """Is this scenario's ranking ready?"""
+        with self._lock:
+            return scenario in self._items

@@ -1,0 +1,1 @@
+"""Screens of the terminal app; each has its stylesheet beside it."""

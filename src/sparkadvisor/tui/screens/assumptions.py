@@ -1,0 +1,113 @@
+"""Edit the workload's assumptions and the cluster-wide settings; every keystroke re-ranks.
+
+The panel sits at the right so the table stays visible behind it. A value that does not
+parse is marked inline with one sentence and changes nothing until it is fixed.
+"""
+
+from __future__ import annotations
+
+from argparse import ArgumentTypeError
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label, Static
+
+from sparkadvisor.commands.common import fraction, positive_int, share
+from sparkadvisor.core.formats import KV_DTYPE_BYTES
+from sparkadvisor.core.workload import Settings, Workload
+
+
+def kv_dtype(text: str) -> str:
+    """A vLLM --kv-cache-dtype the core knows."""
+    if text not in KV_DTYPE_BYTES:
+        raise ArgumentTypeError(f"{text!r} is not a KV dtype; use one of {', '.join(KV_DTYPE_BYTES)}")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One editable assumption."""
+
+    key: str
+    label: str
+    parse: Callable[[str], object]
+    optional: bool = False
+    """Blank means "each recipe's own value"."""
+
+
+FIELDS = (
+    Field("context_tokens", "Context (prompt tokens per turn)", positive_int),
+    Field("prefix_reuse", "Prefix reuse (0-1 or 95%)", share),
+    Field("output_tokens", "Output tokens per turn", positive_int),
+    Field("gpu_memory_utilization", "gpu-memory-utilization (blank: per recipe)", fraction, optional=True),
+    Field("kv_cache_dtype", "KV cache dtype (blank: per recipe)", kv_dtype, optional=True),
+)
+
+
+def initial_text(workload: Workload, settings: Settings, key: str) -> str:
+    """The field's current value as text."""
+    value = getattr(workload if hasattr(workload, key) else settings, key)
+    if value is None:
+        return ""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def parse_fields(texts: dict[str, str]) -> tuple[dict[str, object], dict[str, str]]:
+    """(values, errors) for the typed texts; a blank optional field is None."""
+    values: dict[str, object] = {}
+    errors: dict[str, str] = {}
+    for field in FIELDS:
+        text = texts[field.key].strip()
+        if not text and field.optional:
+            values[field.key] = None
+            continue
+        try:
+            values[field.key] = field.parse(text)
+        except (ArgumentTypeError, ValueError) as error:
+            errors[field.key] = str(error) if text else "required"
+    return values, errors
+
+
+class AssumptionsScreen(ModalScreen[None]):
+    """The workload's assumptions, applied as you type."""
+
+    CSS_PATH = "assumptions.tcss"
+    BINDINGS = [("escape", "dismiss", "Close"), ("enter", "dismiss", "Close")]
+
+    def __init__(self, workload: Workload, settings: Settings, on_change: Callable[[Workload, Settings], None]):
+        super().__init__()
+        self.workload = workload
+        self.settings = settings
+        self.on_change = on_change
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="assumptions"):
+            yield Static(f"{self.workload.label}: assumptions", id="assumptions-title")
+            for field in FIELDS:
+                yield Label(field.label)
+                suggester = SuggestFromList(list(KV_DTYPE_BYTES)) if field.key == "kv_cache_dtype" else None
+                yield Input(initial_text(self.workload, self.settings, field.key), id=field.key,
+                            suggester=suggester)
+                yield Label("", id=f"{field.key}-error", classes="error")
+            yield Static("Esc or Enter closes. Every valid change re-ranks at once.", id="assumptions-help")
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        texts = {f.key: self.query_one(f"#{f.key}", Input).value for f in FIELDS}
+        values, errors = parse_fields(texts)
+        for field in FIELDS:
+            self.query_one(f"#{field.key}", Input).set_class(field.key in errors, "-invalid")
+            self.query_one(f"#{field.key}-error", Label).update(errors.get(field.key, ""))
+        if errors:
+            return
+        workload = self.workload.changed(**{k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens")})
+        settings = Settings(values["gpu_memory_utilization"], values["kv_cache_dtype"])  # type: ignore[arg-type]
+        if (workload, settings) != (self.workload, self.settings):
+            self.workload, self.settings = workload, settings
+            self.on_change(workload, settings)
+
+    def on_input_submitted(self) -> None:
+        self.dismiss()

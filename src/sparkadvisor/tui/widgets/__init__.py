@@ -1,0 +1,1 @@
+"""Widgets of the terminal app: each draws figures the core computed."""

@@ -1,0 +1,75 @@
+"""One node's memory drawn as a bar: weights | KV cache | runtime and activations | free.
+
+Each part has its own glyph as well as its own colour, so the bar still reads with
+NO_COLOR or in a monochrome terminal. The sizes are the plan's budget; the widget only
+scales them to its width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from sparkadvisor.core.memory import Budget
+from sparkadvisor.core.units import GiB
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A segment of the bar."""
+
+    label: str
+    glyph: str
+    style: str
+    """A Textual style naming theme variables only."""
+    gib: float
+
+
+def parts(budget: Budget) -> tuple[Part, ...]:
+    """The budget's segments, per node, in GiB (free is what none of the others take)."""
+    kv = max(budget.kv_bytes, 0.0) / GiB
+    weights = budget.weights_bytes / GiB
+    runtime = budget.reserve_bytes / GiB
+    free = max(budget.usable_bytes / GiB - weights - kv - runtime, 0.0)
+    return (Part("weights", "█", "$primary", weights), Part("KV", "▓", "$success", kv),
+            Part("runtime", "▒", "$warning", runtime), Part("free", "░", "$foreground-muted", free))
+
+
+def segment_widths(values: list[float], width: int) -> list[int]:
+    """Split `width` cells in proportion to `values`; any non-zero part gets at least one cell."""
+    total = sum(values) or 1.0
+    cells = [max(1, round(v / total * width)) if v > 0 else 0 for v in values]
+    while sum(cells) > width and max(cells) > 1:
+        cells[cells.index(max(cells))] -= 1
+    if cells and sum(cells) < width:
+        cells[cells.index(max(cells))] += width - sum(cells)
+    return cells
+
+
+class MemoryBar(Widget):
+    """The per-node memory of the highlighted plan, drawn and labelled."""
+
+    DEFAULT_CSS = """
+    MemoryBar { height: auto; width: 1fr; }
+    """
+
+    budget: reactive[Budget | None] = reactive(None, layout=False)
+    nodes: reactive[int] = reactive(1)
+
+    def render(self) -> Content:
+        if self.budget is None:
+            return Content("")
+        budget = self.budget
+        segments = parts(budget)
+        usable = budget.usable_bytes / GiB
+        bar_width = max(self.size.width, 10)
+        widths = segment_widths([p.gib for p in segments], bar_width)
+        bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths)))
+        title = f"Memory per node: {usable:.1f} GiB; vLLM takes {budget.utilization:g} = " \
+                f"{budget.engine_bytes / GiB:.1f} GiB"
+        legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {p.gib:.1f}")
+                                   for p in segments) + " GiB"
+        return Content("\n").join([Content.assemble((title, "bold")), bar, legend])

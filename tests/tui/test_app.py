@@ -1,0 +1,99 @@
+"""The app as a whole: footer, palette, sizes, NO_COLOR, broken themes, bad catalogs, import cost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from textual.widgets._footer import FooterKey
+
+from sparkadvisor import cli, paths
+from sparkadvisor.tui.commands import COMMANDS
+from sparkadvisor.tui.widgets.memory_bar import MemoryBar
+
+from .helpers import row_ids
+
+
+async def test_footer_shows_each_key_with_its_tooltip(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.pause()
+        keys = {k.description: k.tooltip for k in app.screen.query(FooterKey)}
+        for command in (c for c in COMMANDS if c.show):
+            assert keys[command.footer] == command.tooltip
+        ids = [b.id for b in app.screen.BINDINGS if hasattr(b, "id") and b.id]
+        assert len(ids) == len(set(ids)) == len(COMMANDS)
+
+
+async def test_palette_lists_commands_as_category_action(make_app) -> None:
+    app = make_app("agentic")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"toggle")
+        await pilot.pause(0.1)
+        options = app.screen.query_one("CommandList")
+        assert "workload: Toggle agentic / chat" in str(options.get_option_at_index(0).prompt)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.scenario.workload.kind == "chat"
+
+
+async def test_works_at_80_by_24(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)):
+        screen = app.screen
+        assert screen.has_class("-narrow")
+        assert screen.table.region.height >= 6 and screen.query_one("#detail").region.height >= 6
+        assert screen.query_one("Footer").region.y == 23
+
+
+def test_memory_bar_parts_differ_by_glyph_not_only_colour(index) -> None:
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.tui.widgets.memory_bar import parts
+
+    plan = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], Cluster(index.hardware["dgx-spark"], 2),
+                          AGENTIC)
+    drawn = parts(plan.budget)
+    assert [p.label for p in drawn] == ["weights", "KV", "runtime", "free"]
+    assert len({p.glyph for p in drawn}) == 4
+    assert round(drawn[0].gib, 1) == 92.2 and drawn[1].gib == 6.0
+
+
+async def test_no_color_is_respected(make_app, monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app()
+    async with app.run_test(size=(140, 40)):
+        assert app.no_color
+        bar = app.screen.query_one(MemoryBar)
+        assert all(glyph in str(bar.render()) for glyph in "█▓▒░")
+
+
+async def test_broken_theme_is_reported_once_and_the_app_runs(index) -> None:
+    from sparkadvisor.tui.app import SparkAdvisorApp
+
+    folder = paths.config_dir() / "themes"
+    folder.mkdir(parents=True)
+    (folder / "broken.toml").write_text('name = "broken"\nprimary = "purple-ish"\n')
+    app = SparkAdvisorApp(index, [])
+    async with app.run_test(size=(140, 40), notifications=True):
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 1 and "broken.toml: primary: 'purple-ish' is not a colour" in messages[0]
+        assert len(row_ids(app.screen.table)) == 11
+
+
+def test_a_bad_catalog_is_one_message_not_a_traceback(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[builds]]\nid = "x"\nmodel = "nope"\nrepo = "a/b"\nformat = "fp8"\nsource = "article"\n')
+    assert cli.main(["--catalog", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "the catalog has 1 problem(s)" in err and "'nope'" in err and "Traceback" not in err
+
+
+def test_the_app_imports_without_hub_or_http_libraries() -> None:
+    code = ("import sys, sparkadvisor.tui.app; "
+            "print([m for m in ('huggingface_hub', 'httpx') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

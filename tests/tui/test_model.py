@@ -1,0 +1,45 @@
+"""The view model: positions come from the core's ranking and sort values."""
+
+from __future__ import annotations
+
+from sparkadvisor.core.table import sort_value
+from sparkadvisor.core.workload import AGENTIC, CHAT
+from sparkadvisor.tui.model import Scenario, compute_ranking, matches, sweep
+
+
+def test_rank_positions_follow_the_core(index) -> None:
+    ranking = compute_ranking(index, Scenario("dgx-spark", 2, AGENTIC))
+    positions = ranking.positions()
+    assert [b for b, _ in sorted(positions.items(), key=lambda kv: kv[1])] == \
+        [r.plan.build.id for r in ranking.ranked]
+
+
+def test_column_sort_keeps_excluded_builds_below(index) -> None:
+    ranking = compute_ranking(index, Scenario("dgx-spark", 2, AGENTIC))
+    for reverse in (False, True):
+        order = sorted(ranking.positions("ttft", reverse).items(), key=lambda kv: kv[1])
+        items = [ranking.by_id[b] for b, _ in order]
+        flags = [r.excluded for r in items]
+        assert flags == sorted(flags)
+        included = [sort_value(r, "ttft") for r in items if not r.excluded]
+        assert included == sorted(included, reverse=reverse)
+
+
+def test_toggle_keeps_assumptions_set_for_each_workload(index) -> None:
+    edited = AGENTIC.changed(context_tokens=50_000)
+    scenario = Scenario("dgx-spark", 2, CHAT)
+    assert scenario.toggled({"agentic": edited}).workload == edited
+    assert scenario.toggled({}).workload == AGENTIC
+
+
+def test_sweep_covers_one_to_four_nodes(index) -> None:
+    plans = sweep(index, "deepseek-v4.1-flash", Scenario("dgx-spark", 2, AGENTIC))
+    assert [p.plan.cluster.nodes for p in plans] == [1, 2, 3, 4]
+    assert [p.plan.fits for p in plans] == [False, False, False, True]
+
+
+def test_filter_matches_model_id_and_repo(index) -> None:
+    ranking = compute_ranking(index, Scenario("dgx-spark", 2, AGENTIC))
+    plan = ranking.by_id["glm-5.3-flash-nvfp4-redhat"].plan
+    assert matches(plan, "glm") and matches(plan, "REDHAT") and matches(plan, "")
+    assert not matches(plan, "qwen")
