@@ -25,7 +25,7 @@ DEFAULT_THEME = "dark"
 class ThemeFile(BaseModel):
     """One theme as written in TOML: Textual's base colours plus a name."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str = Field(min_length=1)
     """The name shown and saved; not the file name."""

@@ -42,6 +42,10 @@ def optional_module(name: str) -> ModuleType | None:
         return None
 
 
+PRECOMPUTE_DELAY_S = 0.3
+"""Ranking the other workload waits until the first frame is painted."""
+
+
 class MainScreen(Screen[None]):
     """Browse the catalog ranked for a cluster and workload."""
 
@@ -82,7 +86,8 @@ class MainScreen(Screen[None]):
         table.add_builds(r.plan.build.id for r in self.ranking.ranked)
         self._refresh_views()
         table.focus()
-        self.precompute(self.scenario.toggled(self.overrides))
+        # After the first frame: a ranking thread would compete with it for the interpreter.
+        self.set_timer(PRECOMPUTE_DELAY_S, lambda: self.precompute(self.scenario.toggled(self.overrides)))
 
     @property
     def table(self) -> CandidatesTable:

@@ -9,6 +9,8 @@ SPARKADVISOR_PROBE=off stops the polling (snapshot tests, machines without a ser
 
 from __future__ import annotations
 
+import asyncio
+
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,6 +61,17 @@ def _claude_part(check: QuickCheck) -> tuple[str, str]:
     return f"Claude Code -> {check.claude_target}", "ok"
 
 
+def _import_quick_check():  # type: ignore[no-untyped-def]
+    """The probe, imported off the event loop (httpx takes ~150 ms to import)."""
+    from sparkadvisor.sources.probe import quick_check
+
+    return quick_check
+
+
+FIRST_POLL_SECONDS = 0.5
+"""The first poll waits until the table is on screen."""
+
+
 class ProbeStatus(Static):
     """The service's status in one line, refreshed every few seconds without blocking the screen."""
 
@@ -95,14 +108,16 @@ class ProbeStatus(Static):
         if os.environ.get(PROBE_SWITCH_ENV, "").lower() in ("off", "0", "no"):
             self.status = f"service probe off ({PROBE_SWITCH_ENV})"
             return
-        self.poll()
+        # The first poll waits for the first frame: importing httpx must not delay the table.
+        self.set_timer(FIRST_POLL_SECONDS, self.poll)
         self.set_interval(self.poll_s, self.poll)
 
     @work(exclusive=True, group="probe-status")
     async def poll(self) -> None:
         """One quick check; a new poll cancels one still waiting."""
         from sparkadvisor.core.metrics import window
-        from sparkadvisor.sources.probe import quick_check
+
+        quick_check = await asyncio.to_thread(_import_quick_check)
 
         check = await quick_check(self.url, self.timeout_s, self.claude_settings)
         last, self._last = self._last, check
