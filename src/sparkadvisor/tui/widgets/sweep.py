@@ -36,8 +36,9 @@ class SweepTable(DataTable[Text]):
             cells = row_cells(item)
             nodes = item.plan.cluster.nodes
             here = nodes == current_nodes
-            values = {"nodes": f"{'▶ ' if here else '  '}{nodes}", "speed": speed_cell(cells),
-                      "kv_pool": cells["kv_pool"] if item.plan.fits else "-"}
+            fits = item.plan.fits
+            values = {"nodes": f"{'▶ ' if here else '  '}{nodes}", "speed": speed_cell(cells) if fits else "-",
+                      "kv_pool": cells["kv_pool"] if fits else "-", "ttft": cells["ttft"] if fits else "-"}
             row = [Text(values.get(key, cells.get(key, "")), style="bold" if here else "",
                         justify="left" if key in ("nodes", "fit") else "right") for key, _ in SWEEP_COLUMNS]
             self.add_row(*row, key=str(nodes))
