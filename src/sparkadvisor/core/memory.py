@@ -90,38 +90,34 @@ class Budget:
     """Activations and runtime (RUNTIME_RESERVE_GIB)."""
     kv_pinned_bytes: float | None
     """--kv-cache-memory-bytes, when pinned."""
+    engine_bytes: float
+    """What vLLM may take: utilization x usable memory."""
+    left_bytes: float
+    """What is left after the weights, for KV and activations."""
+    kv_bytes: float
+    """The KV cache: the pinned size, or what is left after the reserve."""
+    fits: bool
+    """Weights, reserve and KV fit inside the engine's share."""
 
     @property
-    def engine_bytes(self) -> float:
-        """What vLLM may take: utilization x usable memory."""
-        return self.utilization * self.usable_bytes
-
-    @property
-    def left_bytes(self) -> float:
-        """What is left after the weights, for KV and activations."""
-        return self.engine_bytes - self.weights_bytes
-
-    @property
-    def kv_bytes(self) -> float:
-        """The KV cache: the pinned size, or what is left after the reserve."""
-        if self.kv_pinned_bytes is not None:
-            return self.kv_pinned_bytes
-        return self.left_bytes - self.reserve_bytes
-
-    @property
-    def fits(self) -> bool:
-        """Weights, reserve and KV fit inside the engine's share."""
-        # One byte of slack: kv_bytes is engine - weights - reserve, and adding them back can round up.
-        return self.kv_bytes > 0 and self.weights_bytes + self.reserve_bytes + self.kv_bytes <= self.engine_bytes + 1
+    def free_bytes(self) -> float:
+        """What neither the weights, the KV cache nor the runtime reserve take of the usable memory."""
+        return max(self.usable_bytes - self.weights_bytes - max(self.kv_bytes, 0.0) - self.reserve_bytes, 0.0)
 
 
 def node_budget(
     hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None
 ) -> Budget:
     """The memory budget of one node."""
+    usable = hardware.usable_memory_gib * GiB
+    reserve = RUNTIME_RESERVE_GIB * GiB
     pinned = kv_pinned_gib * GiB if kv_pinned_gib is not None else None
-    return Budget(hardware.usable_memory_gib * GiB, utilization, weights_per_node,
-                  RUNTIME_RESERVE_GIB * GiB, pinned)
+    engine = utilization * usable
+    left = engine - weights_per_node
+    kv = pinned if pinned is not None else left - reserve
+    # One byte of slack: kv is engine - weights - reserve, and adding them back can round up.
+    fits = kv > 0 and weights_per_node + reserve + kv <= engine + 1
+    return Budget(usable, utilization, weights_per_node, reserve, pinned, engine, left, kv, fits)
 
 
 def nodes_needed(weights: Weights, hardware: Hardware, utilization: float) -> int | None:

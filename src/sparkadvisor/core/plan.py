@@ -161,7 +161,8 @@ def evaluate(
     model = index.models[build.model]
     hardware = cluster.hardware
     recipe = _memo(index, ("recipe", build.id, hardware.id, cluster.nodes), lambda: pick_recipe(index, build, cluster))
-    tp, pp, parallel_reason = valid_parallelism(model, cluster.nodes, recipe)
+    tp, pp, parallel_reason = _memo(index, ("parallel", model.id, cluster.nodes, recipe.id if recipe else None),
+                                    lambda: valid_parallelism(model, cluster.nodes, recipe))
     weights = _memo(index, ("weights", build.id), lambda: build_weights(build, model))
     streams = bool(recipe and recipe.streams_tables)
     utilization = _utilization(settings, recipe, hardware)

@@ -58,27 +58,30 @@ def exclusion_reason(plan: Plan) -> str | None:
 
 def rank(plans: Iterable[Plan], workload: Workload) -> tuple[Ranked, ...]:
     """Plans in ranked order for `workload`; excluded plans last with rank None."""
-    scored = []
+    included, excluded = [], []
     for plan in plans:
         cap = capability_for(plan.model, workload)
         ratio = cap.score / cap.reference_score if cap else None
-        scored.append((plan, ratio, cap, exclusion_reason(plan)))
-    included = sorted((s for s in scored if s[3] is None), key=_sort_key)
-    excluded = sorted((s for s in scored if s[3] is not None),
-                      key=lambda s: (s[0].nodes_needed or math.inf, s[0].build.id))
-    ranked = [Ranked(p, i, _reason(p, ratio, cap), ratio) for i, (p, ratio, cap, _) in enumerate(included, 1)]
-    ranked += [Ranked(p, None, why or "", ratio) for p, ratio, _, why in excluded]
+        why = exclusion_reason(plan)
+        if why is None:
+            included.append((_sort_key(plan, ratio, misses := plan.target_misses), plan, ratio, cap, misses))
+        else:
+            excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, why))
+    included.sort(key=lambda item: item[0])
+    excluded.sort(key=lambda item: item[:2])
+    ranked = [Ranked(plan, place, _reason(plan, ratio, cap, misses), ratio)
+              for place, (_, plan, ratio, cap, misses) in enumerate(included, 1)]
+    ranked += [Ranked(plan, None, why, ratio) for _, _, plan, ratio, why in excluded]
     return tuple(ranked)
 
 
-def _sort_key(item: tuple[Plan, float | None, Capability | None, str | None]) -> tuple[float, ...]:
-    plan, ratio, _, _ = item
+def _sort_key(plan: Plan, ratio: float | None, misses: tuple[str, ...]) -> tuple[float, ...]:
     tier = -math.floor(ratio / CAPABILITY_STEP + 1e-9) if ratio is not None else math.inf
-    return (0 if plan.meets_targets else 1, tier, plan.turn_s if plan.turn_s is not None else math.inf)
+    meets = plan.fits and not misses
+    return (0 if meets else 1, tier, plan.turn_s if plan.turn_s is not None else math.inf)
 
 
-def _reason(plan: Plan, ratio: float | None, cap: Capability | None) -> str:
-    misses = plan.target_misses
+def _reason(plan: Plan, ratio: float | None, cap: Capability | None, misses: tuple[str, ...]) -> str:
     parts = [f"misses the {plan.workload.kind} targets ({'; '.join(misses)})" if misses
              else f"meets the {plan.workload.kind} targets"]
     if cap is not None and ratio is not None:

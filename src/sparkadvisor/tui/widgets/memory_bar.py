@@ -29,11 +29,11 @@ class Part:
 
 
 def parts(budget: Budget) -> tuple[Part, ...]:
-    """The budget's segments, per node, in GiB (free is what none of the others take)."""
+    """The budget's segments, per node, in GiB."""
     kv = max(budget.kv_bytes, 0.0) / GiB
     weights = budget.weights_bytes / GiB
     runtime = budget.reserve_bytes / GiB
-    free = max(budget.usable_bytes / GiB - weights - kv - runtime, 0.0)
+    free = budget.free_bytes / GiB
     return (Part("weights", "█", "$primary", weights), Part("KV", "▓", "$success", kv),
             Part("runtime", "▒", "$warning", runtime), Part("free", "░", "$foreground-muted", free))
 
