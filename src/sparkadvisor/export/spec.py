@@ -113,7 +113,8 @@ def build_launch(plan: Plan, options: ExportOptions = ExportOptions()) -> Launch
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
     if not plan.fits:
-        raise ExportError(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch")
+        hint = f"; it needs {plan.nodes_needed} nodes (--nodes {plan.nodes_needed})" if plan.nodes_needed else ""
+        raise ExportError(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}")
     if plan.budget.utilization > hw.max_gpu_memory_utilization:
         raise ExportError(f"gpu-memory-utilization {plan.budget.utilization:g} is above the "
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; choose at most that")
