@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkadvisor.cli import main
-from sparkadvisor.core.advisor import advise, evaluate_build
+from sparkadvisor.core.advisor import advise
 from sparkadvisor.core.catalog import iter_tables, source_ids
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Cluster

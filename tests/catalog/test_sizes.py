@@ -33,7 +33,8 @@ def test_stated_sizes_match_the_repos_statement(index):
 def test_builds_without_a_stated_size_show_a_derived_size(index):
     cluster = Cluster(index.hardware["dgx-spark"], 2)
     for build in index.catalog.builds:
-        weights = next(s for s in explain(evaluate_build(index, build, cluster, WORKLOADS["chat"])) if s.key == "weights")
+        steps = explain(evaluate_build(index, build, cluster, WORKLOADS["chat"]))
+        weights = next(s for s in steps if s.key == "weights")
         if build.size is None:
             assert weights.basis == "derived", build.id
             assert "derived from" in weights.text and "stored bits per weight" in weights.text, build.id

@@ -7,9 +7,9 @@ Regenerate after a deliberate change (e.g. a tuned speed model) with one command
 from __future__ import annotations
 
 import pytest
+from export_helpers import CASES, GOLDEN, REGENERATE, plan_for, ranked_for
 
 from sparkadvisor.export import FORMATS, render
-from export_helpers import CASES, GOLDEN, REGENERATE, plan_for, ranked_for
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -9,9 +9,9 @@ import re
 
 import pytest
 import repos
-from conftest import closed_port
 from fakehub import FakeRepo, small
 
+from conftest import closed_port
 from sparkadvisor import cli, paths
 from sparkadvisor.catalogs import load_index
 from sparkadvisor.sources.hub import HubError

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from probe_fakes import Server, gateway_server, vllm_server
 
 

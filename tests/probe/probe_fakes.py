@@ -71,7 +71,7 @@ class VllmState:
 
 def _histogram(name: str, bounds: tuple[float, ...], per_bucket: list[float], label: str) -> list[str]:
     lines, total = [f"# TYPE {name} histogram"], 0.0
-    for bound, count in zip((*bounds, "+Inf"), per_bucket):
+    for bound, count in zip((*bounds, "+Inf"), per_bucket, strict=True):
         total += count
         lines.append(f'{name}_bucket{{{label},le="{bound}"}} {total}')
     lines += [f"{name}_count{{{label}}} {total}", f"{name}_sum{{{label}}} {total * 3.0}"]

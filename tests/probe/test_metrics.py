@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from probe_fakes import VllmState
+
 from sparkadvisor.core.metrics import (
-    MetricsFormatError, counter_delta, histogram_quantile, parse_prometheus, window,
+    MetricsFormatError,
+    counter_delta,
+    histogram_quantile,
+    parse_prometheus,
+    window,
 )
 
 

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from probe_fakes import closed_port_url, gateway_server, vllm_server
+
 from sparkadvisor.cli import main
 
 FAST = ["--interval", "0.2", "--timeout", "0.3"]

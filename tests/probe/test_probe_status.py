@@ -6,10 +6,9 @@ import asyncio
 import time
 
 import pytest
-
+from probe_fakes import closed_port_url, vllm_server
 from textual.app import App, ComposeResult
 
-from probe_fakes import closed_port_url, vllm_server
 from sparkadvisor.core.checkup import ServedModel
 from sparkadvisor.sources.probe import QuickCheck
 from sparkadvisor.tui.widgets.probe_status import ProbeStatus, status_text

@@ -12,6 +12,7 @@ from sparkadvisor import paths
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.state import load_state
 from sparkadvisor.tui.screens import main as main_module
+
 from .helpers import EXTRA_BUILD, cell, row_ids
 
 SIZE = (140, 40)

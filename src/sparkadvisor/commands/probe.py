@@ -146,7 +146,7 @@ def _metrics_json(metrics: Any) -> dict[str, Any]:
     values = (m.interval_s, m.prefix_cache_hit_rate, m.prefix_cache_hit_rate_lifetime, m.kv_cache_usage,
               m.requests_running, m.requests_waiting, m.ttft.p50_s, m.ttft.p90_s, m.ttft.p99_s,
               m.inter_token.p50_s, m.inter_token.p90_s, m.ttft.basis, m.spec_acceptance, m.generation_tok_s)
-    return {k: (_rounded(v, 4) if isinstance(v, float) else v) for k, v in zip(keys, values)}
+    return {k: (_rounded(v, 4) if isinstance(v, float) else v) for k, v in zip(keys, values, strict=True)}
 
 
 def _plan_json(plan: Plan | None) -> dict[str, Any] | None:

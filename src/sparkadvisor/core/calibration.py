@@ -29,8 +29,18 @@ from sparkadvisor.core.memory import build_weights
 from sparkadvisor.core.plan import decode_inputs
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.speed import (
-    MIN_BAND, DecodeEstimate, DecodeInputs, SpeedConstants, default_constants, estimate_decode,
-    estimate_prefill, link_ms, prefill_flops_per_token, prefill_link_s_per_token, prefill_range, read_ms,
+    MIN_BAND,
+    DecodeEstimate,
+    DecodeInputs,
+    SpeedConstants,
+    default_constants,
+    estimate_decode,
+    estimate_prefill,
+    link_ms,
+    prefill_flops_per_token,
+    prefill_link_s_per_token,
+    prefill_range,
+    read_ms,
 )
 
 DEFAULT_DECODE_CONTEXT = 2_000

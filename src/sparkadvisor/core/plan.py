@@ -14,14 +14,23 @@ from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import KvShape, kv_shape, sessions_at
 from sparkadvisor.core.memory import (
-    Budget, Weights, build_weights, node_budget, nodes_needed, valid_parallelism,
+    Budget,
+    Weights,
+    build_weights,
+    node_budget,
+    nodes_needed,
+    valid_parallelism,
 )
 from sparkadvisor.core.schema import Build, Caveat, Hardware, Measurement, Model, Recipe, Speculative
 from sparkadvisor.core.speed import (
-    DecodeEstimate, DecodeInputs, SpeedConstants, estimate_decode, estimate_prefill,
+    DecodeEstimate,
+    DecodeInputs,
+    SpeedConstants,
+    estimate_decode,
+    estimate_prefill,
 )
 from sparkadvisor.core.units import GB
-from sparkadvisor.core.workload import Settings, Workload
+from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
 T = TypeVar("T")
@@ -155,7 +164,7 @@ def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measuremen
 
 def evaluate(
     index: CatalogIndex, build: Build, cluster: Cluster, workload: Workload,
-    constants: SpeedConstants, settings: Settings = Settings(),
+    constants: SpeedConstants, settings: Settings = DEFAULT_SETTINGS,
 ) -> Plan:
     """The plan for one build on one cluster for one workload."""
     model = index.models[build.model]

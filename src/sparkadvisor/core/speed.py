@@ -19,7 +19,7 @@ cross the link twice per layer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sparkadvisor.core.schema import Attention, Hardware
 

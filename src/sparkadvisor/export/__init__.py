@@ -13,7 +13,7 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.schema import Source
 from sparkadvisor.export.argv import resolve
-from sparkadvisor.export.spec import ExportError, ExportFile, ExportOptions, Launch, build_launch
+from sparkadvisor.export.spec import DEFAULT_OPTIONS, ExportError, ExportFile, ExportOptions, Launch, build_launch
 
 FORMATS: dict[str, str] = {
     "sh": "one bash script per node: pre-flight checks, then vLLM in its container",
@@ -38,7 +38,7 @@ def plan_json(launch: Launch) -> dict[str, object]:
             "nodes": nodes, "notes": [n.text for n in launch.notes]}
 
 
-def render(fmt: str, plan: Plan, options: ExportOptions = ExportOptions(), ranked: tuple[Ranked, ...] = (),
+def render(fmt: str, plan: Plan, options: ExportOptions = DEFAULT_OPTIONS, ranked: tuple[Ranked, ...] = (),
            sources: Mapping[str, Source] | None = None) -> tuple[ExportFile, ...]:
     """The files of one format for a plan; ExportError when the plan cannot be exported."""
     from sparkadvisor.export import claude, configs, report, shell

@@ -46,6 +46,10 @@ class ExportOptions:
     """The API port on the head node."""
 
 
+DEFAULT_OPTIONS = ExportOptions()
+"""The native launcher, vLLM itself as Claude Code's endpoint, port 8000."""
+
+
 @dataclass(frozen=True, slots=True)
 class Note:
     """A caveat or warning an export carries; loud ones become pre-flight warnings."""
@@ -94,7 +98,7 @@ def served_model_name(plan: Plan) -> str:
     return plan.build.id.replace("/", "-")
 
 
-def build_launch(plan: Plan, options: ExportOptions = ExportOptions()) -> Launch:
+def build_launch(plan: Plan, options: ExportOptions = DEFAULT_OPTIONS) -> Launch:
     """The launch for a plan, or ExportError when the plan cannot run as computed."""
     _check(plan, options)
     nodes = plan.cluster.nodes
@@ -149,7 +153,8 @@ def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: l
     ray_argv: tuple[Arg, ...] = ()
     if ray:
         ray_argv = (("start", "--block", "--head", f"--port={RAY_PORT}", "--node-ip-address", address) if rank == 0
-                    else ("start", "--block", "--address", EnvRef("RAY_HEAD", f"{head.default}:{RAY_PORT}", f"$HEAD_ADDR:{RAY_PORT}"),
+                    else ("start", "--block", "--address",
+                          EnvRef("RAY_HEAD", f"{head.default}:{RAY_PORT}", f"$HEAD_ADDR:{RAY_PORT}"),
                           "--node-ip-address", address))
     hint = (f"spark-{rank + 1} (head: serves the API at {head.default}:{options.port})" if rank == 0
             else f"spark-{rank + 1} (worker {rank}, {address.default})")

@@ -39,7 +39,8 @@ class Command:
 
     def binding(self) -> Binding:
         """The Textual binding, with an id and a tooltip."""
-        binding_id = f"{self.category}-{self.action}".replace("app.", "").replace("(", "-").replace(")", "").replace("_", "-")
+        binding_id = f"{self.category}-{self.action}".replace("app.", "")
+        binding_id = binding_id.replace("(", "-").replace(")", "").replace("_", "-")
         return Binding(self.key, self.action, self.footer, show=self.show, tooltip=self.tooltip,
                        id=binding_id, key_display=self.key_display)
 

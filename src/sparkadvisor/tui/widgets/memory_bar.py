@@ -67,7 +67,7 @@ class MemoryBar(Widget):
         usable = budget.usable_bytes / GiB
         bar_width = max(self.size.width, 10)
         widths = segment_widths([p.gib for p in segments], bar_width)
-        bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths)))
+        bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths, strict=True)))
         title = f"Memory per node: {usable:.1f} GiB; vLLM takes {budget.utilization:g} = " \
                 f"{budget.engine_bytes / GiB:.1f} GiB"
         legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {p.gib:.1f}")

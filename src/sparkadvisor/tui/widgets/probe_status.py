@@ -10,7 +10,6 @@ SPARKADVISOR_PROBE=off stops the polling (snapshot tests, machines without a ser
 from __future__ import annotations
 
 import asyncio
-
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING

@@ -1,0 +1,1 @@
+"""The pure core: no UI, no network, no file access."""
