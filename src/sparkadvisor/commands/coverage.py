@@ -109,8 +109,8 @@ def plain(catalog: Catalog) -> str:
     """The table as aligned text for a terminal."""
     table = [COLUMNS] + [row.cells() for row in family_rows(catalog)]
     widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.ljust(w) if i in (0, 8) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in table]
+    lines = ["  ".join(c.ljust(w) if i in (0, 8) else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in table]
     return "\n".join([_summary(catalog), "", *_hardware_lines(catalog), "", *lines])
 
 
