@@ -37,6 +37,7 @@ from sparkadvisor.core.speed import (
     estimate_decode,
     estimate_prefill,
     link_ms,
+    peak_flops,
     prefill_flops_per_token,
     prefill_link_s_per_token,
     prefill_range,
@@ -79,6 +80,8 @@ def calibrate(index: CatalogIndex, hardware: Hardware, engine: str = "vllm",
     recipes = [r for r in index.catalog.recipes if r.hardware == hardware.id and r.engine == engine
                and r.id not in exclude and r.build in index.builds]
     constants = _fit_prefill(index, recipes, default_constants(hardware))
+    if not constants.basis["prefill_flops_per_node"].startswith("fitted"):
+        constants = _borrow_prefill(index, hardware, engine, constants)
     constants = _fit_acceptance(recipes, constants)
     observations = [o for r in recipes if not r.streams_tables for m in r.measurements
                     if (o := observation(index, r, m)) is not None]
@@ -242,6 +245,31 @@ def _fit_prefill(index: CatalogIndex, recipes: list[Recipe], c: SpeedConstants) 
         band = max(math.exp(quantile(errors, BAND_QUANTILE)) - 1, MIN_BAND)
         basis["prefill_band"] = _band_basis(len(rates))
     return replace(c, prefill_flops_per_node=middle, prefill_band=band, basis=basis)
+
+
+def _peak(hardware: Hardware) -> float:
+    return max((peak_flops(hardware, p) or 0.0) for p in ("fp4", "fp8", "bf16"))
+
+
+def _borrow_prefill(index: CatalogIndex, hardware: Hardware, engine: str, c: SpeedConstants) -> SpeedConstants:
+    """Without prefill measurements of its own, a hardware profile takes the share of the tensor
+    peak that measured hardware reaches (the median over those profiles) times its own peak."""
+    own_peak = _peak(hardware)
+    if not own_peak:
+        return c
+    shares, donors = [], []
+    for other in index.catalog.hardware:
+        recipes = [r for r in index.catalog.recipes if r.hardware == other.id and r.engine == engine
+                   and r.build in index.builds]
+        fitted = _fit_prefill(index, recipes, default_constants(other))
+        if other.id != hardware.id and _peak(other) and fitted.basis["prefill_flops_per_node"].startswith("fitted"):
+            shares.append(fitted.prefill_flops_per_node / _peak(other))  # type: ignore[operator]
+            donors.append(other.name)
+    if not shares:
+        return c
+    share = statistics.median(shares)
+    basis = {**c.basis, "prefill_flops_per_node": f"{share:.1%} of the tensor peak, as measured on {', '.join(donors)}"}
+    return replace(c, prefill_flops_per_node=own_peak * share, basis=basis)
 
 
 def _prefill_flops(index: CatalogIndex, recipe: Recipe, m: Measurement, c: SpeedConstants) -> float | None:
