@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sparkadvisor.core.catalog import CatalogIndex, source_ids
 from sparkadvisor.core.explain import explain
@@ -27,17 +29,17 @@ def header(cluster: Cluster, workload: Workload) -> str:
 def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload) -> None:
     """The ranked table, excluded builds dimmed below with their reason."""
     console = Console()
-    table = Table(title=header(cluster, workload), title_justify="left")
+    table = Table(title=escape(header(cluster, workload)), title_justify="left")
     for column in COLUMNS:
         table.add_column(column.label, justify="right" if column.numeric else "left", overflow="fold")
     for item in ranked:
         cells = row_cells(item)
-        table.add_row(*(cells[c.key] for c in COLUMNS), style="dim" if item.excluded else None)
+        table.add_row(*(Text(cells[c.key]) for c in COLUMNS), style="dim" if item.excluded else None)
     console.print(table)
     console.print("* measured pool. Reasons:")
     for item in ranked:
         place = f"{item.rank}." if item.rank else "-"
-        console.print(f"  {place} {item.plan.build.id}: {item.reason}", style="dim" if item.excluded else None,
+        console.print(Text(f"  {place} {item.plan.build.id}: {item.reason}", style="dim" if item.excluded else ""),
                       highlight=False)
 
 
@@ -46,16 +48,17 @@ def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: Catalo
     console = Console()
     plan = item.plan
     place = f"rank {item.rank}" if item.rank else "excluded"
-    console.print(f"[bold]{plan.model.name}[/] · {plan.build.repo} · {place}: {item.reason}", highlight=False)
-    console.print(header(cluster, workload), style="dim", highlight=False)
+    console.print(Text.assemble((plan.model.name, "bold"), f" · {plan.build.repo} · {place}: {item.reason}"),
+                  highlight=False)
+    console.print(Text(header(cluster, workload), style="dim"), highlight=False)
     for step in explain(plan):
-        style = BASIS_STYLE[step.basis]
-        console.print(f"[bold]{step.title}[/] [{style}]\\[{step.basis}][/] {step.text}", highlight=False)
+        console.print(Text.assemble((step.title, "bold"), " ", (f"[{step.basis}]", BASIS_STYLE[step.basis]),
+                                    f" {step.text}"), highlight=False)
     sources = _sources(item, index)
     if sources:
-        console.print("[bold]sources[/]")
+        console.print(Text("sources", style="bold"))
         for line in sources:
-            console.print(f"  {line}", highlight=False)
+            console.print(Text(f"  {line}"), highlight=False)
 
 
 def _sources(item: Ranked, index: CatalogIndex) -> list[str]:

@@ -224,9 +224,15 @@ def check_references(catalog: Catalog, name: str = "catalog",
         if build.model not in models:
             problems.append(where.ref("builds", build.id, "model", build.model, "model", models))
         problems += _caveat_refs(where, "builds", build.id, build.caveats, caveats)
+    hardware = {h.id: h for h in catalog.hardware}
     for recipe in catalog.recipes:
         if recipe.build not in builds:
             problems.append(where.ref("recipes", recipe.id, "build", recipe.build, "build", builds))
+        if recipe.hardware not in hardware:
+            problems.append(where.ref("recipes", recipe.id, "hardware", recipe.hardware, "hardware", set(hardware)))
+        elif recipe.nodes > hardware[recipe.hardware].max_nodes:
+            problems.append(where.problem("recipes", recipe.id, "nodes", f"{recipe.nodes} nodes is more than the "
+                                          f"{hardware[recipe.hardware].max_nodes} the hardware allows (max_nodes)"))
         if recipe.tp * recipe.pp != recipe.nodes:
             problems.append(where.problem("recipes", recipe.id, "nodes", f"tp x pp = {recipe.tp * recipe.pp} but "
                                           f"nodes = {recipe.nodes}; with one GPU per node they must be equal"))

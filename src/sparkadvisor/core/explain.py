@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from sparkadvisor.core.formats import FORMATS, kv_dtype_bytes
+from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention, Measurement
 from sparkadvisor.core.speed import estimate_prefill, prefill_range
@@ -143,15 +143,14 @@ def _kv(plan: Plan) -> Step:
 
 
 def _kv_formula(a: Attention, plan: Plan) -> str:
-    dtype = plan.recipe.kv_cache_dtype if plan.recipe else "auto"
-    size = kv_dtype_bytes(dtype)
+    dtype = plan.kv_cache_dtype
     kv = plan.kv
     assert kv is not None
+    size = kv.element_bytes
     if a.design == "mla":
         core = f"MLA: ({a.kv_lora_rank} + {a.qk_rope_head_dim or 0}) x {size:g} B, kept whole on every TP rank"
     else:
-        heads = max(1, (a.kv_heads or 0) // plan.tp)
-        core = f"{a.design.upper()}: 2 x {heads} KV heads per rank x {a.head_dim} x {size:g} B"
+        core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
     text = f"{core}, on {kv.full_layers} full-attention layers per rank"
     if a.indexer_head_dim:
         text += f", plus {a.indexer_head_dim}-wide FP8 indexer keys"
@@ -245,7 +244,7 @@ def _expected_text(plan: Plan) -> str:
 def _allreduce_note(plan: Plan) -> str:
     layers = plan.model.attention.layers if plan.model.attention else None
     if plan.tp == 1:
-        return "one node"
+        return "no tensor parallelism" if plan.pp > 1 else "one node"
     if layers is None:
         return "layer count unknown: not counted"
     return f"2 x {layers} layers across {plan.tp} nodes, {plan.constants.basis.get('allreduce_us')}"
@@ -279,7 +278,8 @@ def _first_token(plan: Plan) -> list[Step]:
     else:
         low, high = prefill_range(plan.prefill_tok_s, plan.constants)
         rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}; "
-                f"{plan.cluster.nodes} nodes x effective {(plan.constants.prefill_flops_per_node or 0) / 1e12:.0f} "
+                f"{plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''} x effective "
+                f"{(plan.constants.prefill_flops_per_node or 0) / 1e12:.0f} "
                 f"TFLOPS, {plan.constants.basis.get('prefill_flops_per_node')}, over ~2 x active parameters plus "
                 "attention FLOPs per token, plus the link's share under TP)")
         basis = "estimated"

@@ -41,6 +41,10 @@ class KvShape:
     """Layers on this rank that keep the window."""
     linear_layers: int
     """Layers on this rank that keep a fixed state."""
+    element_bytes: float
+    """Bytes per cached element at the KV dtype."""
+    kv_heads_per_rank: int
+    """GQA/MHA: KV heads each rank keeps (0 for MLA, whose latent is whole on every rank)."""
 
     def bytes_per_sequence(self, context_tokens: int) -> float:
         """KV bytes one sequence of `context_tokens` occupies on this rank."""
@@ -54,7 +58,8 @@ class KvShape:
 
 def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvShape | None:
     """KV cost per rank for a model, or None when config.json lacks what is needed."""
-    per_layer = _per_layer_token_bytes(attention, kv_dtype_bytes(kv_cache_dtype), tp)
+    element = kv_dtype_bytes(kv_cache_dtype)
+    per_layer = _per_layer_token_bytes(attention, element, tp)
     if per_layer is None:
         return None
     linear_layers = attention.linear.layers if attention.linear else 0
@@ -70,7 +75,15 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvS
         full_layers=math.ceil(full_layers / pp),
         sliding_layers=math.ceil(attention.sliding_layers / pp),
         linear_layers=math.ceil(linear_layers / pp),
+        element_bytes=element,
+        kv_heads_per_rank=_kv_heads_per_rank(attention, tp),
     )
+
+
+def _kv_heads_per_rank(attention: Attention, tp: int) -> int:
+    if attention.design == "mla" or attention.kv_heads is None:
+        return 0
+    return max(1, attention.kv_heads // tp)
 
 
 def _per_layer_token_bytes(attention: Attention, dtype_bytes: float, tp: int) -> float | None:
@@ -80,8 +93,7 @@ def _per_layer_token_bytes(attention: Attention, dtype_bytes: float, tp: int) ->
         return (attention.kv_lora_rank + (attention.qk_rope_head_dim or 0)) * dtype_bytes
     if attention.kv_heads is None or attention.head_dim is None:
         return None
-    heads_per_rank = max(1, attention.kv_heads // tp)
-    return 2 * heads_per_rank * attention.head_dim * dtype_bytes
+    return 2 * _kv_heads_per_rank(attention, tp) * attention.head_dim * dtype_bytes
 
 
 def _indexer_bytes(indexer_head_dim: int | None) -> float:

@@ -73,6 +73,8 @@ def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None) -> tuple[
         return nodes, 1, f"{nodes} divides the {'/'.join(map(str, heads))} attention/KV heads"
     if not heads and nodes & (nodes - 1) == 0:
         return nodes, 1, "head counts unknown (powers of two divide every published model)"
+    if not heads:
+        return 1, nodes, f"head counts unknown and {nodes} is not a power of two, so the layers are split instead"
     return 1, nodes, f"{nodes} does not divide the heads, so the layers are split instead"
 
 

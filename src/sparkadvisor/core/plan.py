@@ -29,7 +29,7 @@ from sparkadvisor.core.speed import (
     estimate_decode,
     estimate_prefill,
 )
-from sparkadvisor.core.units import GB
+from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
@@ -148,10 +148,18 @@ class Plan:
         return self.fits and not self.target_misses
 
 
+ENGINE = "vllm"
+"""The serving engine the plans, the speed model and the exported recipes are for."""
+
+
+def vllm_recipes(index: CatalogIndex, build: Build, hardware: Hardware) -> list[Recipe]:
+    """The build's vLLM recipes on this hardware (other engines' figures do not apply to a vLLM plan)."""
+    return [r for r in index.recipes_by_build.get(build.id, ()) if r.hardware == hardware.id and r.engine == ENGINE]
+
+
 def pick_recipe(index: CatalogIndex, build: Build, cluster: Cluster) -> Recipe | None:
-    """The recipe for this build on exactly this cluster, the best-measured first."""
-    candidates = [r for r in index.recipes_by_build.get(build.id, ())
-                  if r.nodes == cluster.nodes and r.hardware == cluster.hardware.id]
+    """The vLLM recipe for this build on exactly this cluster, the best-measured first."""
+    candidates = [r for r in vllm_recipes(index, build, cluster.hardware) if r.nodes == cluster.nodes]
     return max(candidates, key=lambda r: len(r.measurements), default=None)
 
 
@@ -180,12 +188,13 @@ def evaluate(
     budget = node_budget(hardware, weights.resident_bytes(streams) / (tp * pp), utilization, pinned)
     decode_measured = measured(recipe, "decode_tok_s")
     fit_by_recipe = not budget.fits and decode_measured is not None
-    needed = _memo(index, ("needed", build.id, hardware.id, utilization),
-                   lambda: _nodes_needed(index, build, weights, hardware, utilization))
+    overridden = settings.gpu_memory_utilization is not None
+    needed = _memo(index, ("needed", build.id, hardware.id, utilization, overridden),
+                   lambda: _nodes_needed(index, build, weights, hardware, utilization, overridden))
     kv = _memo(index, ("kv", model.id, kv_dtype, tp, pp),
                lambda: kv_shape(model.attention, kv_dtype, tp, pp) if model.attention else None)
     kv_basis, per_token = _memo(index, ("kv-per-token", build.id, hardware.id, kv_dtype, tp, pp),
-                                lambda: _kv_per_token(index, build, hardware, kv, weights, tp))
+                                lambda: _kv_per_token(index, build, hardware, kv, weights, tp, pp))
     pool_measured = measured(recipe, "kv_pool_tokens")
     pool = budget.kv_bytes / per_token if per_token and budget.kv_bytes > 0 else None
     sessions = _sessions(kv, per_token, budget, workload)
@@ -224,30 +233,36 @@ def _utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) 
 
 
 def _nodes_needed(index: CatalogIndex, build: Build, weights: Weights, hardware: Hardware,
-                  utilization: float) -> int | None:
+                  utilization: float, overridden: bool) -> int | None:
+    """By the arithmetic, or by a measured recipe unless the user overrode the recipes' settings."""
     by_arithmetic = nodes_needed(weights, hardware, utilization)
-    by_recipe = [r.nodes for r in index.recipes_by_build.get(build.id, ())
-                 if r.hardware == hardware.id and measured(r, "decode_tok_s")]
+    recipes = [] if overridden else vllm_recipes(index, build, hardware)
+    by_recipe = [r.nodes for r in recipes if measured(r, "decode_tok_s")]
     options = [n for n in (by_arithmetic, *by_recipe) if n is not None]
     return min(options, default=None)
 
 
 def _kv_per_token(index: CatalogIndex, build: Build, hardware: Hardware, kv: KvShape | None,
-                  weights: Weights, tp: int) -> tuple[str, float | None]:
+                  weights: Weights, tp: int, pp: int) -> tuple[str, float | None]:
     """KV bytes per token per rank: from config.json, else from a recipe's measured pool."""
     if kv is not None:
         return "config", kv.bytes_per_token
-    for recipe in index.recipes_by_build.get(build.id, ()):
+    for recipe in vllm_recipes(index, build, hardware):
         pool = measured(recipe, "kv_pool_tokens")
-        if pool is None or recipe.hardware != hardware.id:
+        if pool is None:
             continue
-        utilization = recipe.gpu_memory_utilization or hardware.gpu_memory_utilization
-        resident = weights.resident_bytes(recipe.streams_tables)
-        budget = node_budget(hardware, resident / recipe.nodes, utilization, recipe.kv_cache_gib)
-        if budget.kv_bytes > 0:
-            # The measured recipe's split is scaled to this one, assuming KV heads split with TP.
-            return "measured pool", budget.kv_bytes / pool.value * recipe.tp / tp
+        kv_bytes = pool.kv_gib * GiB if pool.kv_gib else _recipe_kv_bytes(recipe, weights, hardware)
+        if kv_bytes > 0:
+            # Per rank, scaled from the recipe's split to this one, assuming the KV splits across ranks.
+            return "measured pool", kv_bytes / pool.value * (recipe.tp * recipe.pp) / (tp * pp)
     return "unknown", None
+
+
+def _recipe_kv_bytes(recipe: Recipe, weights: Weights, hardware: Hardware) -> float:
+    """The KV memory per node a recipe had, by the budget arithmetic, when it does not say."""
+    utilization = recipe.gpu_memory_utilization or hardware.gpu_memory_utilization
+    resident = weights.resident_bytes(recipe.streams_tables)
+    return node_budget(hardware, resident / recipe.nodes, utilization, recipe.kv_cache_gib).kv_bytes
 
 
 def _sessions(kv: KvShape | None, per_token: float | None, budget: Budget, workload: Workload) -> int | None:

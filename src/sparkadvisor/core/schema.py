@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SourceRef = str | list[str]
 """One source id, or several, from the catalog's `[sources]` table."""
@@ -61,7 +61,7 @@ Format = Literal[
 class Strict(BaseModel):
     """Base for every catalog table: frozen, unknown keys refused, docstrings kept."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
 
 
 class Source(Strict):
@@ -149,9 +149,9 @@ class Hardware(Strict):
 class Params(Strict):
     """Parameter counts in billions."""
 
-    total_b: float = Field(gt=0)
+    total_b: float = Field(gt=0, le=100_000)
     """All transformer parameters (every expert), excluding per-token tables and MTP heads."""
-    active_b: float | None = Field(default=None, gt=0)
+    active_b: float | None = Field(default=None, gt=0, le=100_000)
     """Parameters read for one token (shared part plus the routed experts per token).
     Equal to total_b for a dense model; None when unpublished."""
     routed_experts: int | None = Field(default=None, ge=1)
@@ -214,6 +214,14 @@ class Attention(Strict):
     """Linear-attention or Mamba layers, when the model is a hybrid."""
     source: SourceRef
     """config.json."""
+
+    @model_validator(mode="after")
+    def _layers_add_up(self) -> Attention:
+        special = self.sliding_layers + (self.linear.layers if self.linear else 0)
+        if special > self.layers:
+            raise ValueError(f"sliding_layers + linear.layers = {special} but layers = {self.layers}; "
+                             "the sliding and linear layers are part of all the layers")
+        return self
 
 
 class TokenTable(Strict):
@@ -305,7 +313,7 @@ class Model(Strict):
 class Size(Strict):
     """Size on disk as the source prints it."""
 
-    value: float = Field(gt=0)
+    value: float = Field(gt=0, le=1_000_000)
     """The number as printed."""
     unit: SizeUnit
     """GB (10^9 bytes) or GiB (2^30 bytes), as printed."""
@@ -401,6 +409,8 @@ class Measurement(Strict):
     """Concurrent requests during the measurement."""
     context_tokens: int | None = Field(default=None, ge=1)
     """Context length during the measurement, when stated."""
+    kv_gib: float | None = Field(default=None, gt=0)
+    """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
     note: str = ""
     """Conditions in a few words."""
     source: SourceRef

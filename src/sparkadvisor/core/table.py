@@ -99,7 +99,8 @@ def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:
     values: dict[str, float | str | None] = {
         "rank": ranked.rank, "model": plan.model.name, "build": plan.build.repo,
         "size": plan.weights.total_bytes, "per_node": plan.weights_per_node,
-        "fit": plan.budget.left_bytes if plan.fits else None, "kv_pool": plan.kv_pool_tokens,
+        "fit": plan.budget.left_bytes if plan.fits else None,
+        "kv_pool": plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens,
         "ceiling": d.ceiling_tok_s if d else None, "expected": d.expected_tok_s if d else None,
         "measured": plan.decode_measured.value if plan.decode_measured else None,
         "ttft": plan.ttft_s, "turn": plan.turn_s, "caveats": len(plan.caveats),
