@@ -69,7 +69,8 @@ class Imported:
             "format": d.format, "quantizer": d.quantizer,
             "attention": _dump(self.model.attention) if self.model.attention else None,
             "context_tokens": self.model.context.native_tokens if self.model.context else None,
-            "shards": len(self.files.shards), "from_cache": self.files.from_cache,
+            "shards": len(self.files.shards), "from_cache": self.files.from_cache, "read_from": self.files.read_from,
+            "metadata_cache": str(self.files.metadata_file) if self.files.metadata_file else None,
             "unknown": list(d.unknown), "catalog": str(self.path),
         }
 
@@ -116,7 +117,8 @@ def entries(files: RepoFiles, derived: Derived, model_id: str, build_id: str,
     unknown = f"; not derivable: {'; '.join(derived.unknown)}" if derived.unknown else ""
     source = Source(title=f"{files.repo} config.json and safetensors headers", kind="config",
                     url=f"https://huggingface.co/{files.repo}",
-                    note=f"revision {files.commit} ({files.revision}), read by sparkadvisor import on {today}{unknown}")
+                    note=f"revision {files.commit} ({files.revision}), read by sparkadvisor import on {today}"
+                         f"{_offline_note(files)}{unknown}")
     name = files.repo.split("/", 1)[1]
     model = Model(id=model_id, name=name, family=derived.family, repo=files.repo, source=source_id,
                   modalities=list(derived.modalities), params=derived.params(source_id),
@@ -130,6 +132,13 @@ def entries(files: RepoFiles, derived: Derived, model_id: str, build_id: str,
     build = Build(id=build_id, model=model_id, repo=files.repo, format=derived.format,  # type: ignore[arg-type]
                   quantizer=derived.quantizer, size=size, source=source_id)
     return source, model, build
+
+
+def _offline_note(files: RepoFiles) -> str:
+    """Where an offline import found the metadata, for the source note."""
+    if files.metadata_file:
+        return f" from sparkadvisor's local metadata cache (read online on {files.metadata_saved_on})"
+    return " from the hub cache" if files.from_cache else ""
 
 
 # --- the file -----------------------------------------------------------------

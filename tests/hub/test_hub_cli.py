@@ -30,6 +30,7 @@ def test_import_json_then_rank_in_fresh_processes(hub):
 def test_offline_in_a_fresh_process_says_what_is_missing(hub):
     done = run(["import", "deepseek/v2-mla"], HF_HUB_OFFLINE="1")
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr == ("sparkadvisor: offline (HF_HUB_OFFLINE=1) and the hub cache has no config.json of "
-                           "deepseek/v2-mla at main; import it once online, or unset HF_HUB_OFFLINE\n")
+    assert done.stderr == ("sparkadvisor: offline (HF_HUB_OFFLINE=1) and neither the hub cache nor sparkadvisor's "
+                           "metadata cache holds deepseek/v2-mla at main; import it once online (later offline "
+                           "imports reuse its metadata), or unset HF_HUB_OFFLINE\n")
     assert hub.requests == []

@@ -173,21 +173,24 @@ def test_offline_reuses_the_hub_cache_or_says_it_cannot(hub, monkeypatch):
     small_tensors = {n: ("BF16", [4, 4]) for n in list(tensors)[:5]}
     hub.repos["meta/tiny"] = repos.make_repo(config, small_tensors)
     hub.repos["meta/big"] = repos.make_repo(config, tensors)
-    import_repo("meta/big")
     for name in ("config.json", "model.safetensors"):
         hf_hub_download("meta/tiny", name, endpoint=hub.url, cache_dir=os.environ["HF_HUB_CACHE"])
+    hf_hub_download("meta/big", "config.json", endpoint=hub.url, cache_dir=os.environ["HF_HUB_CACHE"])
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     imported = import_repo("meta/tiny")
-    assert imported.files.from_cache and imported.files.commit == SHA
+    assert imported.files.read_from == "hub cache" and imported.files.commit == SHA
     assert imported.derived.weight_bytes == 5 * 4 * 4 * 2
     with pytest.raises(HubError) as caught:
         import_repo("meta/big", force=True)
     assert str(caught.value) == ("offline (HF_HUB_OFFLINE=1) and the hub cache holds config.json of meta/big but "
-                                 "not 1 of its 1 safetensors files, whose headers are needed; unset HF_HUB_OFFLINE "
-                                 "to read the headers over the network")
-    with pytest.raises(HubError, match=r"^offline \(HF_HUB_OFFLINE=1\) and the hub cache has no config.json of "
-                                       r"meta/never at main; import it once online, or unset HF_HUB_OFFLINE$"):
+                                 "not 1 of its 1 safetensors files, and sparkadvisor's metadata cache has no copy "
+                                 "of their headers; import it once online (later offline imports reuse its "
+                                 "metadata), or unset HF_HUB_OFFLINE")
+    with pytest.raises(HubError, match=r"^offline \(HF_HUB_OFFLINE=1\) and neither the hub cache nor "
+                                       r"sparkadvisor's metadata cache holds meta/never at main; import it once "
+                                       r"online \(later offline imports reuse its metadata\), or unset "
+                                       r"HF_HUB_OFFLINE$"):
         import_repo("meta/never")
 
 

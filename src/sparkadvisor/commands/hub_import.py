@@ -70,5 +70,10 @@ def _print_summary(imported: object) -> None:
     ]
     if d.unknown:
         lines.append("  unknown   " + "; ".join(d.unknown))
+    if files.metadata_file:
+        lines.append(f"  offline   used cached metadata from sparkadvisor's metadata cache, read online on "
+                     f"{files.metadata_saved_on} ({files.metadata_file})")
+    elif files.from_cache:
+        lines.append("  offline   read from the hub cache")
     lines.append(f"Saved to {imported.path}. Next: sparkadvisor show {imported.build.id}")
     print("\n".join(lines))

@@ -5,6 +5,8 @@ endpoint, cache folder and offline switch are read from the environment at call 
 (HF_ENDPOINT, HF_HUB_CACHE / HF_HOME, HF_HUB_OFFLINE), because the library freezes them
 at import. Tokens come from HF_TOKEN or the hub's own login, through the library; this
 module never reads, prints or logs them. Every failure leaves as one `HubError` sentence.
+After each online read the metadata used is kept by `hubmeta`, so an offline import of a
+repo seen once online needs neither its weights nor the network.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from sparkadvisor.core.derive import TensorMeta
+from sparkadvisor.sources import hubmeta
+from sparkadvisor.sources.hubmeta import Headers
 
 Progress = Callable[[str, int, int], None]
 """progress(what, done, total): called from worker threads as files are read."""
@@ -48,7 +52,16 @@ class RepoFiles:
     tensors: dict[str, TensorMeta]
     shards: tuple[str, ...]
     from_cache: bool
-    """True when read offline from the hub cache."""
+    """True when read offline, from the hub cache or from sparkadvisor's metadata cache."""
+    metadata_file: Path | None = None
+    """The metadata cache file an offline read used, when the hub cache lacked the headers."""
+    metadata_saved_on: str | None = None
+    """The date (ISO) that metadata was read online."""
+
+    @property
+    def read_from(self) -> str:
+        """Where the metadata came from: "hub", "hub cache" or "metadata cache"."""
+        return "metadata cache" if self.metadata_file else "hub cache" if self.from_cache else "hub"
 
 
 def is_repo_id(text: str) -> bool:
@@ -109,17 +122,22 @@ def _from_hub(repo: str, revision: str | None, timeout_s: float, workers: int, r
     siblings = {s.rfilename for s in info.siblings or ()}
     config_path = _download(repo, "config.json", revision or "main", timeout_s)
     commit = Path(config_path).parent.name
-    config = _read_config(repo, config_path)
+    config_text = _read_text(repo, config_path, "config.json")
+    config = _parse_config(repo, config_text)
+    index_text = None
     if INDEX_FILE in siblings or not siblings:
-        shards = _shards_from_index(repo, _download(repo, INDEX_FILE, commit, timeout_s, missing_ok=not siblings))
+        index_path = _download(repo, INDEX_FILE, commit, timeout_s, missing_ok=not siblings)
+        index_text = _read_text(repo, index_path, INDEX_FILE) if index_path else None
+        shards = _shards_from_index(repo, index_text)
     else:
         shards = (SINGLE_FILE,) if SINGLE_FILE in siblings else ()
     if not shards:
         raise HubError(f"{repo} has no safetensors weights ({SINGLE_FILE} or {INDEX_FILE}); "
                        "only safetensors repos can be imported")
     parse = _remote_header(api, repo, commit, timeout_s)
-    tensors = _parse_all(shards, parse, workers, report)
-    return RepoFiles(repo, revision or "main", commit, config, tensors, shards, False)
+    headers = _parse_all(shards, parse, workers, report)
+    hubmeta.save(repo, revision or "main", commit, config_text, index_text, headers)
+    return RepoFiles(repo, revision or "main", commit, config, _merged(headers), shards, False)
 
 
 def _download(repo: str, filename: str, revision: str, timeout_s: float, missing_ok: bool = False) -> str | None:
@@ -137,24 +155,31 @@ def _download(repo: str, filename: str, revision: str, timeout_s: float, missing
         raise
 
 
-def _read_config(repo: str, path: str) -> dict[str, Any]:
+def _read_text(repo: str, path: str, filename: str) -> str:
     try:
-        config = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        where = f" (line {error.lineno}: {error.msg})" if isinstance(error, json.JSONDecodeError) else ""
-        raise HubError(f"config.json of {repo} is not valid JSON{where}; the repo's config is malformed") from None
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise HubError(f"{filename} of {repo} is not UTF-8 text, so not valid JSON; the file is malformed") from None
+
+
+def _parse_config(repo: str, text: str) -> dict[str, Any]:
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise HubError(f"config.json of {repo} is not valid JSON (line {error.lineno}: {error.msg}); "
+                       "the repo's config is malformed") from None
     if not isinstance(config, dict):
         raise HubError(f"config.json of {repo} holds a {type(config).__name__}, not a table of settings")
     return config
 
 
-def _shards_from_index(repo: str, path: str | None) -> tuple[str, ...]:
-    if path is None:
+def _shards_from_index(repo: str, text: str | None) -> tuple[str, ...]:
+    if text is None:
         return (SINGLE_FILE,)
     try:
-        weight_map = json.loads(Path(path).read_text(encoding="utf-8"))["weight_map"]
+        weight_map = json.loads(text)["weight_map"]
         return tuple(sorted({str(f) for f in weight_map.values()}))
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
         raise HubError(f"{INDEX_FILE} of {repo} is malformed (it needs a weight_map of tensor -> shard)") from None
 
 
@@ -178,10 +203,9 @@ def _malformed(repo: str, filename: str, error: Exception) -> HubError:
 
 
 def _parse_all(shards: Iterable[str], parse: Callable[[str], dict[str, TensorMeta]], workers: int,
-               report: Progress) -> dict[str, TensorMeta]:
+               report: Progress) -> Headers:
     """Every shard's header, at most `workers` at a time; a failure (or a cancel) drops the rest."""
     shards = list(shards)
-    tensors: dict[str, TensorMeta] = {}
     report("safetensors headers", 0, len(shards))
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(shards)))) as pool:
         futures = [pool.submit(parse, shard) for shard in shards]
@@ -196,33 +220,63 @@ def _parse_all(shards: Iterable[str], parse: Callable[[str], dict[str, TensorMet
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    for future in futures:
-        tensors.update(future.result())
-    return tensors
+    return {shard: future.result() for shard, future in zip(shards, futures, strict=True)}
+
+
+def _merged(headers: Headers) -> dict[str, TensorMeta]:
+    """Every shard's tensors in one table, in shard order."""
+    return {name: meta for tensors in headers.values() for name, meta in tensors.items()}
 
 
 # --- offline ------------------------------------------------------------------
 
 
 def _from_cache(repo: str, revision: str | None, report: Progress) -> RepoFiles:
-    """An import with HF_HUB_OFFLINE set: config.json and the shards must be in the hub cache."""
+    """An import with HF_HUB_OFFLINE set: the hub cache's files, else sparkadvisor's metadata cache."""
     report("hub cache", 0, 1)
     config_path = _cached(repo, "config.json", revision)
-    if config_path is None:
-        raise HubError(f"offline (HF_HUB_OFFLINE=1) and the hub cache has no config.json of {repo} at "
-                       f"{revision or 'main'}; import it once online, or unset HF_HUB_OFFLINE")
+    commit = Path(config_path).parent.name if config_path else None
+    found = _from_hub_cache(repo, revision, config_path, report) if config_path else None
+    if isinstance(found, RepoFiles):
+        return found
+    try:
+        saved = hubmeta.load(repo, revision or "main", prefer=(commit,))
+    except hubmeta.MetadataCacheError as error:
+        raise HubError(str(error)) from None
+    if saved is not None:
+        return _from_saved(saved, report)
+    held = (f"the hub cache holds config.json of {repo} but not {found} safetensors files, and "
+            f"sparkadvisor's metadata cache has no copy of their headers" if found else
+            f"neither the hub cache nor sparkadvisor's metadata cache holds {repo} at {revision or 'main'}")
+    raise HubError(f"offline (HF_HUB_OFFLINE=1) and {held}; import it once online (later offline imports "
+                   "reuse its metadata), or unset HF_HUB_OFFLINE")
+
+
+def _from_hub_cache(repo: str, revision: str | None, config_path: str, report: Progress) -> RepoFiles | str:
+    """The repo read from whole files in the hub cache, or how many of its shards it lacks ("1 of its 4")."""
     commit = Path(config_path).parent.name
-    config = _read_config(repo, config_path)
+    config = _parse_config(repo, _read_text(repo, config_path, "config.json"))
     index = _cached(repo, INDEX_FILE, commit)
-    shards = _shards_from_index(repo, index) if index else (SINGLE_FILE,)
+    shards = _shards_from_index(repo, _read_text(repo, index, INDEX_FILE) if index else None)
     paths = {shard: _cached(repo, shard, commit) for shard in shards}
     missing = [s for s, p in paths.items() if p is None]
     if missing:
-        raise HubError(f"offline (HF_HUB_OFFLINE=1) and the hub cache holds config.json of {repo} but not "
-                       f"{len(missing)} of its {len(shards)} safetensors files, whose headers are needed; "
-                       "unset HF_HUB_OFFLINE to read the headers over the network")
-    tensors = _parse_all(shards, lambda s: _local_header(repo, s, paths[s]), 4, report)  # type: ignore[arg-type]
-    return RepoFiles(repo, revision or "main", commit, config, tensors, shards, True)
+        return f"{len(missing)} of its {len(shards)}"
+    headers = _parse_all(shards, lambda s: _local_header(repo, s, paths[s]), 4, report)  # type: ignore[arg-type]
+    return RepoFiles(repo, revision or "main", commit, config, _merged(headers), shards, True)
+
+
+def _from_saved(saved: hubmeta.SavedMetadata, report: Progress) -> RepoFiles:
+    """The repo as an earlier online import read it, from sparkadvisor's metadata cache."""
+    config = _parse_config(saved.repo, saved.config_text)
+    shards = _shards_from_index(saved.repo, saved.index_text)
+    if set(shards) != set(saved.headers):
+        raise HubError(f"sparkadvisor's metadata cache file {saved.path} does not hold every shard's header; "
+                       "delete it and import once online")
+    report("metadata cache", 1, 1)
+    headers = {shard: saved.headers[shard] for shard in shards}
+    return RepoFiles(saved.repo, saved.revision, saved.commit, config, _merged(headers), shards, True,
+                     saved.path, saved.saved_on)
 
 
 def _cached(repo: str, filename: str, revision: str | None) -> str | None:
