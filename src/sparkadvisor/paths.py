@@ -40,7 +40,7 @@ def state_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """Derived files that can be rebuilt at any time: the parsed catalog."""
+    """Derived files that can be rebuilt at any time: the parsed catalog, hub metadata already read."""
     import platformdirs
 
     return _home("cache") or Path(platformdirs.user_cache_dir(APP))
