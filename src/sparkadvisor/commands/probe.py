@@ -33,10 +33,26 @@ def seconds(text: str) -> float:
     return value
 
 
+def base_url(text: str) -> str:
+    """An argparse type: an http:// or https:// URL with a host (a bare host:port gets http://)."""
+    from urllib.parse import urlsplit
+
+    url = text if "://" in text else f"http://{text}"
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError:
+        valid = False
+    if not valid:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL such as http://spark1:8000")
+    return url
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--vllm", metavar="URL", help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or "
+    parser.add_argument("--vllm", metavar="URL", type=base_url, help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or "
                         "http://127.0.0.1:8000)")
-    parser.add_argument("--gateway", metavar="URL", help="gateway base URL (default: Claude Code's "
+    parser.add_argument("--gateway", metavar="URL", type=base_url, help="gateway base URL (default: Claude Code's "
                         "ANTHROPIC_BASE_URL when it is not vLLM)")
     parser.add_argument("--claude-settings", type=Path, metavar="PATH",
                         help="Claude Code settings file (default: ~/.claude/settings.json)")

@@ -117,7 +117,10 @@ Target = Literal["vllm", "gateway", "cloud", "other"]
 
 
 def _endpoint(url: str) -> tuple[str, int | None]:
-    parts = urlsplit(url if "://" in url else f"http://{url}")
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+    except ValueError:
+        return url, None
     host = (parts.hostname or "").lower()
     host = "localhost" if host in LOCAL_HOSTS else host
     try:

@@ -82,6 +82,8 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: flo
         return Answer(url, problem=f"{url} closed the connection without an answer (another service on this port?)")
     except httpx.HTTPError as error:
         return Answer(url, problem=f"{url} broke off the exchange ({type(error).__name__})")
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError):
+        return Answer(url, problem=f"{url} is not a valid http:// or https:// URL")
 
 
 def _json(answer: Answer) -> Any:
