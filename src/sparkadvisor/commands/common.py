@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True
     parser.add_argument("--prefix-reuse", type=share, help="share of the prompt reused from the last turn")
     parser.add_argument("--output-tokens", type=positive_int, help="tokens written per turn")
     parser.add_argument("--gpu-memory-utilization", type=fraction, help="override every recipe's value")
-    parser.add_argument("--kv-cache-dtype", help="override the KV cache dtype (auto, fp8, ...)")
+    parser.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), metavar="DTYPE",
+                        help=f"override the KV cache dtype ({', '.join(sorted(KV_DTYPE_BYTES))})")
     add_catalog_option(parser)
     if json_flag:
         parser.add_argument("--json", action="store_true", help="print JSON for scripts")

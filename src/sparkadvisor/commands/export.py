@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -11,6 +12,20 @@ from sparkadvisor.commands.common import add_scenario_options, find_build_id, lo
 NAME = "export"
 HELP = "write a launch recipe (scripts, vLLM config, compose, Claude Code settings, report, JSON)"
 FORMAT_NAMES = ("sh", "yaml", "compose", "claude", "md", "json")
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
+def address(text: str) -> str:
+    """An argparse type: a host name or an IPv4/IPv6 address (nothing a shell or JSON would misread)."""
+    if not re.fullmatch(r"[A-Za-z0-9.:\-\[\]]+", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a host name or IP address")
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write into")
     parser.add_argument("--force", action="store_true", help="overwrite files that already exist")
     parser.add_argument("--gateway-url", metavar="URL", help="Claude Code talks to this gateway instead of vLLM")
-    parser.add_argument("--port", type=int, default=8000, help="API port on the head node (default: 8000)")
+    parser.add_argument("--port", type=port, default=8000, help="API port on the head node (default: 8000)")
+    parser.add_argument("--head-addr", type=address, metavar="ADDR",
+                        help="the head node's address as Claude Code and the workers reach it "
+                             "(default: the example 192.168.100.10; scripts also read $HEAD_ADDR)")
     add_scenario_options(parser, json_flag=False)
     parser.set_defaults(nodes=None)
 
@@ -43,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         chosen = plan.recipe.id if plan.recipe else "none"
         raise UsageError(f"on {cluster.label} the advisor uses recipe {chosen!r}, not {args.recipe!r}; "
                          "change --nodes or --hardware to match the recipe")
-    options = ExportOptions(args.launcher, args.gateway_url, args.port)
+    options = ExportOptions(args.launcher, args.gateway_url, args.port, args.head_addr)
     try:
         files = render(args.fmt, plan, options, ranked, index.catalog.sources)
         written = write_files(args.out, files, args.force)

@@ -50,8 +50,8 @@ def base_url(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--vllm", metavar="URL", type=base_url, help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or "
-                        "http://127.0.0.1:8000)")
+    parser.add_argument("--vllm", metavar="URL", type=base_url,
+                        help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or http://127.0.0.1:8000)")
     parser.add_argument("--gateway", metavar="URL", type=base_url, help="gateway base URL (default: Claude Code's "
                         "ANTHROPIC_BASE_URL when it is not vLLM)")
     parser.add_argument("--claude-settings", type=Path, metavar="PATH",

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
 
 
@@ -236,6 +237,9 @@ def check_references(catalog: Catalog, name: str = "catalog",
         if recipe.tp * recipe.pp != recipe.nodes:
             problems.append(where.problem("recipes", recipe.id, "nodes", f"tp x pp = {recipe.tp * recipe.pp} but "
                                           f"nodes = {recipe.nodes}; with one GPU per node they must be equal"))
+        if recipe.kv_cache_dtype not in KV_DTYPE_BYTES:
+            problems.append(where.problem("recipes", recipe.id, "kv_cache_dtype", f"{recipe.kv_cache_dtype!r} is not a "
+                                          f"KV dtype the advisor can cost; use one of {', '.join(KV_DTYPE_BYTES)}"))
         problems += _caveat_refs(where, "recipes", recipe.id, recipe.caveats, caveats)
     return problems + _source_refs(catalog, where)
 

@@ -59,5 +59,6 @@ def render_claude(launch: Launch) -> tuple[ExportFile, ...]:
                       "article's gateway was off for days and Claude Code silently used the cloud.")
     script += comment(f"Merge claude-settings.json into ~/.claude/settings.json; export {TOKEN_VARIABLE} in your "
                       "shell if the server requires a token (it is never written to a file).")
+    script += [line for note in launch.notes if note.loud for line in comment(f"WARNING: {note.text}")]
     script += ["set -u", check_command(launch)]
     return (ExportFile("claude-settings.json", text), ExportFile("claude-check.sh", "\n".join(script) + "\n", True))

@@ -44,6 +44,8 @@ class ExportOptions:
     """A gateway Claude Code talks to instead of vLLM itself."""
     port: int = 8000
     """The API port on the head node."""
+    head_addr: str | None = None
+    """The head node's address as Claude Code and the workers reach it; None keeps the example address."""
 
 
 DEFAULT_OPTIONS = ExportOptions()
@@ -102,7 +104,7 @@ def build_launch(plan: Plan, options: ExportOptions = DEFAULT_OPTIONS) -> Launch
     """The launch for a plan, or ExportError when the plan cannot run as computed."""
     _check(plan, options)
     nodes = plan.cluster.nodes
-    head = EnvRef("HEAD_ADDR", f"{ADDRESS_PREFIX}10")
+    head = EnvRef("HEAD_ADDR", options.head_addr or f"{ADDRESS_PREFIX}10")
     served = served_model_name(plan)
     common = model_args(plan, served)
     extra, dropped = extra_args(plan, common)
