@@ -251,3 +251,10 @@ def test_urls_pasted_with_v1(capsys, vllm, settings_file) -> None:
     assert code == 1
     assert (f"ANTHROPIC_BASE_URL {vllm.url}/v1 ends in /v1, but Claude Code appends /v1/messages itself; "
             "drop the /v1") in texts(data, "critical")
+
+
+def test_a_malformed_url_is_one_sentence(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["probe", "--vllm", "http://[::1"])
+    assert exit_info.value.code == 2
+    assert "is not an http:// or https:// URL" in capsys.readouterr().err

@@ -1,0 +1,49 @@
+"""Rules a plan follows that a user would otherwise see go wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkadvisor.catalogs import load_index
+from sparkadvisor.cli import main
+from sparkadvisor.core.advisor import evaluate_build
+from sparkadvisor.core.catalog import CatalogError, parse_catalog
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.workload import AGENTIC
+
+SOURCE = '[sources.x]\ntitle = "t"\nurl = "https://example.org"\n'
+
+
+def test_other_engines_figures_are_not_shown_as_vllm_measurements(index):
+    llama_cpp = [r for r in index.catalog.recipes if r.engine != "vllm" and r.nodes == 1 and r.measurements]
+    assert llama_cpp, "the bundled catalog has measurements from other engines"
+    for recipe in llama_cpp:
+        plan = evaluate_build(index, index.builds[recipe.build], Cluster(index.hardware[recipe.hardware], 1), AGENTIC)
+        assert plan.recipe is None or plan.recipe.engine == "vllm"
+
+
+def test_layers_that_do_not_add_up_are_refused():
+    text = SOURCE + ('[[models]]\nid = "m"\nname = "M"\nfamily = "F"\nsource = "x"\n[models.params]\ntotal_b = 1\n'
+                     'source = "x"\n[models.attention]\ndesign = "gqa"\nlayers = 4\nkv_heads = 1\nhead_dim = 8\n'
+                     'sliding_layers = 5\nsource = "x"\n')
+    with pytest.raises(CatalogError) as error:
+        parse_catalog(text, "odd.toml")
+    assert "sliding_layers + linear.layers = 5 but layers = 4" in str(error.value)
+
+
+def test_catalog_text_is_printed_literally(tmp_path, capsys):
+    path = tmp_path / "names.toml"
+    path.write_text(SOURCE + '[[models]]\nid = "m"\nname = "X [/] y [bold]"\nfamily = "F"\nsource = "x"\n'
+                    '[models.params]\ntotal_b = 1\nactive_b = 1\nsource = "x"\n[[builds]]\nid = "b"\nmodel = "m"\n'
+                    'repo = "o/b"\nformat = "bf16"\nsource = "x"\n')
+    assert main(["show", "b", "--nodes", "1", "--catalog", str(path)]) == 0
+    assert "X [/] y [bold]" in capsys.readouterr().out
+
+
+def test_a_recipe_on_unknown_hardware_is_a_problem(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text(SOURCE + '[[recipes]]\nid = "r"\nbuild = "glm-5.3-flash-nvfp4-redhat"\ntitle = "t"\n'
+                    'hardware = "abacus"\nnodes = 1\nsource = "x"\n')
+    with pytest.raises(CatalogError) as error:
+        load_index([path], include_user=False)
+    assert "names hardware 'abacus'" in str(error.value)
