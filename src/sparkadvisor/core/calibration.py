@@ -24,9 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sparkadvisor.core.catalog import CatalogIndex
-from sparkadvisor.core.kv import kv_shape
 from sparkadvisor.core.memory import build_weights
-from sparkadvisor.core.plan import decode_inputs
+from sparkadvisor.core.plan import decode_inputs, recipe_kv_read
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.speed import (
     MIN_BAND,
@@ -111,8 +110,7 @@ def recipe_inputs(index: CatalogIndex, recipe: Recipe, context: int | None, stre
     if model is None:
         return None
     weights = build_weights(build, model)
-    kv = kv_shape(model.attention, recipe.kv_cache_dtype, recipe.tp, recipe.pp) if model.attention else None
-    kv_read = kv.bytes_per_sequence(context or DEFAULT_DECODE_CONTEXT) if kv else 0.0
+    kv_read = recipe_kv_read(index, recipe, context or DEFAULT_DECODE_CONTEXT)
     return decode_inputs(model, build, weights, recipe, recipe.tp, recipe.pp, kv_read, streams)
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention, Measurement
-from sparkadvisor.core.speed import estimate_prefill, prefill_range
+from sparkadvisor.core.speed import prefill_range
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
 Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
@@ -284,22 +284,11 @@ def _first_token(plan: Plan) -> list[Step]:
                 "attention FLOPs per token, plus the link's share under TP)")
         basis = "estimated"
     text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.ttft_s)} to the first token."
-    cold_s = _cold_ttft_s(plan)
+    cold_s = plan.cold_ttft_s
     if plan.prefix_caching and cold_s is not None:
         text += f" Uncached (a cold {w.context_tokens:,}-token prompt): {fmt_seconds(cold_s)}."
     steps.append(Step("ttft", "first token", text, basis))
     return steps
-
-
-def _cold_ttft_s(plan: Plan) -> float | None:
-    """First token for the whole prompt computed from scratch (no prefix reuse)."""
-    context = plan.workload.context_tokens
-    if plan.prefill_measured is not None:
-        return context / plan.prefill_measured.value
-    active = plan.model.params.active_b
-    rate = estimate_prefill(plan.cluster.nodes, active * 1e9, plan.model.attention, context / 2, plan.constants) \
-        if active else None
-    return context / rate if rate else None
 
 
 def _turn(plan: Plan) -> Step:

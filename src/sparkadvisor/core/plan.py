@@ -121,6 +121,14 @@ class Plan:
         return self.decode.expected_tok_s if self.decode else None
 
     @property
+    def cold_ttft_s(self) -> float | None:
+        """First token for the whole prompt computed from scratch (no prefix reuse)."""
+        context = self.workload.context_tokens
+        rate, _, _ = _prefill(self.model, self.build, self.recipe, self.cluster, self.workload, context,
+                              self.constants)
+        return context / rate if rate else None
+
+    @property
     def efficiency(self) -> float | None:
         """Measured decode / bandwidth ceiling."""
         if self.decode_measured is None or self.decode is None:
@@ -300,12 +308,28 @@ def _uncached_tokens(workload: Workload, prefix_on: bool) -> int:
 def _decode(model: Model, build: Build, weights: Weights, recipe: Recipe | None, tp: int, pp: int,
             kv: KvShape | None, per_token: float | None, workload: Workload, hardware: Hardware,
             constants: SpeedConstants) -> DecodeEstimate | None:
-    if kv is not None:
-        kv_read = kv.bytes_per_sequence(workload.context_tokens)
-    else:
-        kv_read = (per_token or 0.0) * workload.context_tokens
-    inputs = decode_inputs(model, build, weights, recipe, tp, pp, kv_read)
+    inputs = decode_inputs(model, build, weights, recipe, tp, pp,
+                           kv_bytes_read(kv, per_token, workload.context_tokens))
     return estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants) if inputs else None
+
+
+def kv_bytes_read(kv: KvShape | None, per_token: float | None, context_tokens: int) -> float:
+    """KV bytes one rank reads per decoded token at `context_tokens`: from config.json facts,
+    else from a measured pool's bytes per token, else nothing (unknown, not counted)."""
+    if kv is not None:
+        return kv.bytes_per_sequence(context_tokens)
+    return (per_token or 0.0) * context_tokens
+
+
+def recipe_kv_read(index: CatalogIndex, recipe: Recipe, context_tokens: int) -> float:
+    """`kv_bytes_read` for a recipe's own build, dtype and split (what calibration predicts with)."""
+    build = index.builds[recipe.build]
+    model = index.models[build.model]
+    hardware = index.hardware[recipe.hardware]
+    kv = kv_shape(model.attention, recipe.kv_cache_dtype, recipe.tp, recipe.pp) if model.attention else None
+    weights = build_weights(build, model)
+    _, per_token = _kv_per_token(index, build, hardware, kv, weights, recipe.tp, recipe.pp)
+    return kv_bytes_read(kv, per_token, context_tokens)
 
 
 def decode_inputs(model: Model, build: Build, weights: Weights, recipe: Recipe | None,
