@@ -25,9 +25,9 @@ BASIS_MEANING = {
 
 def keys_content() -> Content:
     """One line per key."""
-    lines = [Content.assemble(((c.key_display or c.key).ljust(5), "bold $accent"), (c.footer.ljust(12), "bold"),
+    lines = [Content.assemble(((c.key_display or c.key).ljust(7), "bold $accent"), (c.footer.ljust(12), "bold"),
                               c.tooltip) for c in COMMANDS if c.show]
-    lines.append(Content.assemble(("ctrl+p".ljust(5), "bold $accent"), ("Palette".ljust(12), "bold"),
+    lines.append(Content.assemble(("ctrl+p".ljust(7), "bold $accent"), ("Palette".ljust(12), "bold"),
                                   "Every command as \"category: Action\"."))
     return Content("\n").join(lines)
 

@@ -182,7 +182,8 @@ class MainScreen(Screen[None]):
         from sparkadvisor.tui.screens.choice import ChoiceScreen
 
         options = [(h.id, f"{h.name}: {h.usable_memory_gib:g} GiB usable, {h.memory_bandwidth_gb_s:g} GB/s, "
-                    f"up to {h.max_nodes} nodes") for h in self.index.catalog.hardware]
+                    + (f"up to {h.max_nodes} nodes" if h.max_nodes > 1 else "one node"))
+                   for h in self.index.catalog.hardware]
         self.app.push_screen(ChoiceScreen("Hardware", options, self.scenario.hardware_id), self.set_hardware)
 
     def action_pick_sort(self) -> None:
