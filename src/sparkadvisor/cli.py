@@ -17,18 +17,11 @@ from sparkadvisor.commands.common import UsageError, add_catalog_option
 from sparkadvisor.core.catalog import CatalogError
 
 COMMANDS = ("rank", "show", "check", "export", "hub_import", "probe", "fidelity", "coverage")
-"""Subcommand modules, in the order help lists them; a module not present is skipped."""
+"""Subcommand modules, in the order help lists them."""
 
 
 def _modules() -> list[ModuleType]:
-    modules = []
-    for name in COMMANDS:
-        try:
-            modules.append(importlib.import_module(f"sparkadvisor.commands.{name}"))
-        except ModuleNotFoundError as error:
-            if error.name != f"sparkadvisor.commands.{name}":
-                raise
-    return modules
+    return [importlib.import_module(f"sparkadvisor.commands.{name}") for name in COMMANDS]
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
@@ -53,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command is None:
-            return _open_tui(parser, args)
+            return _open_tui(args)
         return int(commands[args.command].run(args))
     except CatalogError as error:
         print(f"sparkadvisor: the catalog has {len(error.problems)} problem(s):", file=sys.stderr)
@@ -67,12 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _open_tui(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    try:
-        from sparkadvisor.tui.app import run
-    except ModuleNotFoundError as error:
-        if not (error.name or "").startswith("sparkadvisor.tui"):
-            raise
-        parser.print_help()
-        return 0
+def _open_tui(args: argparse.Namespace) -> int:
+    from sparkadvisor.tui.app import run
+
     return int(run(args.catalog))
