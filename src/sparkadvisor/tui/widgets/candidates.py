@@ -22,6 +22,8 @@ REASON_COLUMN = "reason"
 """An extra last column: why an excluded build is excluded."""
 REASON_WIDTH = 60
 NUMERIC = {c.key for c in COLUMNS if c.numeric}
+CAPPED_WIDTHS = {"model": 26, "build": 24}
+"""Names wider than this end in an ellipsis, so the figures stay on an 80-column screen."""
 
 
 class LiveCell:
@@ -44,7 +46,7 @@ class LiveCell:
         yield self.text
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        width = len(self.table.cell_value(self.build_id, self.column))
+        width = min(len(self.table.cell_value(self.build_id, self.column)), CAPPED_WIDTHS.get(self.column, 10**6))
         return Measurement(width, width)
 
 
@@ -73,7 +75,7 @@ class CandidatesTable(DataTable[LiveCell]):
         excluded = self.ranking.by_id[build_id].excluded
         return Text(self.cell_value(build_id, column), style="dim" if excluded else "",
                     justify="right" if column in NUMERIC else "left", no_wrap=True,
-                    overflow="ellipsis" if column == REASON_COLUMN else "fold")
+                    overflow="ellipsis" if column == REASON_COLUMN or column in CAPPED_WIDTHS else "fold")
 
     @property
     def highlighted_build(self) -> str | None:
@@ -112,6 +114,7 @@ class CandidatesTable(DataTable[LiveCell]):
         for column in self.ordered_columns:
             key = str(column.key.value)
             width, build_id = ranking.widest.get(key, (0, ""))
+            width = min(width, CAPPED_WIDTHS.get(key, width))
             if width > column.content_width and build_id in self._shown:
                 self.update_cell(build_id, key, self.get_cell(build_id, key), update_width=True)
         self.refresh()
