@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,15 +32,24 @@ def positive_int(text: str) -> int:
     return value
 
 
-def fraction(text: str) -> float:
-    """An argparse type: a number in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most 1")
-    return value
+def number_above_zero(most: float, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a number more than 0 and at most `most` (`unit` names it in messages)."""
+    what = f" {unit}" if unit else ""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number{' of' + what if unit else ''}") from None
+        if not 0 < value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most {most:g}{what}")
+        return value
+
+    return parse
+
+
+fraction = number_above_zero(1)
+"""An argparse type: a number in (0, 1]."""
 
 
 def share(text: str) -> float:

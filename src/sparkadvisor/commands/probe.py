@@ -9,7 +9,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparkadvisor.commands.common import UsageError, add_scenario_options, find_build_id, load, print_json, scenario
+from sparkadvisor.commands.common import (
+    UsageError,
+    add_scenario_options,
+    find_build_id,
+    load,
+    number_above_zero,
+    print_json,
+    scenario,
+)
 
 if TYPE_CHECKING:
     from sparkadvisor.core.checkup import BuildMatch, Finding
@@ -22,15 +30,8 @@ HELP = "check that vLLM, the gateway and Claude Code's settings are on, and comp
 MARKS = {"ok": "ok  ", "info": "info", "warning": "WARN", "critical": "FAIL"}
 
 
-def seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most 3600 seconds")
-    return value
+seconds = number_above_zero(3600, "seconds")
+"""An argparse type: a positive number of seconds, at most an hour."""
 
 
 def base_url(text: str) -> str:

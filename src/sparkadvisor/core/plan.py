@@ -89,7 +89,6 @@ class Plan:
     prefix_caching_note: str
     uncached_tokens: int
     ttft_s: float | None
-    turn_s: float | None
     caveats: tuple[Caveat, ...]
     disqualified_by: Caveat | None
     """A caveat that rules the build out for this workload."""
@@ -119,6 +118,14 @@ class Plan:
         if self.decode_measured is not None:
             return self.decode_measured.value
         return self.decode.expected_tok_s if self.decode else None
+
+    @property
+    def turn_s(self) -> float | None:
+        """First token plus the answer at the decode speed a turn is costed at."""
+        speed = self.decode_tok_s
+        if self.ttft_s is None or not speed:
+            return None
+        return self.ttft_s + self.workload.output_tokens / speed
 
     @property
     def cold_ttft_s(self) -> float | None:
@@ -213,13 +220,11 @@ def evaluate(
     decode = _decode(model, build, weights, recipe, tp, pp, kv, per_token, workload, hardware, constants)
     prefill, prefill_basis, prefill_measured = _prefill(model, build, recipe, cluster, workload, uncached, constants)
     ttft = uncached / prefill if prefill else None
-    speed = decode_measured.value if decode_measured else (decode.expected_tok_s if decode else None)
-    turn = ttft + workload.output_tokens / speed if ttft is not None and speed else None
     return Plan(
         build, model, cluster, workload, recipe, tp, pp, parallel_reason, weights, budget,
         budget.fits or fit_by_recipe, fit_by_recipe, needed, kv, kv_basis, per_token, pool,
         pool_measured, sessions, decode, decode_measured, prefill, prefill_basis, prefill_measured,
-        prefix_on, prefix_note, uncached, ttft, turn, caveats, _disqualifier(caveats, workload), constants,
+        prefix_on, prefix_note, uncached, ttft, caveats, _disqualifier(caveats, workload), constants,
         kv_dtype,
     )
 
