@@ -11,7 +11,7 @@ from sparkadvisor.core.catalog import CatalogIndex, source_ids
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
-from sparkadvisor.core.table import COLUMNS, row_cells
+from sparkadvisor.core.table import COLUMNS, cluster_line, row_cells, workload_line
 from sparkadvisor.core.workload import Workload
 
 BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "estimated": "yellow",
@@ -20,10 +20,7 @@ BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "
 
 def header(cluster: Cluster, workload: Workload) -> str:
     """"2 x DGX Spark · 243.2 GiB · 273 GB/s · Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
-    hw = cluster.hardware
-    return (f"{cluster.label} · {cluster.nodes * hw.usable_memory_gib:.1f} GiB · {hw.memory_bandwidth_gb_s:g} GB/s"
-            f" · {workload.label}: {workload.context_tokens:,} tokens, {workload.prefix_reuse:.0%} reuse, "
-            f"{workload.output_tokens} out")
+    return f"{cluster_line(cluster)} · {workload_line(workload)}"
 
 
 def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload) -> None:

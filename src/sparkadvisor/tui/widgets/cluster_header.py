@@ -6,8 +6,8 @@ from textual.content import Content
 from textual.widgets import Static
 
 from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.table import cluster_line, workload_line
 from sparkadvisor.core.workload import Settings, Workload
-from sparkadvisor.render import header
 
 
 def settings_text(settings: Settings) -> str:
@@ -29,7 +29,6 @@ class ClusterHeader(Static):
 
     def show(self, cluster: Cluster, workload: Workload, settings: Settings) -> None:
         """Update both lines."""
-        cluster_text, _, assumptions = header(cluster, workload).partition(f" · {workload.label}")
-        self.update(Content.assemble(
-            (cluster_text, "bold $primary"), "\n", (workload.label, "bold $accent"),
-            f"{assumptions}{settings_text(settings)}"))
+        assumptions = workload_line(workload).removeprefix(workload.label)
+        self.update(Content.assemble((cluster_line(cluster), "bold $primary"), "\n", (workload.label, "bold $accent"),
+                                     f"{assumptions}{settings_text(settings)}"))
