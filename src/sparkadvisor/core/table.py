@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
 BADGES: dict[str, str] = {
@@ -75,7 +76,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
     measured = plan.decode_measured
     pool = plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
     pool_text = fmt_tokens(pool) + ("*" if plan.kv_pool_measured else "")
-    return {
+    cells = {
         "rank": str(ranked.rank) if ranked.rank else "-",
         "model": plan.model.name,
         "build": f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}",
@@ -90,6 +91,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "turn": fmt_seconds(plan.turn_s),
         "caveats": " ".join(dict.fromkeys(BADGES[c.kind] for c in plan.caveats)),
     }
+    return {key: safe_text(text) for key, text in cells.items()}
 
 
 def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:
