@@ -32,11 +32,21 @@ CaveatKind = Literal[
     "spec-decode-cache-miss",
     "slow-cold-load",
     "quality-loss",
-    "other",
+    "tool-calls-disputed",
+    "output-garbled",
+    "server-crash",
+    "slow-engine",
+    "slow-decode",
 ]
-"""The fixed vocabulary of caveats. The core acts on some kinds (prefix caching
-disabled changes the first-token arithmetic; tool calls corrupted disqualifies the
-build for agents); the rest are shown and exported as warnings."""
+"""The fixed vocabulary of caveats; `core.caveats` gives each kind its badge and meaning.
+The core acts on some kinds (prefix caching disabled is a target miss for agents and
+changes the first-token arithmetic; tool calls corrupted disqualifies the build for
+agents); the rest are shown and exported as warnings. There is no catch-all kind: a
+new kind of problem gets its own name and badge."""
+
+Severity = Literal["info", "warning", "critical"]
+"""How much a caveat matters: critical (red) changes the decision, warning (amber) needs
+an action or a choice, info (dim) is worth knowing."""
 
 Format = Literal[
     "nvfp4-compressed-tensors",
@@ -252,9 +262,24 @@ class Context(Strict):
     native_tokens: int = Field(ge=1)
     """Trained context (max_position_embeddings without scaling)."""
     extended_tokens: int | None = Field(default=None, ge=1)
-    """With RoPE scaling such as YaRN, when the card gives it."""
+    """With RoPE scaling such as YaRN, when the card gives it; a recipe enables it by setting
+    max_model_len above the native context."""
+    extended_method: str | None = None
+    """How the extended context is reached, e.g. "YaRN factor 4"."""
     source: SourceRef
     """config.json or model card."""
+
+    @model_validator(mode="after")
+    def _extended_is_longer(self) -> Context:
+        if self.extended_tokens is not None and self.extended_tokens <= self.native_tokens:
+            raise ValueError(f"extended_tokens {self.extended_tokens} should be above native_tokens "
+                             f"{self.native_tokens} (leave it out when there is no extension)")
+        return self
+
+    @property
+    def longest_tokens(self) -> int:
+        """The longest context the model can serve: extended when it has one, else native."""
+        return self.extended_tokens or self.native_tokens
 
 
 class Capability(Strict):
@@ -270,8 +295,12 @@ class Capability(Strict):
     """The reference model's score on that table."""
     workloads: list[WorkloadKind] = ["agentic", "chat"]
     """Workloads the benchmark speaks for."""
+    reported_by: Literal["developer", "leaderboard", "third-party"] = "developer"
+    """Who ran it: the model's developer (its card or blog), a public leaderboard, or someone else."""
+    date: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    """When the table was published, YYYY-MM-DD (or YYYY-MM)."""
     source: SourceRef
-    """Who published the table (developer numbers say so in the source note)."""
+    """The card, blog or leaderboard page holding the table."""
 
 
 class Model(Strict):
@@ -303,6 +332,9 @@ class Model(Strict):
     """Context lengths."""
     capability: list[Capability] = []
     """Sourced benchmark scores against a frontier reference."""
+    capability_none_published: str | None = None
+    """When no score is published: what was looked for and where, e.g. "the model card and
+    the release blog give no coding or agentic benchmark (read 2026-09)"."""
     source: SourceRef
     """Where the name, licence and release facts come from."""
 
@@ -484,8 +516,8 @@ class Caveat(Strict):
     """Short id."""
     kind: CaveatKind
     """What kind of problem it is."""
-    severity: Literal["info", "warning", "critical"]
-    """How much it matters."""
+    severity: Severity
+    """How much it matters: critical, warning or info."""
     hurts: list[WorkloadKind] = []
     """Workloads it makes worse."""
     disqualifies: list[WorkloadKind] = []
