@@ -9,6 +9,7 @@ GiB = 2^30 bytes), so the app can answer in the unit the reader knows.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -404,6 +405,47 @@ class Speculative(Strict):
     """The recipe."""
 
 
+class PatchFile(Strict):
+    """One file a recipe bind-mounts over the image's own."""
+
+    path: str = Field(pattern=r"^[A-Za-z0-9._][A-Za-z0-9._/+-]*$")
+    """Where it lives in the recipe repository, relative to its root."""
+    target: str = Field(pattern=r"^/[A-Za-z0-9._/+-]+$")
+    """The absolute path inside the container it replaces."""
+
+
+class Patch(Strict):
+    """A patch to vLLM a recipe applies: where to get it and what breaks without it."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    """Short name, used in messages and file names."""
+    title: str = Field(min_length=1)
+    """What it is, in a few words."""
+    repo: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    """The recipe repository to clone."""
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    """The commit the files were read at; None when nobody pinned one (the script then takes RECIPE_DIR as is)."""
+    files: list[PatchFile] = Field(min_length=1)
+    """The files it bind-mounts."""
+    env: dict[str, str] = {}
+    """Environment the patched code reads (e.g. a switch that turns it on)."""
+    breaks: str = Field(min_length=1)
+    """What happens without it, e.g. "the engine dies on any decode past ~24K context"."""
+    fails_past_context_tokens: int | None = Field(default=None, ge=1)
+    """Without it the engine fails once a sequence passes this many tokens (approximate, from the source)."""
+    fit_depends: bool = False
+    """The plan fits only with it (e.g. a table kept on disk instead of in memory)."""
+    source: SourceRef
+    """Where the patch and its failure are described."""
+
+    @model_validator(mode="after")
+    def _env_names(self) -> Patch:
+        for name in self.env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"env name {name!r} is not a shell variable name")
+        return self
+
+
 class Requirements(Strict):
     """What a recipe needs of the machine beyond vLLM itself."""
 
@@ -411,7 +453,7 @@ class Requirements(Strict):
     """Swap must be on (with swappiness=0) to survive the loading peak."""
     drop_page_cache: bool = False
     """`echo 3 > /proc/sys/vm/drop_caches` before loading."""
-    patches: list[str] = []
+    patches: list[Patch] = []
     """Patches to vLLM or kernels the recipe applies."""
 
 
