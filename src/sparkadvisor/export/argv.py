@@ -81,27 +81,27 @@ def speculative_json(plan: Plan) -> str | None:
     return json.dumps(config, separators=(",", ":"), ensure_ascii=False)
 
 
-def graph_args(plan: Plan) -> list[str]:
+def graph_options(plan: Plan) -> list[Option]:
     """--enforce-eager, or the compilation config's CUDA-graph mode, as the recipe sets it."""
     recipe = plan.recipe
     if recipe is None:
         return []
     if recipe.enforce_eager:
-        return ["--enforce-eager"]
+        return [("--enforce-eager",)]
     if recipe.cudagraph_mode:
-        return ["--compilation-config", json.dumps({"cudagraph_mode": recipe.cudagraph_mode}, separators=(",", ":"),
-                                                         ensure_ascii=False)]
+        mode = json.dumps({"cudagraph_mode": recipe.cudagraph_mode}, separators=(",", ":"), ensure_ascii=False)
+        return [("--compilation-config", mode)]
     return []
 
 
-def parser_args(plan: Plan) -> list[str]:
+def parser_options(plan: Plan) -> list[Option]:
     """Tool-call and reasoning parsers (auto tool choice needs the tool-call parser)."""
-    recipe, args = plan.recipe, []
+    recipe, options = plan.recipe, []
     if recipe and recipe.tool_call_parser:
-        args += ["--tool-call-parser", recipe.tool_call_parser, "--enable-auto-tool-choice"]
+        options += [("--tool-call-parser", recipe.tool_call_parser), ("--enable-auto-tool-choice",)]
     if recipe and recipe.reasoning_parser:
-        args += ["--reasoning-parser", recipe.reasoning_parser]
-    return args
+        options.append(("--reasoning-parser", recipe.reasoning_parser))
+    return options
 
 
 def model_options(plan: Plan, served_name: str) -> list[Option]:
@@ -122,12 +122,13 @@ def model_options(plan: Plan, served_name: str) -> list[Option]:
     spec = speculative_json(plan)
     if spec:
         options.append(("--speculative-config", spec))
-    return options + [tuple(g) for g in group_args(graph_args(plan) + parser_args(plan))]
+    return options + graph_options(plan) + parser_options(plan)
 
 
 def is_option(token: str) -> bool:
-    """A token vLLM's argparse reads as an option: it starts with '-' and is not a negative number."""
-    return token.startswith("-") and not NEGATIVE_NUMBER.fullmatch(token)
+    """A token vLLM's argparse reads as an option: it starts with '-', is not '-' alone and not a negative
+    number (argparse's own `_parse_optional` rules, kept conservative)."""
+    return token.startswith("-") and token != "-" and not NEGATIVE_NUMBER.fullmatch(token)
 
 
 def group_args(argv: list[str]) -> list[list[str]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sparkadvisor.export.argv import Arg, EnvRef, Option, resolve
 from sparkadvisor.export.flags import long_name, option_name
-from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportError, ExportFile, Launch, NodeLaunch
+from sparkadvisor.export.spec import ADDRESS_PREFIX, CONTAINER_HF_HOME, ExportError, ExportFile, Launch, NodeLaunch
 from sparkadvisor.export.text import comment
 from sparkadvisor.export.yamlout import dump
 
@@ -29,6 +29,9 @@ def _header(launch: Launch, node: NodeLaunch, what: str) -> list[str]:
     if len(launch.nodes) > 1:
         lines += comment(f"node {node.rank} of {len(launch.nodes)}, {node.host_hint}")
     lines += comment("No pre-flight checks run from this file: the sh export's scripts carry them.")
+    if launch.options.placeholder_head and len(launch.nodes) > 1:
+        lines += comment(f"{launch.head.default} and the other {ADDRESS_PREFIX}x addresses are examples: export "
+                         "again with --head-addr and --worker-addrs, or edit them here.")
     return lines + [c for n in launch.notes if n.loud for c in comment("WARNING: " + n.text)]
 
 

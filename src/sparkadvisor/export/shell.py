@@ -121,7 +121,7 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
 
 def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
-    lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud]
+    lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud and n.kind != "patch"]
     lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
     return (lines + _patches(launch) + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch)
             + _model(launch) + [""])
@@ -197,7 +197,7 @@ def _patch_check(use: PatchUse) -> list[str]:
     patch, var = use.patch, use.checkout_var
     dest = f"~/sparkadvisor-recipes/{patch.repo.rsplit('/', 1)[-1]}"
     lines = [""] + comment(f"Patch {patch.id}: {patch.title} ({'needed' if use.needed else 'optional'}: {use.why}).")
-    lines += comment(f"Without it {patch.breaks}.") + ["# Get it (then run with RECIPE_DIR=DIR):".replace("RECIPE_DIR", var)]
+    lines += comment(f"Without it {patch.breaks}.") + [f"# Get it (then run with {var}=DIR):"]
     lines += [f"#   {command}" for command in use.clone_command(dest).split(" && ")]
     files = [f'"${var}"/{sh_arg(f.path)}' for f in patch.files]
     present = " && ".join(f"[ -f {path} ]" for path in files)

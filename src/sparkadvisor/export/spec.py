@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.units import fmt_seconds
 from sparkadvisor.core.schema import Patch
+from sparkadvisor.core.units import fmt_seconds
 from sparkadvisor.export import addresses
 from sparkadvisor.export.argv import (
     Arg,
@@ -238,9 +238,10 @@ def _check_values(positional: list[str], launches: tuple[NodeLaunch, ...]) -> No
             if "\0" in str(arg):
                 raise ExportError("a catalog value contains a NUL character, which no command line can carry")
         for option in node.vllm_options[1:]:
-            for value in option[1:]:
+            flag, eq, joined = str(option[0]).partition("=")
+            for value in ([joined] if eq else []) + list(option[1:]):
                 if isinstance(value, str) and is_option(value):
-                    raise ExportError(f"the catalog value {value!r} for {option[0]} starts with '-': vLLM's parser "
+                    raise ExportError(f"the catalog value {value!r} for {flag} starts with '-': vLLM's parser "
                                       "would read it as an option of its own, in a script and in a config file")
 
 
@@ -317,8 +318,8 @@ def _patch_note(use: PatchUse) -> Note:
     patch = use.patch
     where = f"{patch.repo} at {patch.commit[:12]}" if patch.commit else f"{patch.repo} (no pinned commit)"
     head = "PATCH REQUIRED" if use.needed else "patch (optional here)"
-    return Note(f"{head}: {patch.title}, from {where}, mounted from ${use.checkout_var}; without it "
-                f"{patch.breaks}; {use.why}", use.needed, "patch")
+    return Note(f"{head}: {patch.title}, from {where}, mounted from the checkout named by {use.checkout_var}; "
+                f"without it {patch.breaks}; {use.why}", use.needed, "patch")
 
 
 @dataclass(frozen=True, slots=True)

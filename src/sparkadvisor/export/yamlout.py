@@ -63,7 +63,11 @@ def _mapping(data: Mapping[str, Any], pad: str) -> list[str]:
 def _sequence(items: Sequence[Any], pad: str) -> list[str]:
     lines = []
     for item in items:
-        lines += _entry(f"{pad}-", item, pad + "  ")
+        if isinstance(item, Mapping) and item:
+            block = _mapping(item, pad + "  ")
+            lines += [f"{pad}- {block[0][len(pad) + 2:]}", *block[1:]]
+        else:
+            lines += _entry(f"{pad}-", item, pad + "  ")
     return lines
 
 
