@@ -21,8 +21,8 @@ PYDANTIC_CONFIG = {"extra": "forbid", "allow_inf_nan": False}
 """What pydantic enforces on every record: unknown keys refused, no inf or nan."""
 
 
-def checked(default: Any = MISSING, *, default_factory: Any = MISSING, **limits: float) -> Any:
-    """A field with numeric or length limits that validation enforces (`gt=0`, `min_length=1`)."""
+def checked(default: Any = MISSING, *, default_factory: Any = MISSING, **limits: Any) -> Any:
+    """A field with limits that validation enforces (`gt=0`, `min_length=1`, `pattern=...`)."""
     return field(default=default, default_factory=default_factory, metadata=limits)
 
 

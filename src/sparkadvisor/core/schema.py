@@ -1,18 +1,21 @@
 """The catalog schema: hardware, models, builds, recipes, caveats and their sources.
 
 This file is the one definition of each catalog field. Each table is a frozen stdlib
-dataclass (`@record`); limits go in `checked(...)`, cross-field rules in `__post_init__`
-(raise ValueError). The runtime index is built from these classes without pydantic;
-`core.validation` has pydantic check a changed catalog against the same classes, and
-unknown keys are refused there, so a misspelt key is an error rather than a silently
-ignored line. Lists are tuples, so a record is immutable all the way down. Every table that holds numbers names its
-`source` (an id from `[sources]`); a figure nobody has published is left out, and the
-app shows it as unknown. Sizes keep the unit the source printed (GB = 10^9 bytes,
-GiB = 2^30 bytes), so the app can answer in the unit the reader knows.
+dataclass (`@record`); limits go in `checked(...)` (gt, ge, lt, le, min_length, pattern),
+cross-field rules in `__post_init__` (raise ValueError). The runtime index is built from
+these classes without pydantic; `core.validation` has pydantic check a changed catalog
+against the same classes, and unknown keys are refused there, so a misspelt key is an
+error rather than a silently ignored line. Lists are tuples, so a record is immutable.
+
+Every table that holds numbers names its `source` (an id from `[sources]`); a figure
+nobody has published is left out, and the app shows it as unknown. Sizes keep the unit
+the source printed (GB = 10^9 bytes, GiB = 2^30 bytes), so the app can answer in the
+unit the reader knows.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from sparkadvisor.core.records import checked, record
@@ -36,11 +39,21 @@ CaveatKind = Literal[
     "spec-decode-cache-miss",
     "slow-cold-load",
     "quality-loss",
-    "other",
+    "tool-calls-disputed",
+    "output-garbled",
+    "server-crash",
+    "slow-engine",
+    "slow-decode",
 ]
-"""The fixed vocabulary of caveats. The core acts on some kinds (prefix caching
-disabled changes the first-token arithmetic; tool calls corrupted disqualifies the
-build for agents); the rest are shown and exported as warnings."""
+"""The fixed vocabulary of caveats; `core.caveats` gives each kind its badge and meaning.
+The core acts on some kinds (prefix caching disabled is a target miss for agents and
+changes the first-token arithmetic; tool calls corrupted disqualifies the build for
+agents); the rest are shown and exported as warnings. There is no catch-all kind: a
+new kind of problem gets its own name and badge."""
+
+Severity = Literal["info", "warning", "critical"]
+"""How much a caveat matters: critical (red) changes the decision, warning (amber) needs
+an action or a choice, info (dim) is worth knowing."""
 
 Format = Literal[
     "nvfp4-compressed-tensors",
@@ -258,9 +271,22 @@ class Context:
     native_tokens: int = checked(ge=1)
     """Trained context (max_position_embeddings without scaling)."""
     extended_tokens: int | None = checked(None, ge=1)
-    """With RoPE scaling such as YaRN, when the card gives it."""
+    """With RoPE scaling such as YaRN, when the card gives it; a recipe enables it by setting
+    max_model_len above the native context."""
+    extended_method: str | None = None
+    """How the extended context is reached, e.g. "YaRN factor 4"."""
     source: SourceRef
     """config.json or model card."""
+
+    def __post_init__(self) -> None:
+        if self.extended_tokens is not None and self.extended_tokens <= self.native_tokens:
+            raise ValueError(f"extended_tokens {self.extended_tokens} should be above native_tokens "
+                             f"{self.native_tokens} (leave it out when there is no extension)")
+
+    @property
+    def longest_tokens(self) -> int:
+        """The longest context the model can serve: extended when it has one, else native."""
+        return self.extended_tokens or self.native_tokens
 
 
 @record
@@ -277,8 +303,12 @@ class Capability:
     """The reference model's score on that table."""
     workloads: tuple[WorkloadKind, ...] = ("agentic", "chat")
     """Workloads the benchmark speaks for."""
+    reported_by: Literal["developer", "leaderboard", "third-party"] = "developer"
+    """Who ran it: the model's developer (its card or blog), a public leaderboard, or someone else."""
+    date: str = checked(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    """When the table was published, YYYY-MM-DD (or YYYY-MM)."""
     source: SourceRef
-    """Who published the table (developer numbers say so in the source note)."""
+    """The card, blog or leaderboard page holding the table."""
 
 
 @record
@@ -311,6 +341,9 @@ class Model:
     """Context lengths."""
     capability: tuple[Capability, ...] = ()
     """Sourced benchmark scores against a frontier reference."""
+    capability_none_published: str | None = None
+    """When no score is published: what was looked for and where, e.g. "the model card and
+    the release blog give no coding or agentic benchmark (read 2026-09)"."""
     source: SourceRef
     """Where the name, licence and release facts come from."""
 
@@ -384,6 +417,47 @@ class Speculative:
 
 
 @record
+class PatchFile:
+    """One file a recipe bind-mounts over the image's own."""
+
+    path: str = checked(pattern=r"^[A-Za-z0-9._][A-Za-z0-9._/+-]*$")
+    """Where it lives in the recipe repository, relative to its root."""
+    target: str = checked(pattern=r"^/[A-Za-z0-9._/+-]+$")
+    """The absolute path inside the container it replaces."""
+
+
+@record
+class Patch:
+    """A patch to vLLM a recipe applies: where to get it and what breaks without it."""
+
+    id: str = checked(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    """Short name, used in messages and file names."""
+    title: str = checked(min_length=1)
+    """What it is, in a few words."""
+    repo: str = checked(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    """The recipe repository to clone."""
+    commit: str | None = checked(None, pattern=r"^[0-9a-f]{40}$")
+    """The commit the files were read at; None when nobody pinned one (the script then takes RECIPE_DIR as is)."""
+    files: tuple[PatchFile, ...] = checked(min_length=1)
+    """The files it bind-mounts."""
+    env: dict[str, str] = checked(default_factory=dict)
+    """Environment the patched code reads (e.g. a switch that turns it on)."""
+    breaks: str = checked(min_length=1)
+    """What happens without it, e.g. "the engine dies on any decode past ~24K context"."""
+    fails_past_context_tokens: int | None = checked(None, ge=1)
+    """Without it the engine fails once a sequence passes this many tokens (approximate, from the source)."""
+    fit_depends: bool = False
+    """The plan fits only with it (e.g. a table kept on disk instead of in memory)."""
+    source: SourceRef
+    """Where the patch and its failure are described."""
+
+    def __post_init__(self) -> None:
+        for name in self.env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"env name {name!r} is not a shell variable name")
+
+
+@record
 class Requirements:
     """What a recipe needs of the machine beyond vLLM itself."""
 
@@ -391,7 +465,7 @@ class Requirements:
     """Swap must be on (with swappiness=0) to survive the loading peak."""
     drop_page_cache: bool = False
     """`echo 3 > /proc/sys/vm/drop_caches` before loading."""
-    patches: tuple[str, ...] = ()
+    patches: tuple[Patch, ...] = ()
     """Patches to vLLM or kernels the recipe applies."""
 
 
@@ -499,8 +573,8 @@ class Caveat:
     """Short id."""
     kind: CaveatKind
     """What kind of problem it is."""
-    severity: Literal["info", "warning", "critical"]
-    """How much it matters."""
+    severity: Severity
+    """How much it matters: critical, warning or info."""
     hurts: tuple[WorkloadKind, ...] = ()
     """Workloads it makes worse."""
     disqualifies: tuple[WorkloadKind, ...] = ()

@@ -4,25 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparkadvisor.core.caveats import KINDS
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
-BADGES: dict[str, str] = {
-    "prefix-caching-disabled": "NO-PREFIX-CACHE",
-    "prefix-caching-unreliable": "PREFIX-CACHE?",
-    "tool-calls-corrupted": "TOOLCALLS-CORRUPT",
-    "swap-required": "SWAP",
-    "page-cache-drop": "DROP-CACHES",
-    "custom-image": "CUSTOM-IMAGE",
-    "patch-required": "PATCH",
-    "eager-only": "EAGER",
-    "memory-utilization-limit": "GMU-LIMIT",
-    "spec-decode-cache-miss": "SPEC-CACHE-MISS",
-    "slow-cold-load": "SLOW-LOAD",
-    "quality-loss": "QUALITY",
-    "other": "NOTE",
-}
+BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
 
 

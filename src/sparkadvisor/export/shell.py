@@ -37,6 +37,12 @@ def render_sh(launch: Launch) -> tuple[ExportFile, ...]:
     return tuple(ExportFile(script_name(launch, n), "\n".join(_script(launch, n)) + "\n", True) for n in launch.nodes)
 
 
+GENERAL_KINDS = ("quality-loss", "slow-cold-load", "memory-utilization-limit", "spec-decode-cache-miss",
+                 "tool-calls-disputed", "output-garbled", "server-crash", "slow-engine", "slow-decode",
+                 "prefix-caching-unreliable")
+"""Caveat kinds listed in a script's header: nothing in the script acts on them."""
+
+
 def notes_of(launch: Launch, *kinds: str) -> list[Note]:
     """The launch's notes of these kinds."""
     return [n for n in launch.notes if n.kind in kinds]
@@ -61,8 +67,7 @@ def _header(launch: Launch, node: NodeLaunch) -> list[str]:
     lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
     for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
         lines += [c for step in _steps(plan, key) for c in comment(step, "#   ")]
-    general = [x for x in launch.notes if x.kind in ("other", "quality-loss", "slow-cold-load",
-                                                     "memory-utilization-limit", "spec-decode-cache-miss")]
+    general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
     if general:
         lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
     return lines + ["#", "# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh", ""]
