@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import checked, record
 
 SourceRef = str | tuple[str, ...]
@@ -66,10 +67,23 @@ Format = Literal[
     "awq-int4",
     "gptq-int4",
     "int4-w4a16",
+    "gguf-q4_0",
+    "gguf-q4_k_s",
     "gguf-q4_k_m",
+    "gguf-iq4_xs",
     "gguf-q5_k_m",
     "gguf-q6_k",
     "gguf-q8_0",
+    "gguf-ud-iq1_s",
+    "gguf-ud-iq1_m",
+    "gguf-ud-iq2_xxs",
+    "gguf-ud-iq3_xxs",
+    "gguf-ud-q2_k_xl",
+    "gguf-ud-q3_k_xl",
+    "gguf-ud-q4_k_xl",
+    "gguf-ud-q5_k_xl",
+    "gguf-ud-q6_k_xl",
+    "gguf-ud-q8_k_xl",
     "exl3",
 ]
 """Weight formats the catalog knows. `core.formats` holds the bits each one stores."""
@@ -393,6 +407,11 @@ class Build:
     """Average stored bits per weight when the build states it (EXL3 "4.0bpw")."""
     source: SourceRef
     """The repo or its model card."""
+
+    def __post_init__(self) -> None:
+        if FORMATS[self.format].mix_varies_by_model and self.size is None and self.bits_per_weight is None:
+            raise ValueError(f"format {self.format} picks its types per model, so no size can be derived; "
+                             "give [builds.size] as the repo lists the file, or bits_per_weight")
 
 
 # --- recipes ------------------------------------------------------------------
