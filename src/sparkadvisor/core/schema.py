@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sparkadvisor.core.formats import FORMATS
+
 SourceRef = str | list[str]
 """One source id, or several, from the catalog's `[sources]` table."""
 
@@ -60,10 +62,23 @@ Format = Literal[
     "awq-int4",
     "gptq-int4",
     "int4-w4a16",
+    "gguf-q4_0",
+    "gguf-q4_k_s",
     "gguf-q4_k_m",
+    "gguf-iq4_xs",
     "gguf-q5_k_m",
     "gguf-q6_k",
     "gguf-q8_0",
+    "gguf-ud-iq1_s",
+    "gguf-ud-iq1_m",
+    "gguf-ud-iq2_xxs",
+    "gguf-ud-iq3_xxs",
+    "gguf-ud-q2_k_xl",
+    "gguf-ud-q3_k_xl",
+    "gguf-ud-q4_k_xl",
+    "gguf-ud-q5_k_xl",
+    "gguf-ud-q6_k_xl",
+    "gguf-ud-q8_k_xl",
     "exl3",
 ]
 """Weight formats the catalog knows. `core.formats` holds the bits each one stores."""
@@ -383,6 +398,13 @@ class Build(Strict):
     """Average stored bits per weight when the build states it (EXL3 "4.0bpw")."""
     source: SourceRef
     """The repo or its model card."""
+
+    @model_validator(mode="after")
+    def _dynamic_quant_states_its_size(self) -> Build:
+        if FORMATS[self.format].mix_varies_by_model and self.size is None and self.bits_per_weight is None:
+            raise ValueError(f"format {self.format} picks its types per model, so no size can be derived; "
+                             "give [builds.size] as the repo lists the file, or bits_per_weight")
+        return self
 
 
 # --- recipes ------------------------------------------------------------------

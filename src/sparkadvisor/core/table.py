@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sparkadvisor.core.caveats import KINDS, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
 BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
@@ -62,7 +63,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
     measured = plan.decode_measured
     pool = plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
     pool_text = fmt_tokens(pool) + ("*" if plan.kv_pool_measured else "")
-    return {
+    cells = {
         "rank": str(ranked.rank) if ranked.rank else "-",
         "model": plan.model.name,
         "build": f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}",
@@ -77,6 +78,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "turn": fmt_seconds(plan.turn_s),
         "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
+    return {key: safe_text(text) for key, text in cells.items()}
 
 
 def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:

@@ -13,7 +13,7 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import Arg, EnvRef, max_model_len, resolve
 from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note
-from sparkadvisor.export.text import comment, sh_arg, sh_words
+from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
 SIZE_TOLERANCE = 0.10
 """Sources disagree on sizes by a few percent (Qwen3.8: 133 GB in the article, 124 GB on disk)."""
@@ -125,7 +125,7 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
 
 def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
-    lines += [f"warn {sh_arg(n.text)}" for n in launch.notes if n.loud]
+    lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud]
     lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
     return lines + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch) + _model(launch) + [""]
 
