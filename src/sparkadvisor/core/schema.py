@@ -600,6 +600,8 @@ class Caveat:
     """Workloads for which it rules the build out."""
     explanation: str = checked(min_length=1)
     """One sentence a person can act on."""
+    cite: str | None = None
+    """How a reason line cites it in a few characters, e.g. "vLLM #54173"."""
     source: SourceRef
     """Issue, README or model card."""
 
