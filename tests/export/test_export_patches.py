@@ -57,7 +57,7 @@ def test_ignore_checks_runs_without_the_patch_and_says_so(index, tmp_path):
 
 def test_a_patch_the_plan_does_not_need_only_warns(index, tmp_path):
     plan = plan_for(index, GLM, 2)
-    short = dataclasses.replace(plan, recipe=plan.recipe.model_copy(update={"max_model_len": 16384}))
+    short = dataclasses.replace(plan, recipe=dataclasses.replace(plan.recipe, max_model_len=16384))
     (use,) = build_launch(short).patches
     assert not use.needed and "stays within the ~24,000 tokens" in use.why
     result, calls = run_with_standins(_head_script(tmp_path, short), tmp_path)

@@ -186,7 +186,9 @@ def _needed(plan: Plan, patch: Patch) -> tuple[bool, str]:
     if patch.fit_depends:
         return True, f"the plan fits {plan.cluster.label} only with it"
     limit, served = patch.fails_past_context_tokens, max_model_len(plan)[0]
-    if limit is not None and served > limit:
+    if limit is not None and served is None:
+        return True, f"no --max-model-len is written, so vLLM may serve past the ~{limit:,} tokens stock vLLM survives"
+    if limit is not None and served is not None and served > limit:
         return True, f"--max-model-len {served:,} is past the ~{limit:,} tokens stock vLLM survives"
     if limit is not None:
         return False, f"--max-model-len {served:,} stays within the ~{limit:,} tokens stock vLLM survives"
