@@ -6,8 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sparkadvisor.core.caveats import KINDS, SEVERITY_ORDER, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
 
 if TYPE_CHECKING:
@@ -15,21 +17,7 @@ if TYPE_CHECKING:
     from sparkadvisor.core.schema import Caveat
     from sparkadvisor.core.workload import Workload
 
-BADGES: dict[str, str] = {
-    "prefix-caching-disabled": "NO-PREFIX-CACHE",
-    "prefix-caching-unreliable": "PREFIX-CACHE?",
-    "tool-calls-corrupted": "TOOLCALLS-CORRUPT",
-    "swap-required": "SWAP",
-    "page-cache-drop": "DROP-CACHES",
-    "custom-image": "CUSTOM-IMAGE",
-    "patch-required": "PATCH",
-    "eager-only": "EAGER",
-    "memory-utilization-limit": "GMU-LIMIT",
-    "spec-decode-cache-miss": "SPEC-CACHE-MISS",
-    "slow-cold-load": "SLOW-LOAD",
-    "quality-loss": "QUALITY",
-    "other": "NOTE",
-}
+BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
 
 
@@ -92,7 +80,7 @@ def fit_cell(ranked: Ranked) -> str:
 
 
 def _severity_rank(caveat: Caveat) -> int:
-    return list(SEVERITY_GLYPHS).index(caveat.severity)
+    return SEVERITY_ORDER[caveat.severity]
 
 
 def flags_cell(plan: Plan) -> str:
@@ -102,8 +90,7 @@ def flags_cell(plan: Plan) -> str:
         return ""
     present = {c.severity for c in plan.caveats}
     glyphs = "".join(glyph for severity, glyph in SEVERITY_GLYPHS.items() if severity in present)
-    worst = min(plan.caveats, key=_severity_rank)
-    return f"{glyphs} {BADGES[worst.kind]}"
+    return f"{glyphs} {badge(by_severity(plan.caveats)[0])}"
 
 
 def measured_cell(plan: Plan) -> str:
@@ -137,7 +124,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
     d = plan.decode
     pool = plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
     pool_text = fmt_tokens(pool) + ("*" if plan.kv_pool_measured else "")
-    return {
+    cells = {
         "rank": str(ranked.rank) if ranked.rank else "-",
         "model": plan.model.name,
         "build": f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}",
@@ -151,8 +138,9 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "measured": measured_cell(plan),
         "ttft": fmt_seconds(plan.ttft_s),
         "turn": fmt_seconds(plan.turn_s),
-        "caveats": " ".join(dict.fromkeys(BADGES[c.kind] for c in plan.caveats)),
+        "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
+    return {key: safe_text(text) for key, text in cells.items()}
 
 
 def _decode_value(attribute: str) -> Callable[[Ranked], float | None]:
@@ -211,8 +199,8 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
     """One build's column in a comparison: the table's cells plus the cold first token and prefix caching."""
     plan = ranked.plan
     return row_cells(ranked) | {
-        "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": plan.build.repo,
-        "cold": fmt_seconds(plan.cold_ttft_s), "reason": ranked.reason,
+        "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
+        "cold": fmt_seconds(plan.cold_ttft_s), "reason": safe_text(ranked.reason),
         "prefix": "on" if plan.prefix_caching else "OFF",
-        "caveats": ", ".join(dict.fromkeys(BADGES[c.kind] for c in plan.caveats)) or "none known",
+        "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
     }

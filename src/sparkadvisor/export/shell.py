@@ -11,9 +11,9 @@ from __future__ import annotations
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB
-from sparkadvisor.export.argv import Arg, EnvRef, max_model_len, resolve
-from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note
-from sparkadvisor.export.text import comment, sh_arg, sh_words
+from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
+from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note, PatchUse
+from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
 SIZE_TOLERANCE = 0.10
 """Sources disagree on sizes by a few percent (Qwen3.8: 133 GB in the article, 124 GB on disk)."""
@@ -35,6 +35,12 @@ def script_name(launch: Launch, node: NodeLaunch) -> str:
 def render_sh(launch: Launch) -> tuple[ExportFile, ...]:
     """One executable script per node."""
     return tuple(ExportFile(script_name(launch, n), "\n".join(_script(launch, n)) + "\n", True) for n in launch.nodes)
+
+
+GENERAL_KINDS = ("quality-loss", "slow-cold-load", "memory-utilization-limit", "spec-decode-cache-miss",
+                 "tool-calls-disputed", "output-garbled", "server-crash", "slow-engine", "slow-decode",
+                 "prefix-caching-unreliable")
+"""Caveat kinds listed in a script's header: nothing in the script acts on them."""
 
 
 def notes_of(launch: Launch, *kinds: str) -> list[Note]:
@@ -61,8 +67,7 @@ def _header(launch: Launch, node: NodeLaunch) -> list[str]:
     lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
     for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
         lines += [c for step in _steps(plan, key) for c in comment(step, "#   ")]
-    general = [x for x in launch.notes if x.kind in ("other", "quality-loss", "slow-cold-load",
-                                                     "memory-utilization-limit", "spec-decode-cache-miss")]
+    general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
     if general:
         lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
     return lines + ["#", "# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh", ""]
@@ -84,24 +89,20 @@ def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
               f"CONTAINER=sparkadvisor-vllm-node{node.rank}", f"IMAGE={sh_arg(launch.image)}",
               f"MODEL={sh_arg(launch.downloads[0])}"]
     lines += [f"DRAFT={sh_arg(d)}" for d in launch.downloads[1:2]]
-    if node.vllm_argv:
-        lines += _array("VLLM_ARGS", launch, node.vllm_argv)
+    lines += [f'{var}="${{{var}:-}}"  # a checkout of the recipe repository (its patches mount from it)'
+              for var in dict.fromkeys(u.checkout_var for u in launch.patches)]
+    if node.vllm_options:
+        lines += _array("VLLM_ARGS", launch, node.vllm_options)
     if node.ray_argv:
         lines += [f"RAY_ARGS=({sh_words(node.ray_argv)})"]
     return lines
 
 
-def _array(name: str, launch: Launch, argv: tuple[Arg, ...]) -> list[str]:
+def _array(name: str, launch: Launch, options: tuple[Option, ...]) -> list[str]:
     lines = [f"{name}=("]
-    groups: list[list[Arg]] = []
-    for arg in argv:
-        if isinstance(arg, EnvRef) or not arg.startswith("-") and groups:
-            groups[-1].append(arg)
-        else:
-            groups.append([arg])
-    for group in groups:
-        lines += [f"  {c}" for c in _flag_comments(launch, resolve(group[0]))]
-        lines.append("  " + sh_words(group))
+    for option in options:
+        lines += [f"  {c}" for c in _flag_comments(launch, resolve(option[0]))]
+        lines.append("  " + sh_words(option))
     return lines + [")"]
 
 
@@ -120,9 +121,10 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
 
 def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
-    lines += [f"warn {sh_arg(n.text)}" for n in launch.notes if n.loud]
+    lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud and n.kind != "patch"]
     lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
-    return lines + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch) + _model(launch) + [""]
+    return (lines + _patches(launch) + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch)
+            + _model(launch) + [""])
 
 
 def _swap(launch: Launch) -> list[str]:
@@ -183,6 +185,35 @@ def _model(launch: Launch) -> list[str]:
     return lines
 
 
+def _patches(launch: Launch) -> list[str]:
+    """Each patch's files checked in its checkout and mounted; a missing one the plan needs fails."""
+    lines = ["", "PATCH_ARGS=()"] if launch.patches else []
+    for use in launch.patches:
+        lines += _patch_check(use)
+    return lines
+
+
+def _patch_check(use: PatchUse) -> list[str]:
+    patch, var = use.patch, use.checkout_var
+    dest = f"~/sparkadvisor-recipes/{patch.repo.rsplit('/', 1)[-1]}"
+    lines = [""] + comment(f"Patch {patch.id}: {patch.title} ({'needed' if use.needed else 'optional'}: {use.why}).")
+    lines += comment(f"Without it {patch.breaks}.") + [f"# Get it (then run with {var}=DIR):"]
+    lines += [f"#   {command}" for command in use.clone_command(dest).split(" && ")]
+    files = [f'"${var}"/{sh_arg(f.path)}' for f in patch.files]
+    present = " && ".join(f"[ -f {path} ]" for path in files)
+    mounts = " ".join(f'-v "${var}"/{sh_arg(f"{f.path}:{f.target}:ro")}' for f in patch.files)
+    envs = " ".join(f"-e {sh_arg(f'{k}={v}')}" for k, v in patch.env.items())
+    missing = (f"patch {patch.id} ({patch.title}) is missing: {var} must name a checkout of {patch.repo}. "
+               f"Without it {patch.breaks}. Get it: {use.clone_command(dest)}; then run this script with "
+               f"{var}={dest}")
+    lines += [f'if [ -n "${var}" ] && {present}; then', f"  PATCH_ARGS+=({mounts}{' ' + envs if envs else ''})"]
+    if patch.commit:
+        lines += [f'  if [ "$(git -C "${var}" rev-parse HEAD 2>/dev/null)" != {patch.commit} ]; then',
+                  f'    warn "${var} is not at commit {patch.commit}, where the catalog read patch {patch.id}"',
+                  "  fi"]
+    return lines + ["else", f"  {'fail' if use.needed else 'warn'} {sh_arg(missing)}", "fi"]
+
+
 def _docker_args(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [c for n in notes_of(launch, "custom-image", "patch-required") for c in comment(n.text)]
     lines += ['if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi', "",
@@ -190,6 +221,7 @@ def _docker_args(launch: Launch, node: NodeLaunch) -> list[str]:
               "DOCKER_ARGS=(", '  --name "$CONTAINER" --network host --ipc host --gpus all --shm-size 10.24g',
               f'  -v "$HF_CACHE:{CONTAINER_HF_HOME}"', "  -e VLLM_API_KEY"]
     lines += [f"  -e {_env_word(k, v)}" for k, v in node.env]
+    lines += ['  "${PATCH_ARGS[@]}"'] if launch.patches else []
     return lines + [")", ""]
 
 

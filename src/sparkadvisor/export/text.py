@@ -1,7 +1,7 @@
 """Quoting and comment helpers shared by the renderers.
 
 Catalog and hub values are untrusted: in a shell script they appear only shell-quoted,
-in comments only on one line with every control character replaced, so no value can
+in comments and messages only on one line with every control character escaped, so no value can
 end a comment or a quoted word.
 """
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 import shlex
 import textwrap
 
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.export.argv import Arg, EnvRef
 
 
 def one_line(text: str) -> str:
-    """`text` with newlines and other non-printable characters turned into spaces."""
-    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    """`text` on one line: runs of white space made one space, every other control character escaped."""
+    return safe_text(" ".join(text.split()))
 
 
 def comment(text: str, prefix: str = "# ", width: int = 110) -> list[str]:
@@ -32,23 +33,6 @@ def sh_arg(arg: Arg) -> str:
 def sh_words(args: list[Arg] | tuple[Arg, ...]) -> str:
     """Shell words joined by spaces."""
     return " ".join(sh_arg(a) for a in args)
-
-
-def yaml_str(value: str) -> str:
-    """A YAML double-quoted scalar that reads back as exactly `value` (non-printables escaped)."""
-    out = []
-    for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable() and ch != "\x85":
-            out.append(ch)
-        elif ord(ch) <= 0xFF:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
 
 
 def md_cell(text: str) -> str:

@@ -14,6 +14,7 @@ from sparkadvisor.core.advisor import advise, evaluate_build
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.plan import Cluster, Plan
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import row_cells, sort_value
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
 
@@ -77,7 +78,7 @@ def compute_ranking(index: CatalogIndex, scenario: Scenario) -> Ranking:
     cluster = scenario.cluster(index)
     ranked = advise(index, cluster, scenario.workload, scenario.settings)
     by_id = {r.plan.build.id: r for r in ranked}
-    cells = {build_id: row_cells(r) | {REASON: r.reason} for build_id, r in by_id.items()}
+    cells = {build_id: row_cells(r) | {REASON: safe_text(r.reason)} for build_id, r in by_id.items()}
     model_of = {build_id: r.plan.model.id for build_id, r in by_id.items()}
     return Ranking(scenario, cluster, ranked, by_id, cells, _widest(cells), model_of)
 

@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
 
@@ -119,5 +120,5 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
 
     def _status(self, text: str, error: bool = False) -> None:
         status = self.query_one("#hub-import-status", Static)
-        status.update(text)
+        status.update(safe_text(text))
         status.set_class(error, "error")

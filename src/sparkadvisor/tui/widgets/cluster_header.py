@@ -6,6 +6,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import cluster_line, workload_line
 from sparkadvisor.core.workload import Settings, Workload
 
@@ -30,5 +31,6 @@ class ClusterHeader(Static):
     def show(self, cluster: Cluster, workload: Workload, settings: Settings) -> None:
         """Update both lines."""
         assumptions = workload_line(workload).removeprefix(workload.label)
-        self.update(Content.assemble((cluster_line(cluster), "bold $primary"), "\n", (workload.label, "bold $accent"),
-                                     f"{assumptions}{settings_text(settings)}"))
+        line = safe_text(f"{assumptions}{settings_text(settings)}")
+        self.update(Content.assemble((safe_text(cluster_line(cluster)), "bold $primary"), "\n",
+                                     (workload.label, "bold $accent"), line))
