@@ -17,11 +17,20 @@ from .helpers import row_ids, screen_lines
 DECISION = ("flags", "fit", "expected", "ttft")
 
 
+async def footer_keys(app, pilot) -> list[FooterKey]:
+    """The footer's keys on screen, once the footer has composed them (it waits for the bindings)."""
+    for _ in range(50):
+        await pilot.pause()
+        keys = [k for k in app.screen.query(FooterKey) if k.region.area]
+        if keys:
+            return keys
+    raise AssertionError("the footer never showed its keys")
+
+
 async def test_footer_shows_each_key_with_its_tooltip(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(240, 40)) as pilot:
-        await pilot.pause()
-        keys = {k.description: k.tooltip for k in app.screen.query(FooterKey)}
+        keys = {k.description: k.tooltip for k in await footer_keys(app, pilot)}
         for command in (c for c in COMMANDS if c.show):
             assert keys[command.footer] == command.tooltip
         ids = [b.id for b in app.screen.BINDINGS if hasattr(b, "id") and b.id]
@@ -31,11 +40,7 @@ async def test_footer_shows_each_key_with_its_tooltip(make_app) -> None:
 async def test_the_footer_keeps_help_and_quit_at_80_columns(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        for _ in range(20):  # the footer composes once the bindings are known
-            await pilot.pause()
-            keys = [k for k in app.screen.query(FooterKey) if k.region.area]
-            if keys:
-                break
+        keys = await footer_keys(app, pilot)
         shown = [k.description for k in keys]
         assert {"Help", "Quit", "Workload", "Nodes"} <= set(shown) and "Theme" not in shown
         assert all(k.region.right <= 80 and k.region.y == 23 for k in keys)
