@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
@@ -71,9 +72,10 @@ def test_a_bad_hf_endpoint_is_one_sentence(monkeypatch):
 
 
 def test_credentials_in_hf_endpoint_are_not_echoed(monkeypatch):
-    from conftest import closed_port
-
-    monkeypatch.setenv("HF_ENDPOINT", f"http://alice:s3cret@127.0.0.1:{closed_port()}")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://alice:s3cret@127.0.0.1:{port}")
     with pytest.raises(HubError) as caught:
         import_repo("meta/plain", timeout_s=2)
     assert "s3cret" not in str(caught.value) and "http://***@127.0.0.1" in str(caught.value)
