@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sparkadvisor.core.caveats import KINDS
+from sparkadvisor.core.caveats import KINDS, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
@@ -76,7 +76,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "measured": f"{measured.value:g}" if measured else "-",
         "ttft": fmt_seconds(plan.ttft_s),
         "turn": fmt_seconds(plan.turn_s),
-        "caveats": " ".join(dict.fromkeys(BADGES[c.kind] for c in plan.caveats)),
+        "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
     return {key: safe_text(text) for key, text in cells.items()}
 

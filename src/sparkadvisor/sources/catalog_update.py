@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkadvisor import paths
+from sparkadvisor.atomic import write_atomic
 from sparkadvisor.catalogs import ActiveCatalog, active_catalog, read_catalog
 from sparkadvisor.core.catalog import CatalogError, Problem, check_references, merge, parse_catalog
 from sparkadvisor.core.schema import Catalog
@@ -201,12 +201,11 @@ def install(raw: bytes, origin: dict[str, str]) -> Path:
     meta = {**origin, "installed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "sha256": hashlib.sha256(raw).hexdigest(), "bytes": str(len(raw))}
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         if current.is_file():
-            write_atomic(previous, current.read_bytes())
-            write_atomic(folder / "previous.json", _read_meta_bytes(folder / "catalog.json"))
-        write_atomic(current, raw)
-        write_atomic(folder / "catalog.json", json.dumps(meta, indent=2).encode())
+            write_atomic(previous, current.read_bytes(), durable=True)
+            write_atomic(folder / "previous.json", _read_meta_bytes(folder / "catalog.json"), durable=True)
+        write_atomic(current, raw, durable=True)
+        write_atomic(folder / "catalog.json", json.dumps(meta, indent=2), durable=True)
     except OSError as error:
         raise UpdateError(f"could not write in {folder} ({error.strerror or error}); the catalog in use "
                           "was left as it was") from None
@@ -222,7 +221,7 @@ def rollback() -> ActiveCatalog:
     try:
         if previous.is_file():
             os.replace(previous, current)
-            write_atomic(folder / "catalog.json", _read_meta_bytes(folder / "previous.json"))
+            write_atomic(folder / "catalog.json", _read_meta_bytes(folder / "previous.json"), durable=True)
             (folder / "previous.json").unlink(missing_ok=True)
         else:
             current.unlink()
@@ -246,17 +245,3 @@ def _read_meta_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b"{}"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """`data` written to a temporary file beside `path`, flushed to disk, then renamed over `path`."""
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
