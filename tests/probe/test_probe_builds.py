@@ -47,7 +47,7 @@ def test_workload_findings_survive_an_ambiguous_name_and_critical_ones_exit_1(ca
     [hit_rate] = [t for t in texts(data, "warning") if t.startswith("prefix-cache hit rate 12%")]
     assert "the plans for the 2 matching builds expect" in hit_rate
     decode = [t for t in texts(data, "ok") + texts(data, "warning") if t.startswith("decode ")]
-    assert len(decode) == 1 and re.fullmatch(r"decode 3\d tok/s: the plans for the 2 matching builds expect 27",
+    assert len(decode) == 1 and re.fullmatch(r"decode \d+ tok/s: the plans for the 2 matching builds expect 27",
                                               decode[0])
     assert any("pass --build ID" in t for t in texts(data, "info"))
 
