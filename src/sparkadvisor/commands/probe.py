@@ -177,12 +177,13 @@ def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
 
 def _print(report: ProbeReport, match: BuildMatch | None, plan: Plan | None, findings: list[Finding]) -> None:
     from sparkadvisor.core.checkup import SEVERITY_ORDER
+    from sparkadvisor.core.safetext import safe_text
 
     for line in _summary(report, match, plan):
-        print(line)
+        print(safe_text(line))
     print("findings:")
     for finding in sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity]):
-        print(f"  {MARKS[finding.severity]} {finding.text}")
+        print(f"  {MARKS[finding.severity]} {safe_text(finding.text)}")
 
 
 def _summary(report: ProbeReport, match: BuildMatch | None, plan: Plan | None) -> list[str]:

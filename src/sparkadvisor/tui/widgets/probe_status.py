@@ -19,6 +19,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from sparkadvisor.core.safetext import safe_text
+
 if TYPE_CHECKING:
     from sparkadvisor.core.metrics import MetricsWindow
     from sparkadvisor.sources.probe import QuickCheck
@@ -132,4 +134,4 @@ class ProbeStatus(Static):
             self.set_class(severity == message.severity, f"-{severity}")
 
     def watch_status(self, text: str) -> None:
-        self.update(text)
+        self.update(safe_text(text))
