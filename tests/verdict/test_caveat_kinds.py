@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from sparkadvisor.core.caveats import KINDS, badge
-from sparkadvisor.core.schema import CaveatKind, Caveat
+from sparkadvisor.core.schema import Caveat, CaveatKind
 
 
 def test_every_kind_has_a_distinct_badge_and_meaning():
