@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor import paths
+from sparkadvisor.core.records import to_plain
 from sparkadvisor.core.schema import Build, Model, Size, Source
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ def add_entries(source_id: str, source: Source, model: Model, build: Build, *, f
 
 
 def _dump(table: Any) -> dict[str, Any]:
-    return table.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    return to_plain(table, drop_defaults=True, drop_none=True)  # type: ignore[no-any-return]
 
 
 def _toml(tables: dict[str, Any]) -> str:
