@@ -88,7 +88,7 @@ def ids_for(repo: str) -> tuple[str, str, str]:
     return build_id, build_id, f"hf-{build_id}"
 
 
-def import_repo(repo: str, revision: str | None = None, *, force: bool = False, timeout_s: float = 10.0,
+def import_repo(repo: str, revision: str | None = None, *, force: bool = False, timeout_s: float = 60.0,
                 progress: Progress | None = None) -> Imported:
     """Read `repo` from the hub, derive its facts, and add a model and a build to the user catalog."""
     from sparkadvisor.core.derive import DeriveError, derive
