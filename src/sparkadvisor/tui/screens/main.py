@@ -151,6 +151,8 @@ class MainScreen(Screen[None]):
     def _refresh_views(self) -> None:
         ranking, table = self.ranking, self.table
         self.query_one(ClusterHeader).show(ranking.cluster, self.scenario.workload, self.scenario.settings)
+        for status in self.query(ProbeStatus):
+            status.workload = self.scenario.workload  # its findings' workload
         total = len(ranking.ranked)
         shown = len(table.order)
         title = f"Candidates ({shown} of {total})" if self.filter_text else f"Candidates ({total})"
