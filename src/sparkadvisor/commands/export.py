@@ -9,8 +9,6 @@ from pathlib import Path
 
 from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, scenario
 
-NAME = "export"
-HELP = "write a launch recipe (scripts, vLLM config, compose, Claude Code settings, report, JSON)"
 FORMAT_NAMES = ("sh", "yaml", "compose", "claude", "md", "json")
 
 
