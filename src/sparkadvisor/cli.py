@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "probe": ("probe",
               "check that vLLM, the gateway and Claude Code's settings are on, and compare the service with the plan"),
     "fidelity": ("fidelity", "how far to trust the speed model: each measurement against its leave-one-out prediction"),
-    "coverage": ("coverage", "count models, builds, recipes, measurements and caveats per family"),
+    "coverage": ("coverage", "count models, builds, recipes, measurements, caveats and capability scores per family"),
 }
 """Each subcommand: the module in `sparkadvisor.commands` behind it, and its one line of help.
 In the order help lists them."""

@@ -317,12 +317,21 @@ class Capability:
     """The reference model's score on that table."""
     workloads: tuple[WorkloadKind, ...] = ("agentic", "chat")
     """Workloads the benchmark speaks for."""
+    harness: str | None = None
+    """The agent harness the table was run in, e.g. "Claude Code 2.1.207" or "OpenHands". For the
+    agentic (Claude Code) workload a score run inside Claude Code ranks first within a capability tier."""
     reported_by: Literal["developer", "leaderboard", "third-party"] = "developer"
     """Who ran it: the model's developer (its card or blog), a public leaderboard, or someone else."""
     date: str = checked(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
     """When the table was published, YYYY-MM-DD (or YYYY-MM)."""
     source: SourceRef
     """The card, blog or leaderboard page holding the table."""
+
+
+    @property
+    def in_claude_code(self) -> bool:
+        """Run inside Claude Code, the harness the agentic workload is for."""
+        return (self.harness or "").lower().startswith("claude code")
 
 
 @record
