@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sparkadvisor.core.catalog import CatalogIndex
+    from sparkadvisor.core.index import CatalogIndex
     from sparkadvisor.core.plan import Cluster
     from sparkadvisor.core.workload import Settings, Workload
 

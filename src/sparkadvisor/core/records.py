@@ -13,6 +13,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, field, fields, is_dataclass
+from operator import attrgetter
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
@@ -38,6 +39,7 @@ def record(cls: type[T]) -> type[T]:
         setattr(cls, name, method)
     made = dataclass(init=False, repr=False, eq=False, slots=True, kw_only=True)(cls)
     made.__init__ = _make_init(made)  # type: ignore[misc]
+    made._values = attrgetter(*field_names(made)) if fields(made) else _no_values  # type: ignore[attr-defined]
     return made
 
 
@@ -66,8 +68,8 @@ def _make_init(cls: type) -> Callable[..., None]:
     return init
 
 
-def _values(self: Any) -> tuple[Any, ...]:
-    return tuple(getattr(self, name) for name in self.__dataclass_fields__)
+def _no_values(self: Any) -> tuple[Any, ...]:
+    return ()
 
 
 def _repr(self: Any) -> str:
@@ -78,11 +80,11 @@ def _repr(self: Any) -> str:
 def _eq(self: Any, other: Any) -> bool:
     if type(other) is not type(self):
         return NotImplemented
-    return _values(self) == _values(other)
+    return bool(self._values(self) == other._values(other))
 
 
 def _hash(self: Any) -> int:
-    return hash(_values(self))
+    return hash(self._values(self))
 
 
 def _setattr(self: Any, name: str, value: Any) -> None:
