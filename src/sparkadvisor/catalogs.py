@@ -1,4 +1,5 @@
-"""Read catalog files: the bundled one, the user's imports and any `--catalog FILE`.
+"""Read catalog files: the bundled one (or the newer one `catalog update` installed), the user's
+imports and any `--catalog FILE`.
 
 File access lives here so the core stays pure; every failure becomes a CatalogError that
 names the file.
@@ -9,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +35,63 @@ ORPHAN_AGE_S = 600
 """A temporary cache file older than this was left by a process that died; it is removed."""
 
 
+_DATE = re.compile(r'^catalog_date\s*=\s*"(\d{4}-\d{2}-\d{2})"\s*(#.*)?$')
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveCatalog:
+    """The base catalog in use: the bundled one, or the one `catalog update` installed."""
+
+    path: Path
+    """The file."""
+    updated: bool
+    """True when it is the installed update, False for the catalog shipped with the package."""
+    date: str | None
+    """Its catalog_date."""
+    bundled_date: str | None
+    """The catalog_date of the catalog shipped with the package."""
+
+
+def active_catalog() -> ActiveCatalog:
+    """The installed update when there is one at least as new as the bundled catalog, else the bundled one.
+
+    A package upgrade that ships a newer catalog thus wins over an older download."""
+    bundled = paths.bundled("catalog.toml")
+    bundled_date = declared_date(bundled)
+    installed = paths.catalog_updates_dir() / "catalog.toml"
+    installed_date = declared_date(installed)
+    if installed_date is not None and (bundled_date is None or installed_date >= bundled_date):
+        return ActiveCatalog(installed, True, installed_date, bundled_date)
+    return ActiveCatalog(bundled, False, bundled_date, bundled_date)
+
+
+def declared_date(path: Path) -> str | None:
+    """The top-level catalog_date of a catalog file, read without parsing the file (top-level keys
+    come before the first table); None when the file is missing or declares none."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("["):
+                    return None
+                if match := _DATE.match(line.strip()):
+                    return match.group(1)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
 def read_catalog(path: Path) -> Catalog:
     """Parse one catalog file."""
     return parse_catalog(_decode(path, _read_bytes(path)), str(path))
 
 
 def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> CatalogIndex:
-    """The bundled catalog, then the user's imported builds, then each `extra` file, merged.
+    """The catalog in use (bundled or updated), then the user's imported builds, then each `extra` file, merged.
 
     A checked catalog is cached as plain JSON records, keyed by a digest of every file's
     bytes, the schema and the version, so start-up skips parsing and validation (and the
     pydantic import) until a file changes."""
-    files = [paths.bundled("catalog.toml")]
+    files = [active_catalog().path]
     user = paths.user_catalog_path()
     if include_user and user.is_file():
         files.append(user)
@@ -157,7 +205,7 @@ def check_file(path: Path) -> list[Problem]:
         own = parse_catalog(text, str(path))
     except CatalogError as error:
         return error.problems
-    bundled_path = paths.bundled("catalog.toml")
+    bundled_path = active_catalog().path
     if path.resolve() == bundled_path.resolve():
         return check_references(own, str(path), {str(path): text})
     try:

@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "check that vLLM, the gateway and Claude Code's settings are on, and compare the service with the plan"),
     "fidelity": ("fidelity", "how far to trust the speed model: each measurement against its leave-one-out prediction"),
     "coverage": ("coverage", "count models, builds, recipes, measurements, caveats and capability scores per family"),
+    "catalog": ("catalog", "update the catalog from the project's repository, say which catalog is in use, "
+                           "or put the previous one back"),
 }
 """Each subcommand: the module in `sparkadvisor.commands` behind it, and its one line of help.
 In the order help lists them."""

@@ -21,6 +21,7 @@ from typing import Literal
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Capability, Caveat, Model
+from sparkadvisor.core.targets import TargetCheck, check_targets
 from sparkadvisor.core.units import fmt_seconds
 from sparkadvisor.core.workload import Workload
 
@@ -92,13 +93,14 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
             continue
         why = exclusion_reason(plan)
         if why is None:
-            included.append((_sort_key(plan, ratio, cap), plan, ratio, cap))
+            checks = check_targets(plan)
+            included.append((_sort_key(plan, checks, ratio, cap), plan, checks, ratio, cap))
         else:
             excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap, why))
     included.sort(key=lambda item: item[0])
     excluded.sort(key=lambda item: item[:2])
-    ranked = [Ranked(plan, place, _reason(plan, ratio, cap), ratio, _decisive(plan, ratio), cap)
-              for place, (_, plan, ratio, cap) in enumerate(included, 1)]
+    ranked = [Ranked(plan, place, _reason(plan, checks, ratio, cap), ratio, _decisive(checks, ratio), cap)
+              for place, (_, plan, checks, ratio, cap) in enumerate(included, 1)]
     ranked += [Ranked(plan, None, why, ratio, "fit" if not plan.fits else "caveat", cap)
                for _, _, plan, ratio, cap, why in excluded]
     return tuple(ranked)
@@ -114,17 +116,18 @@ def with_min_capability(ranked: tuple[Ranked, ...], minimum: float | None) -> tu
     return tuple(r if r.excluded else replace(r, rank=next(places)) for r in kept)
 
 
-def _group(plan: Plan) -> int:
+def _group(checks: tuple[TargetCheck, ...]) -> int:
     """0: every target met; 1: some target unknown, none missed; 2: a target missed."""
-    statuses = {t.status for t in plan.targets}
+    statuses = {t.status for t in checks}
     return 2 if "missed" in statuses else 1 if "unknown" in statuses else 0
 
 
-def _sort_key(plan: Plan, ratio: float | None, cap: Capability | None) -> tuple[float, ...]:
+def _sort_key(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None,
+              cap: Capability | None) -> tuple[float, ...]:
     tier = -math.floor(ratio / CAPABILITY_STEP + 1e-9) if ratio is not None else math.inf
     # For Claude Code, a score measured inside Claude Code speaks for the workload itself.
     harness = 0 if plan.workload.kind == "agentic" and cap is not None and cap.in_claude_code else 1
-    return (_group(plan), tier, len(hurting_caveats(plan)), harness,
+    return (_group(checks), tier, len(hurting_caveats(plan)), harness,
             plan.turn_s if plan.turn_s is not None else math.inf)
 
 
@@ -134,17 +137,19 @@ def hurting_caveats(plan: Plan) -> tuple[Caveat, ...]:
                  if plan.workload.kind in c.hurts and c.severity != "info" and c is not plan.disqualified_by)
 
 
-def _decisive(plan: Plan, ratio: float | None) -> Decisive:
-    missed = [t for t in plan.targets if t.status == "missed"]
+def _decisive(checks: tuple[TargetCheck, ...], ratio: float | None) -> Decisive:
+    missed = [t for t in checks if t.status == "missed"]
     if missed:
         return "context" if missed[0].key == "context" else "target"
-    if plan.unknowns:
+    if any(t.status == "unknown" for t in checks):
         return "unknown"
     return "capability" if ratio is not None else "speed"
 
 
-def _reason(plan: Plan, ratio: float | None, cap: Capability | None) -> str:
-    kind, misses, unknowns = plan.workload.kind, plan.target_misses, plan.unknowns
+def _reason(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None, cap: Capability | None) -> str:
+    kind = plan.workload.kind
+    misses = [t.text for t in checks if t.status == "missed"]
+    unknowns = [t.text for t in checks if t.status == "unknown"]
     if misses:
         head = f"misses the {kind} targets: {'; '.join(misses)}"
         if unknowns:

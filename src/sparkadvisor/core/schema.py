@@ -621,6 +621,9 @@ class Catalog:
 
     schema_version: Literal[1] = 1
     """Format version of this file."""
+    catalog_date: str | None = checked(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    """When the catalog was last curated, YYYY-MM-DD: `catalog info` shows it, and `catalog update`
+    installs a downloaded catalog only when it is at least as new as the one in use."""
     sources: dict[str, Source] = checked(default_factory=dict)
     """Every document a number comes from, by id."""
     hardware: tuple[Hardware, ...] = ()
