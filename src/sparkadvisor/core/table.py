@@ -109,7 +109,7 @@ def measured_cell(plan: Plan) -> str:
 def cluster_line(cluster: Cluster) -> str:
     """"2 x DGX Spark · 243.2 GiB · 273 GB/s"."""
     hw = cluster.hardware
-    return f"{cluster.label} · {cluster.nodes * hw.usable_memory_gib:.1f} GiB · {hw.memory_bandwidth_gb_s:g} GB/s"
+    return f"{cluster.label} · {cluster.usable_gib:.1f} GiB · {hw.memory_bandwidth_gb_s:g} GB/s"
 
 
 def workload_line(workload: Workload) -> str:

@@ -25,7 +25,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
 
-from sparkadvisor.core.catalog import CatalogError, CatalogIndex
+from sparkadvisor.core.catalog import CatalogError
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COLUMNS
 from sparkadvisor.core.units import plural

@@ -10,8 +10,9 @@ from functools import partial
 
 from textual.content import Content
 
-from sparkadvisor.core.catalog import CatalogIndex, source_ids
+from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.explain import explain
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Caveat, Recipe
