@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     update = sub.add_parser("update", help="download the newest catalog, check it and install it",
                             description="Download the newest catalog, check it as `check` does, and install it "
                                         "in your data folder, keeping the one it replaces.")
-    update.add_argument("--url", type=url_option, help="where to fetch it (default: $SPARKADVISOR_CATALOG_URL, else the "
-                                      "project's repository)")
+    update.add_argument("--url", type=url_option,
+                        help="where to fetch it (default: $SPARKADVISOR_CATALOG_URL, else the project's repository)")
     update.add_argument("--timeout", type=number_above_zero(600, "s"), default=30.0, metavar="SECONDS",
                         help="give up when the download takes longer than this (default: 30)")
     update.add_argument("--force", action="store_true", help="install it even when it is older than the one in use")
