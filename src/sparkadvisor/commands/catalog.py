@@ -10,8 +10,6 @@ from sparkadvisor.commands.common import number_above_zero
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.urls import url_option
 
-NAME = "catalog"
-HELP = "update the catalog from the project's repository, say which catalog is in use, or put the previous one back"
 SHOWN_IDS = 8
 """Ids listed per kind in a change report before 'and N more'."""
 
