@@ -223,7 +223,7 @@ async def test_v_shows_every_column_and_scrolls_with_rank_model_build_fixed(make
         await pilot.press(*["right"] * 12)
         header = screen_lines(table)[0]
         assert table.scroll_offset.x > 0 and header.split()[:3] == ["#", "model", "build"]
-        assert "GiB/node" in header and "flags" not in header
+        assert "size" in header and "flags" not in header
 
 
 async def test_space_marks_and_c_compares(make_app) -> None:
