@@ -9,7 +9,7 @@ from sparkadvisor.cli import main
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.catalog import CatalogError, parse_catalog
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.workload import AGENTIC
+from sparkadvisor.core.workload import AGENTIC, Settings
 
 SOURCE = '[sources.x]\ntitle = "t"\nurl = "https://example.org"\n'
 
@@ -28,7 +28,7 @@ def test_layers_that_do_not_add_up_are_refused():
                      'sliding_layers = 5\nsource = "x"\n')
     with pytest.raises(CatalogError) as error:
         parse_catalog(text, "odd.toml")
-    assert "sliding_layers + linear.layers = 5 but layers = 4" in str(error.value)
+    assert "sliding_layers + linear.layers + ffn_layers = 5 but layers = 4" in str(error.value)
 
 
 def test_catalog_text_is_printed_literally(tmp_path, capsys):
@@ -47,3 +47,14 @@ def test_a_recipe_on_unknown_hardware_is_a_problem(tmp_path):
     with pytest.raises(CatalogError) as error:
         load_index([path], include_user=False)
     assert "names hardware 'abacus'" in str(error.value)
+
+
+@pytest.mark.parametrize("settings", [Settings(), Settings(gpu_memory_utilization=0.8)])
+def test_nodes_needed_is_the_smallest_cluster_the_fit_rule_accepts(index, settings):
+    """One rule answers "does it fit on n nodes" and "how many nodes does it need"."""
+    hardware = index.hardware["dgx-spark"]
+    for build in index.catalog.builds:
+        plans = [evaluate_build(index, build, Cluster(hardware, n), AGENTIC, settings)
+                 for n in range(1, hardware.max_nodes + 1)]
+        fitting = [p.cluster.nodes for p in plans if p.fits]
+        assert {p.nodes_needed for p in plans} == {min(fitting, default=None)}, build.id

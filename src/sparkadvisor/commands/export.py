@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, scenario
 
-NAME = "export"
-HELP = "write a launch recipe (scripts, vLLM config, compose, Claude Code settings, report, JSON)"
 FORMAT_NAMES = ("sh", "yaml", "compose", "claude", "md", "json")
 
 if TYPE_CHECKING:

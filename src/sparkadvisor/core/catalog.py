@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import re
 import typing
-from dataclasses import dataclass, field, is_dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.records import field_names, iter_tables
-from sparkadvisor.core.schema import Build, Catalog, Caveat, Context, Hardware, Model, Recipe
+from sparkadvisor.core.schema import Catalog, Context, Recipe
 from sparkadvisor.core.tomllines import TomlLines, index_lines
 
 if TYPE_CHECKING:
     import tomllib
+
+    from sparkadvisor.core.index import CatalogIndex
 
 __all__ = ["CatalogError", "CatalogIndex", "Problem", "check_references", "iter_tables", "merge", "parse_catalog",
            "source_ids"]
@@ -286,26 +288,10 @@ def merge(base: Catalog, overlay: Catalog) -> Catalog:
     return replace(base, **merged)
 
 
-@dataclass(frozen=True, eq=False)
-class CatalogIndex:
-    """A catalog with lookups by id, built once and shared by every view."""
+def __getattr__(name: str) -> object:
+    """`CatalogIndex` lives in core.index; importing it from here still works."""
+    if name == "CatalogIndex":
+        from sparkadvisor.core.index import CatalogIndex
 
-    catalog: Catalog
-    hardware: dict[str, Hardware] = field(init=False)
-    models: dict[str, Model] = field(init=False)
-    builds: dict[str, Build] = field(init=False)
-    caveats: dict[str, Caveat] = field(init=False)
-    recipes_by_build: dict[str, tuple[Recipe, ...]] = field(init=False)
-    memo: dict[object, object] = field(init=False, default_factory=dict)
-    """Results derived from this catalog once (calibrated constants per hardware)."""
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "hardware", {h.id: h for h in self.catalog.hardware})
-        set_(self, "models", {m.id: m for m in self.catalog.models})
-        set_(self, "builds", {b.id: b for b in self.catalog.builds})
-        set_(self, "caveats", {c.id: c for c in self.catalog.caveats})
-        recipes: dict[str, list[Recipe]] = {}
-        for recipe in self.catalog.recipes:
-            recipes.setdefault(recipe.build, []).append(recipe)
-        set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})
+        return CatalogIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

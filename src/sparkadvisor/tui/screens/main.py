@@ -17,7 +17,8 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input
 
-from sparkadvisor.core.catalog import CatalogError, CatalogIndex
+from sparkadvisor.core.catalog import CatalogError
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COLUMNS
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
@@ -117,6 +118,8 @@ class MainScreen(Screen[None]):
     def _refresh_views(self) -> None:
         ranking = self.ranking
         self.query_one(ClusterHeader).show(ranking.cluster, self.scenario.workload, self.scenario.settings)
+        for status in self.query("ProbeStatus"):
+            status.workload = self.scenario.workload  # type: ignore[attr-defined]  # its findings' workload
         table = self.table
         shown = len(table.shown)
         title = f"Candidates ({shown} of {len(ranking.ranked)})" if self.filter_text else f"Candidates ({shown})"
