@@ -20,7 +20,7 @@ REASON = "reason"
 ORDER = tuple(c.key for c in COLUMNS) + (REASON,)
 LABELS = {c.key: c.label for c in COLUMNS} | {REASON: "why"}
 NUMERIC = frozenset(c.key for c in COLUMNS if c.numeric)
-SHRINKS_TO = {"model": 12, "build": 12, "flags": 5, "caveats": 12, REASON: 20}
+SHRINKS_TO = {"model": 11, "build": 11, "flags": 5, "caveats": 12, REASON: 20}
 """Text columns may be narrower than their longest cell (names end in an ellipsis; flags keep their glyphs)."""
 WIDE_CAPS = {"model": 30, "build": 26, REASON: 80}
 """Even the wide view stops growing these."""
@@ -34,8 +34,8 @@ STEPS: tuple[tuple[str, tuple[str, ...] | dict[str, int | None]], ...] = (
 )
 """How a width is filled: columns added at their smallest while they fit (in order, stopping
 at the first that does not), and columns widened (to a width, or None: their natural width)."""
-GUTTER = 2
-"""Two cells before the first column: the group's ▸/▾ and the compare mark."""
+GUTTER = 1
+"""One cell before the first column: the compare mark ●, else a model's ▸/▾ when grouped."""
 GAP = 1
 
 

@@ -256,8 +256,8 @@ class CandidatesTable(ScrollView, can_focus=True):
         base = self._row_style(index)
         if self.ranking.by_id[row.build_id].excluded:
             base = base + self.style("excluded")
-        fixed = [Segment(self._gutter(row), base + self.style("group")),
-                 Segment("●" if row.build_id in self.marked else " ", base + self.style("mark"))]
+        marked = row.build_id in self.marked
+        fixed = [Segment("●" if marked else self._gutter(row), base + self.style("mark" if marked else "group"))]
         for placed in layout.fixed:
             fixed += [Segment(self._fixed_text(row, placed.key, cells, placed.width), base), Segment(" ", base)]
         scrolled: list[Segment] = []
