@@ -248,8 +248,11 @@ async def test_e_exports_the_highlighted_build_with_the_real_ranking(make_app) -
         assert type(export).__name__ == "ExportScreen" and export.plan.build.id == GLM
         assert export.ranked == ranking.ranked
         export.query_one("#export-format").value = "md"
-        await pilot.pause()
-        report = export.query_one("#export-text", TextArea).text
+        for _ in range(50):  # the dialog renders the new format once the change reaches it
+            await pilot.pause()
+            report = export.query_one("#export-text", TextArea).text
+            if report.startswith("==> report.md"):
+                break
         assert f"- 1. `{first}`" in report and f"- 2. `{second}`" in report and first == GLM
 
 
