@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sparkadvisor.core.caveats import KINDS, SEVERITY_ORDER, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
@@ -204,3 +205,8 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
         "prefix": "on" if plan.prefix_caching else "OFF",
         "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
     }
+
+
+def header(cluster: Cluster, workload: Workload) -> str:
+    """The cluster and the workload on one line, as the CLI and the TUI head a ranking."""
+    return f"{cluster_line(cluster)} · {workload_line(workload)}"

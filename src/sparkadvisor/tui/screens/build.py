@@ -45,7 +45,8 @@ class BuildScreen(EarlyKeys, Screen[None]):
 
     def on_mount(self) -> None:
         document = self.query_one(Document)
-        document.show(*sections(self.item, self.sweep, self.index))
+        left, right, stacked = sections(self.item, self.sweep, self.index)
+        document.show(left, right, stacked)
         self.ready()
 
     def action_export(self) -> None:

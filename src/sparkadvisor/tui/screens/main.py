@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
@@ -62,7 +62,8 @@ class MainScreen(Screen[None]):
     """Browse the catalog ranked for a cluster and workload."""
 
     # main.tcss is read by the app (SparkAdvisorApp.CSS_PATH): the default screen's CSS_PATH is not.
-    BINDINGS = commands.bindings() + [Binding("escape", "close_filter", "Clear filter", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [*commands.bindings(),
+                                             Binding("escape", "close_filter", "Clear filter", show=False)]
     COMMANDS = Screen.COMMANDS | {commands.SparkCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 

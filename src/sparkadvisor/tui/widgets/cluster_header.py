@@ -30,7 +30,7 @@ class ClusterHeader(Static):
 
     def show(self, cluster: Cluster, workload: Workload, settings: Settings) -> None:
         """Update both lines."""
-        assumptions = workload_line(workload).removeprefix(workload.label)
-        line = safe_text(f"{assumptions}{settings_text(settings)}")
-        self.update(Content.assemble((safe_text(cluster_line(cluster)), "bold $primary"), "\n",
-                                     (workload.label, "bold $accent"), line))
+        cluster_text, assumptions = cluster_line(cluster), workload_line(workload).removeprefix(workload.label)
+        self.update(Content.assemble(
+            (safe_text(cluster_text), "bold $primary"), "\n", (workload.label, "bold $accent"),
+            safe_text(f"{assumptions}{settings_text(settings)}")))

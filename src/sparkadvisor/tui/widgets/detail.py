@@ -66,7 +66,7 @@ def speed_content(item: Ranked) -> Content:
     return Content("\n").join(parts)
 
 
-def _sources(index: CatalogIndex, refs: str | list[str]) -> str:
+def _sources(index: CatalogIndex, refs: str | tuple[str, ...]) -> str:
     texts = []
     for ref in source_ids(refs):
         source = index.catalog.sources.get(ref)
@@ -102,14 +102,15 @@ def recipe_line(recipe: Recipe, in_use: bool, index: CatalogIndex) -> Content:
 def recipes_content(item: Ranked, index: CatalogIndex) -> Content:
     """The community recipes that run this build."""
     plan = item.plan
-    recipes = index.recipes_by_build.get(plan.build.id, [])
+    recipes = index.recipes_by_build.get(plan.build.id, ())
     lines = [heading("Recipes")]
     lines += [recipe_line(r, plan.recipe is not None and r.id == plan.recipe.id, index) for r in recipes] or \
         [Content("no community recipe for this build")]
     return Content("\n").join(lines)
 
 
-def sections(item: Ranked, plans: tuple[Ranked, ...], index: CatalogIndex) -> tuple[list[Section], ...]:
+def sections(item: Ranked, plans: tuple[Ranked, ...],
+             index: CatalogIndex) -> tuple[list[Section], list[Section], list[Section]]:
     """(pictures, words, stacked): title, memory bar, sweep and speeds; caveats, the arithmetic
     and recipes; and in one column, the caveats right after the title."""
     title, caveats = title_content(item), caveats_content(item, index)
@@ -122,12 +123,13 @@ def sections(item: Ranked, plans: tuple[Ranked, ...], index: CatalogIndex) -> tu
 class DetailPane(Document):
     """Everything the advisor knows about the highlighted build; two columns when wide."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(split_at=130, **kwargs)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(split_at=130, id=id)
 
     def show_build(self, item: Ranked | None, sweep: tuple[Ranked, ...], index: CatalogIndex, empty: str = "") -> None:
         """Show `item` and its cluster sweep, or the `empty` message when there is none."""
         if item is None:
             self.show([Content(empty)])
             return
-        self.show(*sections(item, sweep, index))
+        left, right, stacked = sections(item, sweep, index)
+        self.show(left, right, stacked)

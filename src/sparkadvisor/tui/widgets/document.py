@@ -37,8 +37,8 @@ class Document(ScrollView, can_focus=True):
     Document { scrollbar-size-vertical: 1; padding: 0 1; }
     """
 
-    def __init__(self, split_at: int | None = None, left_width: int = 72, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, split_at: int | None = None, left_width: int = 72, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.split_at = split_at
         self.left_width = left_width
         self.left: Sequence[Section] = ()
@@ -66,10 +66,10 @@ class Document(ScrollView, can_focus=True):
         """The text rendered at the current width."""
         width = max(self.scrollable_content_region.width, 20)
         if self._lines is None or self._lines[0] != width:
-            self._lines = (width, self._render(width))
+            self._lines = (width, self._render_lines(width))
         return self._lines[1]
 
-    def _render(self, width: int) -> list[Strip]:
+    def _render_lines(self, width: int) -> list[Strip]:
         if self.split_at is not None and width >= self.split_at and self.right:
             left_width = min(self.left_width, width // 2)
             left = self._strips(self.left, left_width)

@@ -8,6 +8,7 @@ declared order for the ones it shows; a dialog's own keys all show.
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -22,11 +23,11 @@ KEY_PADDING = 3
 class KeyFooter(Footer):
     """The screen's keys, the most important ones when they do not all fit."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self) -> None:
+        super().__init__()
         self._fitted_width = 0
 
-    def _shown(self) -> list[tuple[object, bool, str]]:
+    def _shown(self) -> list[tuple[Binding, bool, str]]:
         bindings = [(b, enabled, tooltip) for (_, b, enabled, tooltip) in self.screen.active_bindings.values()
                     if b.show]
         unique = list({b.action: (b, e, t) for b, e, t in reversed(bindings)}.values())[::-1]
@@ -45,9 +46,9 @@ class KeyFooter(Footer):
             return
         self._fitted_width = self.size.width
         for binding, enabled, tooltip in self._shown():
-            yield FooterKey(binding.key, self.app.get_key_display(binding), binding.description,  # type: ignore[attr-defined]
-                            binding.action, disabled=not enabled,  # type: ignore[attr-defined]
-                            tooltip=tooltip or binding.description).data_bind(compact=Footer.compact)  # type: ignore[attr-defined]
+            yield FooterKey(binding.key, self.app.get_key_display(binding), binding.description,
+                            binding.action, disabled=not enabled,
+                            tooltip=tooltip or binding.description).data_bind(compact=Footer.compact)
         active = self.screen.active_bindings
         if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE and \
                 self.app.COMMAND_PALETTE_BINDING in active:
