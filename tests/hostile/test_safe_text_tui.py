@@ -17,7 +17,8 @@ async def test_app_shows_escapes_as_text(tmp_path) -> None:
     async with app.run_test(size=(200, 50)) as pilot:
         table = app.screen.table
         table.move_to(table.shown.index("evil-fp8"))
-        await pilot.pause()
+        for _ in range(3):  # the highlight message, then the detail pane's repaint
+            await pilot.pause()
         screen = app.export_screenshot()
     assert not any(raw in screen for raw in RAW)
     assert "\\x1b]2;owned" in screen
