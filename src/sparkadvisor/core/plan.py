@@ -95,6 +95,8 @@ class Plan:
     constants: SpeedConstants
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype in force: the user's override, else the recipe's, else auto."""
+    ttft_measured: Measurement | None = None
+    """A first token measured at this context and reuse (a bench run); it is the plan's ttft_s."""
 
     @property
     def streams_tables(self) -> bool:
@@ -129,8 +131,12 @@ class Plan:
 
     @property
     def cold_ttft_s(self) -> float | None:
-        """First token for the whole prompt computed from scratch (no prefix reuse)."""
+        """First token for the whole prompt computed from scratch (no prefix reuse): measured
+        at this context when a bench run did, else from the prefill rate."""
         context = self.workload.context_tokens
+        cold = measured_ttft(self.recipe, context, context)
+        if cold is not None:
+            return cold.value
         rate, _, _ = _prefill(self.model, self.build, self.recipe, self.cluster, self.workload, context,
                               self.constants)
         return context / rate if rate else None
@@ -173,16 +179,38 @@ def vllm_recipes(index: CatalogIndex, build: Build, hardware: Hardware) -> list[
 
 
 def pick_recipe(index: CatalogIndex, build: Build, cluster: Cluster) -> Recipe | None:
-    """The vLLM recipe for this build on exactly this cluster, the best-measured first."""
+    """The vLLM recipe for this build on exactly this cluster: the newest one the user's own
+    `sparkadvisor bench` measured, else the best-measured published one."""
     candidates = [r for r in vllm_recipes(index, build, cluster.hardware) if r.nodes == cluster.nodes]
+    own = [r for r in candidates if measured_here(index, r)]
+    if own:
+        return own[-1]
     return max(candidates, key=lambda r: len(r.measurements), default=None)
 
 
+def measured_here(index: CatalogIndex, recipe: Recipe) -> bool:
+    """The recipe records a `sparkadvisor bench` run on the user's own cluster."""
+    ids = (recipe.source,) if isinstance(recipe.source, str) else recipe.source
+    return any((source := index.catalog.sources.get(i)) is not None and source.kind == "bench" for i in ids)
+
+
 def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
-    """The recipe's measurement of `metric` at `streams` concurrent requests."""
+    """The recipe's newest measurement of `metric` at `streams` concurrent requests (a later
+    bench run is listed after an earlier one; calibration still uses every run)."""
     if recipe is None:
         return None
-    return next((m for m in recipe.measurements if m.metric == metric and m.streams == streams), None)
+    return next((m for m in reversed(recipe.measurements) if m.metric == metric and m.streams == streams), None)
+
+
+def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: int) -> Measurement | None:
+    """The newest first token measured at this context with as many tokens from the prefix
+    cache as the workload reuses (within 2% of the prompt), or None."""
+    if recipe is None:
+        return None
+    cached = context_tokens - uncached_tokens
+    return next((m for m in reversed(recipe.measurements)
+                 if m.metric == "ttft_s" and m.context_tokens == context_tokens and m.cached_tokens is not None
+                 and abs(m.cached_tokens - cached) <= 0.02 * context_tokens), None)
 
 
 def evaluate(
@@ -219,13 +247,14 @@ def evaluate(
     uncached = _uncached_tokens(workload, prefix_on)
     decode = _decode(model, build, weights, recipe, tp, pp, kv, per_token, workload, hardware, constants)
     prefill, prefill_basis, prefill_measured = _prefill(model, build, recipe, cluster, workload, uncached, constants)
-    ttft = uncached / prefill if prefill else None
+    ttft_measured = measured_ttft(recipe, workload.context_tokens, uncached)
+    ttft = ttft_measured.value if ttft_measured else (uncached / prefill if prefill else None)
     return Plan(
         build, model, cluster, workload, recipe, tp, pp, parallel_reason, weights, budget,
         budget.fits or fit_by_recipe, fit_by_recipe, needed, kv, kv_basis, per_token, pool,
         pool_measured, sessions, decode, decode_measured, prefill, prefill_basis, prefill_measured,
         prefix_on, prefix_note, uncached, ttft, caveats, _disqualifier(caveats, workload), constants,
-        kv_dtype,
+        kv_dtype, ttft_measured,
     )
 
 

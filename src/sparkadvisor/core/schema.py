@@ -72,9 +72,9 @@ class Source(Strict):
     url: str | None = None
     """Where to open it. Only the seed article has no public address."""
     kind: Literal[
-        "article", "model-card", "config", "repo", "issue", "blog", "docs", "spec-sheet", "benchmark"
+        "article", "model-card", "config", "repo", "issue", "blog", "docs", "spec-sheet", "benchmark", "bench"
     ] = "docs"
-    """What sort of document it is."""
+    """What sort of document it is ("bench": a `sparkadvisor bench` run on the user's own cluster)."""
     note: str = ""
     """Anything a reader should know about it (date read, which table)."""
 
@@ -389,6 +389,7 @@ MetricName = Literal[
     "kv_pool_tokens",
     "prefill_tok_s",
     "cold_load_s",
+    "ttft_s",
 ]
 
 
@@ -411,6 +412,8 @@ class Measurement(Strict):
     """Context length during the measurement, when stated."""
     kv_gib: float | None = Field(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
+    cached_tokens: int | None = Field(default=None, ge=0)
+    """For a first token (ttft_s): prompt tokens vLLM's prefix-cache counters say were reused."""
     note: str = ""
     """Conditions in a few words."""
     source: SourceRef
