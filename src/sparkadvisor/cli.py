@@ -16,7 +16,7 @@ from sparkadvisor import __version__
 from sparkadvisor.commands.common import UsageError, add_catalog_option
 from sparkadvisor.core.catalog import CatalogError
 
-COMMANDS = ("rank", "show", "check", "export", "hub_import", "probe", "fidelity", "coverage")
+COMMANDS = ("rank", "show", "check", "export", "hub_import", "probe", "bench", "fidelity", "coverage")
 """Subcommand modules, in the order help lists them."""
 
 
