@@ -58,7 +58,7 @@ def test_rank_text_lists_excluded_builds_with_reasons(capsys):
     assert main(["rank"]) == 0
     out = capsys.readouterr().out
     assert "needs 4 nodes" in out
-    assert "disqualified for agentic" in out
+    assert "ruled out for agentic (TOOLCALLS-CORRUPT" in out
 
 
 @pytest.mark.parametrize(("argv", "words"), [

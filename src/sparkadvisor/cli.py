@@ -15,6 +15,7 @@ from types import ModuleType
 from sparkadvisor import __version__
 from sparkadvisor.commands.common import UsageError, add_catalog_option
 from sparkadvisor.core.catalog import CatalogError
+from sparkadvisor.core.safetext import safe_text
 
 COMMANDS = ("rank", "show", "check", "export", "hub_import", "probe", "bench", "fidelity", "coverage")
 """Subcommand modules, in the order help lists them."""
@@ -51,10 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CatalogError as error:
         print(f"sparkadvisor: the catalog has {len(error.problems)} problem(s):", file=sys.stderr)
         for problem in error.problems:
-            print(f"  {problem}", file=sys.stderr)
+            print(f"  {safe_text(problem)}", file=sys.stderr)
         return 1
     except UsageError as error:
-        print(f"sparkadvisor: {error}", file=sys.stderr)
+        print(f"sparkadvisor: {safe_text(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

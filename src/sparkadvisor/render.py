@@ -8,11 +8,16 @@ from rich.table import Table
 from rich.text import Text
 
 from sparkadvisor.core.catalog import CatalogIndex, source_ids
+from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COLUMNS, row_cells
 from sparkadvisor.core.workload import Workload
+
+SEVERITY_STYLE = {"critical": "bold red", "warning": "dark_orange", "info": "dim"}
+"""Caveat severities as the CLI colours them (only on a terminal: Rich drops styles in a pipe)."""
 
 BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "estimated": "yellow",
                "assumed": "magenta", "unknown": "red"}
@@ -29,18 +34,29 @@ def header(cluster: Cluster, workload: Workload) -> str:
 def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload) -> None:
     """The ranked table, excluded builds dimmed below with their reason."""
     console = Console()
-    table = Table(title=escape(header(cluster, workload)), title_justify="left")
+    table = Table(title=escape(safe_text(header(cluster, workload))), title_justify="left")
     for column in COLUMNS:
         table.add_column(column.label, justify="right" if column.numeric else "left", overflow="fold")
     for item in ranked:
-        cells = row_cells(item)
-        table.add_row(*(Text(cells[c.key]) for c in COLUMNS), style="dim" if item.excluded else None)
+        cells = {**{k: Text(safe_text(v)) for k, v in row_cells(item).items()}, "caveats": caveat_badges(item)}
+        table.add_row(*(cells[c.key] for c in COLUMNS), style="dim" if item.excluded else None)
     console.print(table)
     console.print("* measured pool. Reasons:")
     for item in ranked:
         place = f"{item.rank}." if item.rank else "-"
-        console.print(Text(f"  {place} {item.plan.build.id}: {item.reason}", style="dim" if item.excluded else ""),
+        console.print(Text(safe_text(f"  {place} {item.plan.build.id}: {item.reason}"),
+                           style="dim" if item.excluded else ""),
                       highlight=False)
+
+
+def caveat_badges(item: Ranked) -> Text:
+    """The caveats column: one badge per kind, coloured by its severity, most serious first."""
+    text, seen = Text(), set()
+    for caveat in by_severity(item.plan.caveats):
+        if caveat.kind not in seen:
+            text.append((" " if seen else "") + badge(caveat), SEVERITY_STYLE[caveat.severity])
+            seen.add(caveat.kind)
+    return text
 
 
 def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex) -> None:
@@ -48,24 +64,27 @@ def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: Catalo
     console = Console()
     plan = item.plan
     place = f"rank {item.rank}" if item.rank else "excluded"
-    console.print(Text.assemble((plan.model.name, "bold"), f" · {plan.build.repo} · {place}: {item.reason}"),
+    console.print(Text.assemble((safe_text(plan.model.name), "bold"),
+                                safe_text(f" · {plan.build.repo} · {place}: {item.reason}")),
                   highlight=False)
-    console.print(Text(header(cluster, workload), style="dim"), highlight=False)
+    console.print(Text(safe_text(header(cluster, workload)), style="dim"), highlight=False)
     for step in explain(plan):
-        console.print(Text.assemble((step.title, "bold"), " ", (f"[{step.basis}]", BASIS_STYLE[step.basis]),
-                                    f" {step.text}"), highlight=False)
+        title_style = SEVERITY_STYLE[step.severity] if step.severity else "bold"
+        console.print(Text.assemble((safe_text(step.title), title_style), " ",
+                                    (f"[{step.basis}]", BASIS_STYLE[step.basis]), safe_text(f" {step.text}")),
+                      highlight=False)
     sources = _sources(item, index)
     if sources:
         console.print(Text("sources", style="bold"))
         for line in sources:
-            console.print(Text(f"  {line}"), highlight=False)
+            console.print(Text(safe_text(f"  {line}")), highlight=False)
 
 
 def _sources(item: Ranked, index: CatalogIndex) -> list[str]:
     plan = item.plan
     refs: list[str] = []
-    for table in (plan.model, plan.model.params, plan.model.attention, plan.build, plan.build.size, plan.recipe,
-                  *plan.caveats):
+    for table in (plan.model, plan.model.params, plan.model.attention, plan.model.context, item.score, plan.build,
+                  plan.build.size, plan.recipe, *plan.caveats):
         if table is not None:
             refs += source_ids(table.source)
     lines = []

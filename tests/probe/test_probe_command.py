@@ -257,4 +257,4 @@ def test_a_malformed_url_is_one_sentence(capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["probe", "--vllm", "http://[::1"])
     assert exit_info.value.code == 2
-    assert "is not an http:// or https:// URL" in capsys.readouterr().err
+    assert "cannot be read as a URL" in capsys.readouterr().err

@@ -17,15 +17,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from sparkadvisor import paths
     from sparkadvisor.catalogs import check_file, read_catalog
+    from sparkadvisor.core.safetext import safe_text
 
     path = args.file or paths.bundled("catalog.toml")
     problems = check_file(path)
     if problems:
-        print(f"{path}: {len(problems)} problem(s):", file=sys.stderr)
+        print(f"{safe_text(path)}: {len(problems)} problem(s):", file=sys.stderr)
         for problem in problems:
-            print(f"  {problem}", file=sys.stderr)
+            print(f"  {safe_text(problem)}", file=sys.stderr)
         return 1
     catalog = read_catalog(path)
-    print(f"{path}: ok ({len(catalog.hardware)} hardware, {len(catalog.models)} models, {len(catalog.builds)} builds, "
-          f"{len(catalog.recipes)} recipes, {len(catalog.caveats)} caveats, {len(catalog.sources)} sources)")
+    counts = ", ".join(f"{len(getattr(catalog, kind))} {kind}" for kind in
+                       ("hardware", "models", "builds", "recipes", "caveats", "sources"))
+    print(f"{safe_text(path)}: ok ({counts})")
     return 0

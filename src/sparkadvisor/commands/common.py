@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -118,5 +117,7 @@ def find_build_id(index: CatalogIndex, build_id: str) -> str:
 
 
 def print_json(data: dict[str, Any]) -> None:
-    """JSON on stdout, UTF-8, indented."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """JSON on stdout, UTF-8, indented; never NaN or Infinity, never a raw control character."""
+    from sparkadvisor.core.safetext import safe_json
+
+    sys.stdout.write(safe_json(data) + "\n")

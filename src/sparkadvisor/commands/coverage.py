@@ -63,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from sparkadvisor.catalogs import load_index
 
     catalog = load_index(args.catalog, include_user=False).catalog
-    print(markdown(catalog) if args.markdown else plain(catalog))
+    from sparkadvisor.core.safetext import safe_text
+
+    print(safe_text(markdown(catalog) if args.markdown else plain(catalog), keep_newlines=True))
     return 0
 
 

@@ -25,8 +25,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report_dict(report))
         return 0
+    from sparkadvisor.core.safetext import safe_text
+
     for line in text_lines(report):
-        print(line)
+        print(safe_text(line))
     return 0
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sparkadvisor.core.safetext import safe_text
+
 NAME = "import"
 HELP = "add a Hugging Face repo to your catalog from its config.json and safetensors headers (no weights)"
 
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     except (HubError, UserCatalogError) as error:
         _clear_progress(progress)
-        print(f"sparkadvisor: {error}", file=sys.stderr)
+        print(f"sparkadvisor: {safe_text(error)}", file=sys.stderr)
         return 1
     _clear_progress(progress)
     if args.json:
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _progress(what: str, done: int, total: int) -> None:
-    sys.stderr.write(f"\r\033[Kreading {what}: {done}/{total}")
+    sys.stderr.write(f"\r\033[Kreading {safe_text(what)}: {done}/{total}")
     sys.stderr.flush()
 
 
@@ -76,4 +78,4 @@ def _print_summary(imported: object) -> None:
     elif files.from_cache:
         lines.append("  offline   read from the hub cache")
     lines.append(f"Saved to {imported.path}. Next: sparkadvisor show {imported.build.id}")
-    print("\n".join(lines))
+    print(safe_text("\n".join(lines), keep_newlines=True))

@@ -18,6 +18,7 @@ from sparkadvisor.commands.common import (
     print_json,
     scenario,
 )
+from sparkadvisor.urls import redact_urls, redacted, url_option
 
 if TYPE_CHECKING:
     from sparkadvisor.core.checkup import BuildMatch, Finding
@@ -34,26 +35,10 @@ seconds = number_above_zero(3600, "seconds")
 """An argparse type: a positive number of seconds, at most an hour."""
 
 
-def base_url(text: str) -> str:
-    """An argparse type: an http:// or https:// URL with a host (a bare host:port gets http://)."""
-    from urllib.parse import urlsplit
-
-    url = text if "://" in text else f"http://{text}"
-    try:
-        parts = urlsplit(url)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
-    except ValueError:
-        valid = False
-    if not valid:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL such as http://spark1:8000")
-    return url
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--vllm", metavar="URL", type=base_url,
+    parser.add_argument("--vllm", metavar="URL", type=url_option,
                         help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or http://127.0.0.1:8000)")
-    parser.add_argument("--gateway", metavar="URL", type=base_url, help="gateway base URL (default: Claude Code's "
+    parser.add_argument("--gateway", metavar="URL", type=url_option, help="gateway base URL (default: Claude Code's "
                         "ANTHROPIC_BASE_URL when it is not vLLM)")
     parser.add_argument("--claude-settings", type=Path, metavar="PATH",
                         help="Claude Code settings file (default: ~/.claude/settings.json)")
@@ -75,18 +60,23 @@ def run(args: argparse.Namespace) -> int:
     from sparkadvisor.core.checkup import worst
     from sparkadvisor.sources import default_vllm_url
     from sparkadvisor.sources.probe import ProbeConfig, probe, scrub
+    from sparkadvisor.urls import UrlError
 
     token = _token(args.token_env)
     index = load(args)
     cluster, workload, settings = scenario(args, index)
     build_id = find_build_id(index, args.build) if args.build else None
-    config = ProbeConfig(args.vllm or default_vllm_url(), args.gateway, args.claude_settings, args.interval,
+    try:
+        vllm_url = args.vllm or default_vllm_url()
+    except UrlError as error:
+        raise UsageError(str(error)) from None
+    config = ProbeConfig(vllm_url, args.gateway, args.claude_settings, args.interval,
                          args.timeout, token, args.messages)
     report = asyncio.run(probe(config))
     match, plan, plan_findings = _hold_against_plan(report, index, cluster, workload, settings, build_id)
     findings = [*report.findings, *(scrub(f, token) for f in plan_findings)]
     if args.json:
-        print_json(_json(report, match, plan, findings))
+        print_json(redacted(_json(report, match, plan, findings)))
     else:
         _print(report, match, plan, findings)
     return 1 if worst(findings) == "critical" else 0
@@ -177,12 +167,13 @@ def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
 
 def _print(report: ProbeReport, match: BuildMatch | None, plan: Plan | None, findings: list[Finding]) -> None:
     from sparkadvisor.core.checkup import SEVERITY_ORDER
+    from sparkadvisor.core.safetext import safe_text
 
     for line in _summary(report, match, plan):
-        print(line)
+        print(safe_text(redact_urls(line)))
     print("findings:")
     for finding in sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity]):
-        print(f"  {MARKS[finding.severity]} {finding.text}")
+        print(f"  {MARKS[finding.severity]} {safe_text(redact_urls(finding.text))}")
 
 
 def _summary(report: ProbeReport, match: BuildMatch | None, plan: Plan | None) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sparkadvisor.commands.common import add_scenario_options, load, print_json, scenario
+from sparkadvisor.commands.common import add_scenario_options, load, print_json, scenario, share
 
 NAME = "rank"
 HELP = "rank every build for a cluster and workload"
@@ -12,6 +12,9 @@ HELP = "rank every build for a cluster and workload"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_scenario_options(parser)
+    parser.add_argument("--min-capability", type=share, metavar="SHARE",
+                        help="hide builds whose sourced score is below this share of the frontier reference "
+                             "on the same table, e.g. 80%% or 0.8 (unknown capability is hidden too)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,12 +22,16 @@ def run(args: argparse.Namespace) -> int:
 
     index = load(args)
     cluster, workload, settings = scenario(args, index)
-    ranked = advise(index, cluster, workload, settings)
+    ranked = advise(index, cluster, workload, settings, min_capability=args.min_capability)
     if args.json:
         print_json({"hardware": cluster.hardware.id, "nodes": cluster.nodes, "workload": workload_dict(workload),
+                    "min_capability": args.min_capability, "hidden": len(index.catalog.builds) - len(ranked),
                     "candidates": [candidate(r) for r in ranked]})
         return 0
     from sparkadvisor.render import print_ranking
 
     print_ranking(ranked, cluster, workload)
+    if args.min_capability is not None:
+        print(f"{len(index.catalog.builds) - len(ranked)} builds hidden: below {args.min_capability:.0%} "
+              "capability, or capability unknown (--min-capability).")
     return 0

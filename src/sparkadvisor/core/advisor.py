@@ -10,12 +10,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from sparkadvisor.core.calibration import calibrate
-from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.catalog import CatalogIndex, source_ids
+from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Cluster, Plan, evaluate
 from sparkadvisor.core.ranking import Ranked, rank
-from sparkadvisor.core.schema import Build, Hardware
+from sparkadvisor.core.schema import Build, Caveat, Hardware
 from sparkadvisor.core.speed import SpeedConstants
+from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
@@ -35,11 +37,13 @@ def evaluate_build(index: CatalogIndex, build: Build, cluster: Cluster, workload
 
 
 def advise(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings = DEFAULT_SETTINGS,
-           builds: Iterable[Build] | None = None) -> tuple[Ranked, ...]:
-    """Every build (or `builds`) evaluated on `cluster` and ranked for `workload`."""
+           builds: Iterable[Build] | None = None, min_capability: float | None = None) -> tuple[Ranked, ...]:
+    """Every build (or `builds`) evaluated on `cluster` and ranked for `workload`; with
+    `min_capability` (0-1), builds below it or of unknown capability are left out."""
     constants = constants_for(index, cluster.hardware)
     chosen = index.catalog.builds if builds is None else builds
-    return rank((evaluate(index, b, cluster, workload, constants, settings) for b in chosen), workload)
+    return rank((evaluate(index, b, cluster, workload, constants, settings) for b in chosen), workload,
+                min_capability)
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:
@@ -51,6 +55,7 @@ def candidate(ranked: Ranked) -> dict[str, Any]:
     p = ranked.plan
     d = p.decode
     m = p.decode_measured
+    usable = usable_context(p.model, p.recipe)
     return {
         "build": p.build.id, "model": p.model.id, "repo": p.build.repo, "format": p.build.format,
         "rank": ranked.rank, "fits": p.fits, "fit_by_recipe": p.fit_by_recipe, "nodes_needed": p.nodes_needed,
@@ -72,12 +77,29 @@ def candidate(ranked: Ranked) -> dict[str, Any]:
         "prefill_tok_s": _round(p.prefill_tok_s, 0), "prefill_basis": p.prefill_basis,
         "prefix_caching": p.prefix_caching, "uncached_tokens": p.uncached_tokens,
         "ttft_s": _round(p.ttft_s, 1), "turn_s": _round(p.turn_s, 1),
-        "meets_targets": p.meets_targets, "target_misses": list(p.target_misses),
-        "capability": _round(ranked.capability, 3),
-        "caveats": [c.id for c in p.caveats],
+        "context_tokens": usable.tokens, "context_basis": usable.basis, "context_extended": usable.extended,
+        "meets_targets": p.meets_targets, "target_misses": list(p.target_misses), "unknowns": list(p.unknowns),
+        "targets": [{"key": t.key, "status": t.status, "text": t.text} for t in p.targets],
+        "capability": _round(ranked.capability, 3), "capability_score": _score(ranked),
+        "caveats": [caveat_dict(c) for c in by_severity(p.caveats)],
         "disqualified": p.disqualified_by is not None,
-        "reason": ranked.reason,
+        "decisive": ranked.decisive, "reason": ranked.reason,
     }
+
+
+def caveat_dict(caveat: Caveat) -> dict[str, Any]:
+    """A caveat as scripts read it: what it is, how serious, what to do, who says so."""
+    return {"id": caveat.id, "kind": caveat.kind, "badge": badge(caveat), "severity": caveat.severity,
+            "text": caveat.explanation, "source": source_ids(caveat.source)}
+
+
+def _score(ranked: Ranked) -> dict[str, Any] | None:
+    cap = ranked.score
+    if cap is None:
+        return None
+    return {"benchmark": cap.benchmark, "score": cap.score, "reference_model": cap.reference_model,
+            "reference_score": cap.reference_score, "reported_by": cap.reported_by, "date": cap.date,
+            "source": source_ids(cap.source)}
 
 
 def workload_dict(workload: Workload) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
-from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
+from sparkadvisor.core.schema import Build, Catalog, Caveat, Context, Hardware, Model, Recipe
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +226,8 @@ def check_references(catalog: Catalog, name: str = "catalog",
             problems.append(where.ref("builds", build.id, "model", build.model, "model", models))
         problems += _caveat_refs(where, "builds", build.id, build.caveats, caveats)
     hardware = {h.id: h for h in catalog.hardware}
+    build_models = {b.id: b.model for b in catalog.builds}
+    contexts = {m.id: m.context for m in catalog.models}
     for recipe in catalog.recipes:
         if recipe.build not in builds:
             problems.append(where.ref("recipes", recipe.id, "build", recipe.build, "build", builds))
@@ -241,7 +243,18 @@ def check_references(catalog: Catalog, name: str = "catalog",
             problems.append(where.problem("recipes", recipe.id, "kv_cache_dtype", f"{recipe.kv_cache_dtype!r} is not a "
                                           f"KV dtype the advisor can cost; use one of {', '.join(KV_DTYPE_BYTES)}"))
         problems += _caveat_refs(where, "recipes", recipe.id, recipe.caveats, caveats)
+        problems += _context_problems(where, recipe, contexts.get(build_models.get(recipe.build, "")))
     return problems + _source_refs(catalog, where)
+
+
+def _context_problems(where: _Locator, recipe: Recipe, context: Context | None) -> list[Problem]:
+    """A recipe cannot serve a longer context than the model reaches, extended or not."""
+    if context is None or recipe.max_model_len is None or recipe.max_model_len <= context.longest_tokens:
+        return []
+    reach = (f"its extended context {context.extended_tokens:,}" if context.extended_tokens
+             else f"its native context {context.native_tokens:,} (no extension is recorded)")
+    return [where.problem("recipes", recipe.id, "max_model_len", f"{recipe.max_model_len:,} is longer than the "
+                          f"model serves: {reach}")]
 
 
 class _Locator:

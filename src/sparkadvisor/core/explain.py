@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.schema import Attention, Measurement
+from sparkadvisor.core.schema import Attention, Measurement, Severity
 from sparkadvisor.core.speed import prefill_range
+from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
 Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
@@ -31,16 +33,56 @@ class Step:
     """The sentence, with the numbers and their units."""
     basis: Basis
     """How the figure is known."""
+    severity: Severity | None = None
+    """For caveat steps: critical, warning or info (views colour it)."""
 
 
 def explain(plan: Plan) -> tuple[Step, ...]:
     """Every step of the plan's arithmetic, in reading order."""
-    steps = [_cluster(plan), _weights(plan), _parallelism(plan), _budget(plan), _kv(plan), _pool(plan)]
+    steps = [_cluster(plan), _weights(plan), _parallelism(plan), _budget(plan), _kv(plan), _pool(plan),
+             _context(plan)]
     steps += _decode(plan) + _first_token(plan)
-    steps.append(_turn(plan))
-    steps += [Step("caveat", f"caveat: {c.kind}", f"{c.explanation} ({c.severity})", "stated")
-              for c in plan.caveats]
+    steps += [_turn(plan), _targets(plan), _capability(plan)]
+    steps += [Step("caveat", f"caveat: {badge(c)}", f"{c.explanation} ({c.severity})", "stated", c.severity)
+              for c in by_severity(plan.caveats)]
     return tuple(s for s in steps if s is not None)
+
+
+def _context(plan: Plan) -> Step:
+    usable, needed, w = usable_context(plan.model, plan.recipe), context_needed(plan.workload), plan.workload
+    check = next(t for t in plan.targets if t.key == "context")
+    verdict = {"met": "enough", "missed": "too short: the workload's prompts would be refused",
+               "unknown": "unknown, so the context target is not met"}[check.status]
+    text = (f"Usable context {usable.describe(plan.model)} against {needed:,} tokens needed "
+            f"({w.context_tokens:,} prompt + {w.output_tokens:,} answer): {verdict}.")
+    return Step("context", "context window", text, "unknown" if usable.tokens is None else "stated")
+
+
+def _targets(plan: Plan) -> Step:
+    w = plan.workload
+    marks = {"met": "met", "missed": "MISSED", "unknown": "unknown"}
+    parts = "; ".join(f"{t.text} ({marks[t.status]})" for t in plan.targets)
+    if plan.meets_targets:
+        head = f"Meets the {w.kind} targets"
+    elif plan.target_misses:
+        head = f"Misses the {w.kind} targets"
+    else:
+        head = f"The {w.kind} targets are unknown (an unknown is not a pass)"
+    return Step("targets", "targets", f"{head}: {parts}.", "unknown" if plan.unknowns else "derived")
+
+
+def _capability(plan: Plan) -> Step:
+    from sparkadvisor.core.ranking import CAPABILITY_STEP, capability_for
+
+    cap, kind = capability_for(plan.model, plan.workload), plan.workload.kind
+    if cap is None:
+        note = plan.model.capability_none_published
+        text = (f"Unknown: none published ({note})" if note else "Unknown: no sourced score in the catalog")
+        return Step("capability", "capability", text + f"; it ranks after the {kind} builds with a score.",
+                    "unknown")
+    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark} against {cap.reference_model}'s "
+                f"{cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date}): "
+                f"{cap.score / cap.reference_score:.0%}, compared in {CAPABILITY_STEP:.0%} steps.", "stated")
 
 
 def _cluster(plan: Plan) -> Step:

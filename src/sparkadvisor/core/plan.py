@@ -29,6 +29,7 @@ from sparkadvisor.core.speed import (
     estimate_decode,
     estimate_prefill,
 )
+from sparkadvisor.core.targets import TargetCheck, check_targets
 from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
@@ -149,24 +150,24 @@ class Plan:
         return self.decode_measured.value / self.decode.ceiling_tok_s
 
     @property
+    def targets(self) -> tuple[TargetCheck, ...]:
+        """Each of the workload's targets: met, missed or unknown (core.targets)."""
+        return check_targets(self)
+
+    @property
     def target_misses(self) -> tuple[str, ...]:
-        """The workload's latency targets this plan misses, in words."""
-        w, misses = self.workload, []
-        if self.ttft_s is not None and self.ttft_s > w.first_token_target_s:
-            misses.append(f"first token {self.ttft_s:.0f} s > {w.first_token_target_s:.0f} s")
-        if self.turn_s is not None and self.turn_s > w.turn_target_s:
-            misses.append(f"turn {self.turn_s:.0f} s > {w.turn_target_s:.0f} s")
-        speed = self.decode_tok_s
-        if speed is not None and speed < w.decode_target_tok_s:
-            misses.append(f"decode {speed:.0f} tok/s < {w.decode_target_tok_s:.0f} tok/s")
-        if self.sessions == 0:
-            misses.append(f"no room for one {w.context_tokens:,}-token session")
-        return tuple(misses)
+        """The workload's targets this plan misses, in words."""
+        return tuple(t.text for t in self.targets if t.status == "missed")
+
+    @property
+    def unknowns(self) -> tuple[str, ...]:
+        """The targets nobody can evaluate for this plan, in words."""
+        return tuple(t.text for t in self.targets if t.status == "unknown")
 
     @property
     def meets_targets(self) -> bool:
-        """All latency targets met (unknown figures do not count as misses)."""
-        return self.fits and not self.target_misses
+        """Fits and every target is known to be met: an unknown is not a pass."""
+        return self.fits and all(t.status == "met" for t in self.targets)
 
 
 ENGINE = "vllm"

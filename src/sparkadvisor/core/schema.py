@@ -9,9 +9,12 @@ GiB = 2^30 bytes), so the app can answer in the unit the reader knows.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sparkadvisor.core.formats import FORMATS
 
 SourceRef = str | list[str]
 """One source id, or several, from the catalog's `[sources]` table."""
@@ -32,11 +35,21 @@ CaveatKind = Literal[
     "spec-decode-cache-miss",
     "slow-cold-load",
     "quality-loss",
-    "other",
+    "tool-calls-disputed",
+    "output-garbled",
+    "server-crash",
+    "slow-engine",
+    "slow-decode",
 ]
-"""The fixed vocabulary of caveats. The core acts on some kinds (prefix caching
-disabled changes the first-token arithmetic; tool calls corrupted disqualifies the
-build for agents); the rest are shown and exported as warnings."""
+"""The fixed vocabulary of caveats; `core.caveats` gives each kind its badge and meaning.
+The core acts on some kinds (prefix caching disabled is a target miss for agents and
+changes the first-token arithmetic; tool calls corrupted disqualifies the build for
+agents); the rest are shown and exported as warnings. There is no catch-all kind: a
+new kind of problem gets its own name and badge."""
+
+Severity = Literal["info", "warning", "critical"]
+"""How much a caveat matters: critical (red) changes the decision, warning (amber) needs
+an action or a choice, info (dim) is worth knowing."""
 
 Format = Literal[
     "nvfp4-compressed-tensors",
@@ -49,10 +62,23 @@ Format = Literal[
     "awq-int4",
     "gptq-int4",
     "int4-w4a16",
+    "gguf-q4_0",
+    "gguf-q4_k_s",
     "gguf-q4_k_m",
+    "gguf-iq4_xs",
     "gguf-q5_k_m",
     "gguf-q6_k",
     "gguf-q8_0",
+    "gguf-ud-iq1_s",
+    "gguf-ud-iq1_m",
+    "gguf-ud-iq2_xxs",
+    "gguf-ud-iq3_xxs",
+    "gguf-ud-q2_k_xl",
+    "gguf-ud-q3_k_xl",
+    "gguf-ud-q4_k_xl",
+    "gguf-ud-q5_k_xl",
+    "gguf-ud-q6_k_xl",
+    "gguf-ud-q8_k_xl",
     "exl3",
 ]
 """Weight formats the catalog knows. `core.formats` holds the bits each one stores."""
@@ -252,9 +278,24 @@ class Context(Strict):
     native_tokens: int = Field(ge=1)
     """Trained context (max_position_embeddings without scaling)."""
     extended_tokens: int | None = Field(default=None, ge=1)
-    """With RoPE scaling such as YaRN, when the card gives it."""
+    """With RoPE scaling such as YaRN, when the card gives it; a recipe enables it by setting
+    max_model_len above the native context."""
+    extended_method: str | None = None
+    """How the extended context is reached, e.g. "YaRN factor 4"."""
     source: SourceRef
     """config.json or model card."""
+
+    @model_validator(mode="after")
+    def _extended_is_longer(self) -> Context:
+        if self.extended_tokens is not None and self.extended_tokens <= self.native_tokens:
+            raise ValueError(f"extended_tokens {self.extended_tokens} should be above native_tokens "
+                             f"{self.native_tokens} (leave it out when there is no extension)")
+        return self
+
+    @property
+    def longest_tokens(self) -> int:
+        """The longest context the model can serve: extended when it has one, else native."""
+        return self.extended_tokens or self.native_tokens
 
 
 class Capability(Strict):
@@ -270,8 +311,12 @@ class Capability(Strict):
     """The reference model's score on that table."""
     workloads: list[WorkloadKind] = ["agentic", "chat"]
     """Workloads the benchmark speaks for."""
+    reported_by: Literal["developer", "leaderboard", "third-party"] = "developer"
+    """Who ran it: the model's developer (its card or blog), a public leaderboard, or someone else."""
+    date: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    """When the table was published, YYYY-MM-DD (or YYYY-MM)."""
     source: SourceRef
-    """Who published the table (developer numbers say so in the source note)."""
+    """The card, blog or leaderboard page holding the table."""
 
 
 class Model(Strict):
@@ -303,6 +348,9 @@ class Model(Strict):
     """Context lengths."""
     capability: list[Capability] = []
     """Sourced benchmark scores against a frontier reference."""
+    capability_none_published: str | None = None
+    """When no score is published: what was looked for and where, e.g. "the model card and
+    the release blog give no coding or agentic benchmark (read 2026-09)"."""
     source: SourceRef
     """Where the name, licence and release facts come from."""
 
@@ -351,6 +399,13 @@ class Build(Strict):
     source: SourceRef
     """The repo or its model card."""
 
+    @model_validator(mode="after")
+    def _dynamic_quant_states_its_size(self) -> Build:
+        if FORMATS[self.format].mix_varies_by_model and self.size is None and self.bits_per_weight is None:
+            raise ValueError(f"format {self.format} picks its types per model, so no size can be derived; "
+                             "give [builds.size] as the repo lists the file, or bits_per_weight")
+        return self
+
 
 # --- recipes ------------------------------------------------------------------
 
@@ -372,6 +427,47 @@ class Speculative(Strict):
     """The recipe."""
 
 
+class PatchFile(Strict):
+    """One file a recipe bind-mounts over the image's own."""
+
+    path: str = Field(pattern=r"^[A-Za-z0-9._][A-Za-z0-9._/+-]*$")
+    """Where it lives in the recipe repository, relative to its root."""
+    target: str = Field(pattern=r"^/[A-Za-z0-9._/+-]+$")
+    """The absolute path inside the container it replaces."""
+
+
+class Patch(Strict):
+    """A patch to vLLM a recipe applies: where to get it and what breaks without it."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    """Short name, used in messages and file names."""
+    title: str = Field(min_length=1)
+    """What it is, in a few words."""
+    repo: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    """The recipe repository to clone."""
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    """The commit the files were read at; None when nobody pinned one (the script then takes RECIPE_DIR as is)."""
+    files: list[PatchFile] = Field(min_length=1)
+    """The files it bind-mounts."""
+    env: dict[str, str] = {}
+    """Environment the patched code reads (e.g. a switch that turns it on)."""
+    breaks: str = Field(min_length=1)
+    """What happens without it, e.g. "the engine dies on any decode past ~24K context"."""
+    fails_past_context_tokens: int | None = Field(default=None, ge=1)
+    """Without it the engine fails once a sequence passes this many tokens (approximate, from the source)."""
+    fit_depends: bool = False
+    """The plan fits only with it (e.g. a table kept on disk instead of in memory)."""
+    source: SourceRef
+    """Where the patch and its failure are described."""
+
+    @model_validator(mode="after")
+    def _env_names(self) -> Patch:
+        for name in self.env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"env name {name!r} is not a shell variable name")
+        return self
+
+
 class Requirements(Strict):
     """What a recipe needs of the machine beyond vLLM itself."""
 
@@ -379,7 +475,7 @@ class Requirements(Strict):
     """Swap must be on (with swappiness=0) to survive the loading peak."""
     drop_page_cache: bool = False
     """`echo 3 > /proc/sys/vm/drop_caches` before loading."""
-    patches: list[str] = []
+    patches: list[Patch] = []
     """Patches to vLLM or kernels the recipe applies."""
 
 
@@ -487,14 +583,16 @@ class Caveat(Strict):
     """Short id."""
     kind: CaveatKind
     """What kind of problem it is."""
-    severity: Literal["info", "warning", "critical"]
-    """How much it matters."""
+    severity: Severity
+    """How much it matters: critical, warning or info."""
     hurts: list[WorkloadKind] = []
     """Workloads it makes worse."""
     disqualifies: list[WorkloadKind] = []
     """Workloads for which it rules the build out."""
     explanation: str = Field(min_length=1)
     """One sentence a person can act on."""
+    cite: str | None = None
+    """How a reason line cites it in a few characters, e.g. "vLLM #54173"."""
     source: SourceRef
     """Issue, README or model card."""
 

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparkadvisor.core.caveats import KINDS, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
-BADGES: dict[str, str] = {
-    "prefix-caching-disabled": "NO-PREFIX-CACHE",
-    "prefix-caching-unreliable": "PREFIX-CACHE?",
-    "tool-calls-corrupted": "TOOLCALLS-CORRUPT",
-    "swap-required": "SWAP",
-    "page-cache-drop": "DROP-CACHES",
-    "custom-image": "CUSTOM-IMAGE",
-    "patch-required": "PATCH",
-    "eager-only": "EAGER",
-    "memory-utilization-limit": "GMU-LIMIT",
-    "spec-decode-cache-miss": "SPEC-CACHE-MISS",
-    "slow-cold-load": "SLOW-LOAD",
-    "quality-loss": "QUALITY",
-    "other": "NOTE",
-}
+BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
 
 
@@ -75,7 +63,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
     measured = plan.decode_measured
     pool = plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
     pool_text = fmt_tokens(pool) + ("*" if plan.kv_pool_measured else "")
-    return {
+    cells = {
         "rank": str(ranked.rank) if ranked.rank else "-",
         "model": plan.model.name,
         "build": f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}",
@@ -88,8 +76,9 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "measured": f"{measured.value:g}" if measured else "-",
         "ttft": fmt_seconds(plan.ttft_s),
         "turn": fmt_seconds(plan.turn_s),
-        "caveats": " ".join(dict.fromkeys(BADGES[c.kind] for c in plan.caveats)),
+        "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
+    return {key: safe_text(text) for key, text in cells.items()}
 
 
 def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.flags import dest_of, is_known, option_name
 
@@ -49,17 +50,25 @@ def kv_bytes_arg(n_bytes: float) -> str:
     return str(whole)
 
 
-def max_model_len(plan: Plan) -> tuple[int, str]:
-    """--max-model-len and why: the recipe's, else the model's native context within the KV pool."""
-    if plan.recipe is not None and plan.recipe.max_model_len:
-        return plan.recipe.max_model_len, "the recipe's"
-    context = plan.model.context
-    tokens, why = ((context.native_tokens, "the model's native context") if context else
-                   (plan.workload.context_tokens + plan.workload.output_tokens, "the workload's prompt plus output"))
+def max_model_len(plan: Plan) -> tuple[int | None, str]:
+    """--max-model-len and why: the recipe's, else the model's native context within the KV pool;
+    None (the flag left out, vLLM reads config.json) when the model's context is unknown. Never
+    longer than the model serves: the catalog refuses a recipe past the model's longest context."""
+    usable = usable_context(plan.model, plan.recipe)
+    if usable.tokens is None:
+        return None, "left out: the model's context window is unknown, so vLLM takes it from config.json"
+    if usable.basis == "recipe":
+        ctx = plan.model.context
+        if usable.extended and ctx is not None:
+            return usable.tokens, (f"the recipe's, the EXTENDED context: past the native {ctx.native_tokens:,} "
+                                   f"by {ctx.extended_method or 'RoPE scaling'}, which the recipe must enable")
+        return usable.tokens, "the recipe's"
+    why = "the model's native context (the extended one needs a recipe that enables it)" \
+        if plan.model.context and plan.model.context.extended_tokens else "the model's native context"
     pool = plan.kv_pool_tokens
-    if pool is not None and pool < tokens:
+    if pool is not None and pool < usable.tokens:
         return max(1024, int(pool) // 1024 * 1024), "capped at the KV pool"
-    return tokens, why
+    return usable.tokens, why
 
 
 def speculative_json(plan: Plan) -> str | None:
@@ -106,7 +115,10 @@ def model_args(plan: Plan, served_name: str) -> list[str]:
     args += ["--gpu-memory-utilization", f"{budget.utilization:g}"]
     if budget.kv_pinned_bytes is not None:
         args += ["--kv-cache-memory-bytes", kv_bytes_arg(budget.kv_pinned_bytes)]
-    args += ["--max-model-len", str(max_model_len(plan)[0]), "--kv-cache-dtype", plan.kv_cache_dtype]
+    length = max_model_len(plan)[0]
+    if length is not None:
+        args += ["--max-model-len", str(length)]
+    args += ["--kv-cache-dtype", plan.kv_cache_dtype]
     if plan.recipe and plan.recipe.block_size:
         args += ["--block-size", str(plan.recipe.block_size)]
     args.append("--enable-prefix-caching" if plan.prefix_caching else "--disable-prefix-caching")

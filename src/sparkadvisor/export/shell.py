@@ -13,7 +13,7 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import Arg, EnvRef, max_model_len, resolve
 from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note
-from sparkadvisor.export.text import comment, sh_arg, sh_words
+from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
 SIZE_TOLERANCE = 0.10
 """Sources disagree on sizes by a few percent (Qwen3.8: 133 GB in the article, 124 GB on disk)."""
@@ -35,6 +35,12 @@ def script_name(launch: Launch, node: NodeLaunch) -> str:
 def render_sh(launch: Launch) -> tuple[ExportFile, ...]:
     """One executable script per node."""
     return tuple(ExportFile(script_name(launch, n), "\n".join(_script(launch, n)) + "\n", True) for n in launch.nodes)
+
+
+GENERAL_KINDS = ("quality-loss", "slow-cold-load", "memory-utilization-limit", "spec-decode-cache-miss",
+                 "tool-calls-disputed", "output-garbled", "server-crash", "slow-engine", "slow-decode",
+                 "prefix-caching-unreliable")
+"""Caveat kinds listed in a script's header: nothing in the script acts on them."""
 
 
 def notes_of(launch: Launch, *kinds: str) -> list[Note]:
@@ -61,8 +67,7 @@ def _header(launch: Launch, node: NodeLaunch) -> list[str]:
     lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
     for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
         lines += [c for step in _steps(plan, key) for c in comment(step, "#   ")]
-    general = [x for x in launch.notes if x.kind in ("other", "quality-loss", "slow-cold-load",
-                                                     "memory-utilization-limit", "spec-decode-cache-miss")]
+    general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
     if general:
         lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
     return lines + ["#", "# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh", ""]
@@ -120,7 +125,7 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
 
 def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
-    lines += [f"warn {sh_arg(n.text)}" for n in launch.notes if n.loud]
+    lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud]
     lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
     return lines + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch) + _model(launch) + [""]
 

@@ -192,7 +192,8 @@ def _notes(plan: Plan, dropped: list[str], image: str) -> tuple[Note, ...]:
         notes.append(Note("no tool-call parser is known for this build: an agent's tool calls need "
                           "--tool-call-parser NAME --enable-auto-tool-choice; add them before pointing "
                           "Claude Code at it", True, "export"))
-    notes += [Note(f"the recipe applies a patch this export does not: {p}", True, "patch-required")
+    notes += [Note(f"the recipe applies a patch this export does not: {p.title} ({p.files[0].path})", True,
+                   "patch-required")
               for p in (plan.recipe.requires.patches if plan.recipe else [])]
     notes += [Note(f"left out of the recipe's arguments: {d}", True, "export") for d in dropped]
     if image == DEFAULT_IMAGE:

@@ -1,7 +1,7 @@
 """Quoting and comment helpers shared by the renderers.
 
 Catalog and hub values are untrusted: in a shell script they appear only shell-quoted,
-in comments only on one line with every control character replaced, so no value can
+in comments and messages only on one line with every control character escaped, so no value can
 end a comment or a quoted word.
 """
 
@@ -10,12 +10,13 @@ from __future__ import annotations
 import shlex
 import textwrap
 
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.export.argv import Arg, EnvRef
 
 
 def one_line(text: str) -> str:
-    """`text` with newlines and other non-printable characters turned into spaces."""
-    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    """`text` on one line: runs of white space made one space, every other control character escaped."""
+    return safe_text(" ".join(text.split()))
 
 
 def comment(text: str, prefix: str = "# ", width: int = 110) -> list[str]:

@@ -15,5 +15,11 @@ VLLM_URL_ENV = "SPARKADVISOR_VLLM_URL"
 
 
 def default_vllm_url() -> str:
-    """$SPARKADVISOR_VLLM_URL, else vLLM's default address; costs no network import."""
-    return os.environ.get(VLLM_URL_ENV) or DEFAULT_VLLM_URL
+    """$SPARKADVISOR_VLLM_URL, else vLLM's default address, checked; costs no network import.
+
+    Raises `sparkadvisor.urls.UrlError` (one sentence naming the variable) for a URL that
+    cannot be used, e.g. a port above 65535."""
+    from sparkadvisor.urls import check_url
+
+    value = os.environ.get(VLLM_URL_ENV)
+    return check_url(value, f"${VLLM_URL_ENV}") if value else DEFAULT_VLLM_URL

@@ -22,6 +22,8 @@ import httpx
 from sparkadvisor.core.checkup import Finding, ServedModel, Target, claude_target, same_service
 from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape, parse_prometheus, window
 from sparkadvisor.sources.claude import ClaudeSettings, claude_findings, read_claude_settings
+from sparkadvisor.sources.greeting import greeting, greeting_budget_s, not_http_sentence
+from sparkadvisor.urls import redact_urls
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +68,18 @@ class Answer:
 
 
 async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: float, **kwargs: Any) -> Answer:
-    """One request bounded by `timeout_s` in total; every failure becomes an `Answer.problem`."""
+    """One request bounded by `timeout_s` in total; every failure becomes an `Answer.problem`.
+
+    A little of the budget is kept to tell a hung server from one that is not HTTP at all."""
+    listen_s = greeting_budget_s(timeout_s)
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout(timeout_s - listen_s):
             response = await client.request(method, url, **kwargs)
             return Answer(url, response.status_code, response.text)
     except (TimeoutError, httpx.TimeoutException):
+        first_bytes = await greeting(url, listen_s)
+        if first_bytes:
+            return Answer(url, problem=not_http_sentence(url, first_bytes))
         return Answer(url, problem=f"{url} did not answer within {timeout_s:g} s: the server is hung, "
                                    "overloaded or behind a firewall")
     except httpx.ConnectError:
@@ -82,7 +90,7 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: flo
         return Answer(url, problem=f"{url} closed the connection without an answer (another service on this port?)")
     except httpx.HTTPError as error:
         return Answer(url, problem=f"{url} broke off the exchange ({type(error).__name__})")
-    except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError):
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError, OverflowError):
         return Answer(url, problem=f"{url} is not a valid http:// or https:// URL")
 
 
@@ -296,10 +304,11 @@ async def probe(config: ProbeConfig, environ: Mapping[str, str] | None = None) -
 
 
 def scrub(finding: Finding, token: str | None) -> Finding:
-    """The finding with the token, if it appears anywhere, replaced by ***."""
-    if not token or token not in finding.text:
-        return finding
-    return Finding(finding.severity, finding.text.replace(token, "***"))
+    """The finding with the token, and any credentials written into a URL, replaced by ***."""
+    text = redact_urls(finding.text)
+    if token:
+        text = text.replace(token, "***")
+    return finding if text == finding.text else Finding(finding.severity, text)
 
 
 # --- the status line's poll ---------------------------------------------------

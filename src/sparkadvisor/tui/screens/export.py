@@ -14,6 +14,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, TextArea
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, render
 
 
@@ -25,7 +26,7 @@ def default_folder(plan: Plan) -> Path:
 
 def preview(files: tuple[ExportFile, ...]) -> str:
     """All files of an export in one text, each under its name."""
-    return "\n".join(f"==> {f.name} <==\n{f.text}" for f in files)
+    return "\n".join(f"==> {f.name} <==\n{safe_text(f.text, keep_newlines=True)}" for f in files)
 
 
 class ExportScreen(ModalScreen[None]):
@@ -91,6 +92,6 @@ class ExportScreen(ModalScreen[None]):
         try:
             written = write_files(folder, self.files, self.query_one("#export-force", Checkbox).value)
         except (ExistingFiles, OSError) as error:
-            self.notify(str(error), title="Not written", severity="error")
+            self.notify(safe_text(error), title="Not written", severity="error", markup=False)
             return
-        self.notify(f"Wrote {len(written)} file(s) to {folder}", title="Exported")
+        self.notify(safe_text(f"Wrote {len(written)} file(s) to {folder}"), title="Exported", markup=False)

@@ -16,6 +16,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from sparkadvisor.core.safetext import safe_text
+
 
 class HubImportScreen(ModalScreen[str | None]):
     """Dismissed with the new build id, or None when the person cancels."""
@@ -110,5 +112,5 @@ class HubImportScreen(ModalScreen[str | None]):
 
     def _status(self, text: str, error: bool = False) -> None:
         status = self.query_one("#hub-import-status", Static)
-        status.update(text)
+        status.update(safe_text(text))
         status.set_class(error, "error")

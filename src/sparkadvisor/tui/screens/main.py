@@ -18,6 +18,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input
 
 from sparkadvisor.core.catalog import CatalogError, CatalogIndex
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COLUMNS
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
 from sparkadvisor.tui import commands
@@ -148,8 +149,8 @@ class MainScreen(Screen[None]):
         """Set the node count."""
         limit = self.index.hardware[self.scenario.hardware_id].max_nodes
         if nodes > limit:
-            self.notify(f"The catalog sweeps {self.ranking.cluster.hardware.name} up to {limit} nodes.",
-                        severity="warning")
+            self.notify(safe_text(f"The catalog sweeps {self.ranking.cluster.hardware.name} up to {limit} nodes."),
+                        severity="warning", markup=False)
             return
         self.apply(Scenario(self.scenario.hardware_id, nodes, self.scenario.workload, self.scenario.settings))
 
@@ -181,8 +182,8 @@ class MainScreen(Screen[None]):
         """Choose the hardware."""
         from sparkadvisor.tui.screens.choice import ChoiceScreen
 
-        options = [(h.id, f"{h.name}: {h.usable_memory_gib:g} GiB usable, {h.memory_bandwidth_gb_s:g} GB/s, "
-                    + (f"up to {h.max_nodes} nodes" if h.max_nodes > 1 else "one node"))
+        options = [(h.id, safe_text(f"{h.name}: {h.usable_memory_gib:g} GiB usable, {h.memory_bandwidth_gb_s:g} GB/s, "
+                    + (f"up to {h.max_nodes} nodes" if h.max_nodes > 1 else "one node")))
                    for h in self.index.catalog.hardware]
         self.app.push_screen(ChoiceScreen("Hardware", options, self.scenario.hardware_id), self.set_hardware)
 
@@ -267,7 +268,8 @@ class MainScreen(Screen[None]):
         try:
             index = load_index(self.catalog_paths)
         except CatalogError as error:
-            self.notify(f"The catalog could not be reloaded: {error.problems[0]}", severity="error")
+            self.notify(safe_text(f"The catalog could not be reloaded: {error.problems[0]}"), severity="error",
+                        markup=False)
             return
         self.index, self.cache = index, RankingCache(index)
         self.ranking = self.cache.get(self.scenario)

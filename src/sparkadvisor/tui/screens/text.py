@@ -9,6 +9,7 @@ from textual.widgets import Label, TextArea
 
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.render import header
 from sparkadvisor.tui.model import Ranking
 
@@ -20,7 +21,7 @@ def plan_text(item: Ranked, ranking: Ranking) -> str:
     lines = [f"{plan.model.name} · {plan.build.repo} · {place}: {item.reason}",
              header(ranking.cluster, ranking.scenario.workload), ""]
     lines += [f"{step.title} [{step.basis}] {step.text}" for step in explain(plan)]
-    return "\n".join(lines)
+    return "\n".join(safe_text(line) for line in lines)
 
 
 class TextScreen(ModalScreen[None]):

@@ -15,6 +15,7 @@ from rich.measure import Measurement
 from rich.text import Text
 from textual.widgets import DataTable
 
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COLUMNS
 from sparkadvisor.tui.model import RANK_COLUMN, Ranking
 
@@ -67,7 +68,7 @@ class CandidatesTable(DataTable[LiveCell]):
         """The plain text of a cell in the current ranking."""
         if column == REASON_COLUMN:
             ranked = self.ranking.by_id[build_id]
-            return ranked.reason if ranked.excluded else ""
+            return safe_text(ranked.reason) if ranked.excluded else ""
         return self.ranking.cells[build_id][column]
 
     def cell_text(self, build_id: str, column: str) -> Text:

@@ -6,6 +6,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.workload import Settings, Workload
 from sparkadvisor.render import header
 
@@ -31,5 +32,5 @@ class ClusterHeader(Static):
         """Update both lines."""
         cluster_text, _, assumptions = header(cluster, workload).partition(f" · {workload.label}")
         self.update(Content.assemble(
-            (cluster_text, "bold $primary"), "\n", (workload.label, "bold $accent"),
-            f"{assumptions}{settings_text(settings)}"))
+            (safe_text(cluster_text), "bold $primary"), "\n", (workload.label, "bold $accent"),
+            safe_text(f"{assumptions}{settings_text(settings)}")))

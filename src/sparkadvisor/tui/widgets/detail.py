@@ -11,6 +11,7 @@ from textual.widgets import Static
 from sparkadvisor.core.catalog import CatalogIndex, source_ids
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Caveat, Recipe
 from sparkadvisor.core.table import BADGES, row_cells
 from sparkadvisor.tui.widgets.memory_bar import MemoryBar
@@ -31,15 +32,16 @@ def title_content(item: Ranked) -> Content:
     """Model, repo, place and the reason for it."""
     plan = item.plan
     place = (f"rank {item.rank}", "bold $success") if item.rank else ("excluded", "bold $error")
-    return Content.assemble((plan.model.name, "bold"), f" · {plan.build.repo} · ", place, f": {item.reason}")
+    return Content.assemble((safe_text(plan.model.name), "bold"), safe_text(f" · {plan.build.repo} · "), place,
+                            safe_text(f": {item.reason}"))
 
 
 def steps_content(item: Ranked) -> Content:
     """`core.explain` steps, each with its basis."""
     lines = [heading("The arithmetic")]
     for step in explain(item.plan):
-        lines.append(Content.assemble((step.title, "bold"), " ", (f"[{step.basis}]", BASIS_STYLE[step.basis]),
-                                      f" {step.text}"))
+        lines.append(Content.assemble((safe_text(step.title), "bold"), " ",
+                                      (f"[{step.basis}]", BASIS_STYLE[step.basis]), safe_text(f" {step.text}")))
     return Content("\n").join(lines)
 
 
@@ -59,13 +61,13 @@ def _sources(index: CatalogIndex, refs: str | list[str]) -> str:
         source = index.catalog.sources.get(ref)
         if source is not None:
             texts.append(source.title + (f" <{source.url}>" if source.url else ""))
-    return "; ".join(texts) or "no source"
+    return safe_text("; ".join(texts)) or "no source"
 
 
 def caveat_line(caveat: Caveat, index: CatalogIndex) -> Content:
     """One caveat: badge, severity, explanation, sources."""
     return Content.assemble((BADGES[caveat.kind], "bold"), " ", (f"({caveat.severity})",
-                            SEVERITY_STYLE[caveat.severity]), f" {caveat.explanation}",
+                            SEVERITY_STYLE[caveat.severity]), safe_text(f" {caveat.explanation}"),
                             ("\n  source: ", "italic"), _sources(index, caveat.source))
 
 
@@ -80,8 +82,8 @@ def caveats_content(item: Ranked, index: CatalogIndex) -> Content:
 def recipe_line(recipe: Recipe, in_use: bool, index: CatalogIndex) -> Content:
     """One recipe: title, nodes and parallelism, source."""
     mark = ("● in use ", "bold $success") if in_use else ("○ ", "")
-    return Content.assemble(mark, (recipe.title, "bold"), f" · {recipe.nodes} node(s) · TP={recipe.tp} "
-                            f"PP={recipe.pp} · {recipe.hardware}", ("\n  source: ", "italic"),
+    return Content.assemble(mark, (safe_text(recipe.title), "bold"), safe_text(f" · {recipe.nodes} node(s) · "
+                            f"TP={recipe.tp} PP={recipe.pp} · {recipe.hardware}"), ("\n  source: ", "italic"),
                             _sources(index, recipe.source))
 
 

@@ -19,6 +19,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.urls import redact_urls
+
 if TYPE_CHECKING:
     from sparkadvisor.core.metrics import MetricsWindow
     from sparkadvisor.sources.probe import QuickCheck
@@ -95,9 +98,13 @@ class ProbeStatus(Static):
     def __init__(self, url: str | None = None, poll_s: float = POLL_SECONDS, timeout_s: float = TIMEOUT_SECONDS,
                  claude_settings: Path | None = None, *, id: str | None = None, classes: str | None = None) -> None:
         from sparkadvisor.sources import default_vllm_url
+        from sparkadvisor.urls import UrlError
 
         super().__init__("probing vLLM...", markup=False, id=id, classes=classes)
-        self.url = url or default_vllm_url()
+        try:
+            self.url, self.url_problem = url or default_vllm_url(), None
+        except UrlError as error:
+            self.url, self.url_problem = "", str(error)
         self.poll_s = poll_s
         self.timeout_s = timeout_s
         self.claude_settings = claude_settings
@@ -106,6 +113,9 @@ class ProbeStatus(Static):
     def on_mount(self) -> None:
         if os.environ.get(PROBE_SWITCH_ENV, "").lower() in ("off", "0", "no"):
             self.status = f"service probe off ({PROBE_SWITCH_ENV})"
+            return
+        if self.url_problem:
+            self.post_message(self.Checked(self.url_problem, "critical"))
             return
         # The first poll waits for the first frame: importing httpx must not delay the table.
         self.set_timer(FIRST_POLL_SECONDS, self.poll)
@@ -132,4 +142,4 @@ class ProbeStatus(Static):
             self.set_class(severity == message.severity, f"-{severity}")
 
     def watch_status(self, text: str) -> None:
-        self.update(text)
+        self.update(safe_text(redact_urls(text)))

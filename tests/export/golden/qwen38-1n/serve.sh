@@ -65,7 +65,7 @@ fail() {
 say '== pre-flight checks: node 0 of 1 (head)'
 warn 'prefix-caching-disabled (critical): prefix caching crashes the engine in the GDN path on GB10 (vLLM #54173; the article reports wrong answers), so the recipes turn it off and every agent turn recomputes the whole prompt'
 warn 'PREFIX CACHING IS OFF: every turn recomputes all 100,000 prompt tokens, 61 s before each first token; fine for chat, unfit for an agent'
-warn 'the recipe applies a patch this export does not: PLE mmap patch: the table stays on disk, rows read on demand (QWEN4EXP_PLE_MMAP=1)'
+warn 'the recipe applies a patch this export does not: PLE table on disk (mmap), rows read on demand (single-spark-vllm-tp1/patch/ple_layer.py)'
 
 if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi
 
@@ -90,8 +90,8 @@ fi
 
 # patch-required (warning): on one Spark the recipe patches vLLM to keep the 47.68 GiB PLE table on disk and
 # read the rows each token needs
-# the recipe applies a patch this export does not: PLE mmap patch: the table stays on disk, rows read on
-# demand (QWEN4EXP_PLE_MMAP=1)
+# the recipe applies a patch this export does not: PLE table on disk (mmap), rows read on demand
+# (single-spark-vllm-tp1/patch/ple_layer.py)
 if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi
 
 # VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.

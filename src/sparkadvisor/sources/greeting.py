@@ -1,0 +1,47 @@
+"""What a server says before it is asked anything: how a probe tells "hung" from "not HTTP".
+
+An HTTP server waits for the request; SSH, SMTP, FTP and many databases greet first.
+When an HTTP request gets no answer, a greeting on the same port means the URL points at
+another kind of service, which deserves its own sentence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import urlsplit
+
+from sparkadvisor.core.safetext import safe_text
+
+GREETING_SHARE = 0.1
+"""Share of a request's time budget kept back to listen for a greeting."""
+GREETING_MOST_S = 0.5
+"""Longest listen: a service that greets does so as soon as the connection opens."""
+
+
+def greeting_budget_s(timeout_s: float) -> float:
+    """Seconds kept back from a request's `timeout_s` to listen for a greeting."""
+    return min(GREETING_MOST_S, timeout_s * GREETING_SHARE)
+
+
+async def greeting(url: str, wait_s: float) -> bytes | None:
+    """The first bytes the server at `url`'s host and port sends unasked within `wait_s`,
+    or None (silence, refusal, or a URL without a host)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        async with asyncio.timeout(wait_s):
+            reader, writer = await asyncio.open_connection(host, port)
+            try:
+                return await reader.read(256) or None
+            finally:
+                writer.close()
+    except (OSError, ValueError, TimeoutError, OverflowError):
+        return None
+
+
+def not_http_sentence(url: str, first_bytes: bytes) -> str:
+    """"{url} is not an HTTP server: it greets with 'SSH-2.0-OpenSSH_9.6' (an SSH server)..."."""
+    line = first_bytes.decode("utf-8", "replace").splitlines()[0] if first_bytes.strip() else repr(first_bytes)
+    kind = " (an SSH server)" if first_bytes.startswith(b"SSH-") else ""
+    return (f"{url} is not an HTTP server: it greets with '{safe_text(line[:60])}'{kind}; check the host and port "
+            "vLLM listens on")
