@@ -244,11 +244,6 @@ def _write_atomically(path: Path, text: str) -> Path:
 
 # --- bench runs -----------------------------------------------------------------
 
-BENCH_SETTINGS = ("max_model_len", "kv_cache_dtype", "block_size", "gpu_memory_utilization", "prefix_caching",
-                  "kv_cache_gib")
-"""Recipe fields a bench reads from the server; a run whose values differ starts a new recipe."""
-
-
 @dataclass(frozen=True, slots=True)
 class Recorded:
     """Where a bench run went in the user's catalog."""
@@ -270,6 +265,7 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     """Add a bench run as measurements of `build` on `cluster`: to the bench recipe measured with
     the same server settings (never changing what it holds), else to a new one."""
     from sparkadvisor.core.bench import figures
+    from sparkadvisor.core.benchrecord import bench_measurements, bench_source, new_bench_recipe, server_recipe_settings
 
     today = today or dt.date.today().isoformat()
     tables = read_user_tables()
@@ -280,10 +276,11 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     recipes = tables.setdefault("recipes", [])
     recipe = _bench_recipe(recipes, sources, build, cluster, settings)
     measurements = bench_measurements(figures(collected), collected.spec, source_id, today)
-    sources[source_id] = bench_source(info, cluster, collected, base, today)
+    sources[source_id] = bench_source(info, cluster, collected, base.id if base else None, today)
     if recipe is None:
         taken = {r.get("id") for r in recipes if isinstance(r, dict)} | {r.id for r in index.catalog.recipes}
-        recipe = new_bench_recipe(build, cluster, info, collected, base, settings, source_id)
+        recipe = new_bench_recipe(build, cluster, info, collected, _dump(base) if base else None, settings,
+                                  source_id)
         recipe["id"] = _free_id(recipe["id"], taken)
         recipes.append(recipe)
         new = True
@@ -310,39 +307,11 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else ([value] if value else [])
 
 
-def server_recipe_settings(info: Any) -> dict[str, Any]:
-    """The recipe fields the server states: max_model_len from /v1/models, the rest from the
-    labels of vllm:cache_config_info."""
-    from sparkadvisor.core.formats import KV_DTYPE_BYTES
-
-    labels: dict[str, str] = info.settings
-    found: dict[str, Any] = {}
-    if info.served.max_model_len:
-        found["max_model_len"] = info.served.max_model_len
-    if labels.get("cache_dtype") in KV_DTYPE_BYTES:
-        found["kv_cache_dtype"] = labels["cache_dtype"]
-    found.update(_label_number(labels, "block_size", int, lambda v: v >= 1))
-    found.update(_label_number(labels, "gpu_memory_utilization", float, lambda v: 0 < v <= 1))
-    pinned = _label_number(labels, "kv_cache_memory_bytes", int, lambda v: v > 0)
-    if pinned:
-        found["kv_cache_gib"] = pinned["kv_cache_memory_bytes"] / 2**30
-    if info.prefix_caching is not None:
-        found["prefix_caching"] = info.prefix_caching
-    return found
-
-
-def _label_number(labels: dict[str, str], key: str, kind: Callable[[str], Any],
-                  valid: Callable[[Any], bool]) -> dict[str, Any]:
-    try:
-        value = kind(labels[key])
-    except (KeyError, ValueError):
-        return {}
-    return {key: value} if valid(value) else {}
-
-
 def _bench_recipe(recipes: list[Any], sources: dict[str, Any], build: Build, cluster: Any,
                   settings: dict[str, Any]) -> dict[str, Any] | None:
     """The user's bench recipe for this build and cluster measured with these server settings."""
+    from sparkadvisor.core.benchrecord import BENCH_SETTINGS
+
     for recipe in reversed(recipes):
         if not isinstance(recipe, dict) or not any(
                 isinstance(sources.get(i), dict) and sources[i].get("kind") == "bench"
@@ -353,68 +322,3 @@ def _bench_recipe(recipes: list[Any], sources: dict[str, Any], build: Build, clu
         if same_place and all(recipe.get(k) == settings.get(k) for k in BENCH_SETTINGS):
             return recipe
     return None
-
-
-def new_bench_recipe(build: Build, cluster: Any, info: Any, collected: Any, base: Any | None,
-                     settings: dict[str, Any], source_id: str) -> dict[str, Any]:
-    """A recipe for the served build: what the server states, the rest (parallelism, graphs,
-    speculation method) from the catalog recipe the plan used, as the source note says."""
-    from sparkadvisor.core.bench import acceptance
-
-    recipe: dict[str, Any] = {"id": f"bench-{build.id}-{cluster.nodes}x-{cluster.hardware.id}", "build": build.id,
-                              "title": f"sparkadvisor bench: {info.served.id} on {cluster.label}",
-                              "hardware": cluster.hardware.id, "engine": "vllm", "nodes": cluster.nodes}
-    copied = _dump(base) if base is not None else {"tp": cluster.nodes}
-    stated = ("max_model_len", "block_size", "gpu_memory_utilization", "kv_cache_gib")
-    recipe.update({k: v for k, v in copied.items()
-                   if k not in (*recipe, *stated, "title", "source", "measurements")})
-    recipe.update({"kv_cache_dtype": "auto", "prefix_caching": True, **settings})
-    spec = recipe.pop("speculative", None)
-    if info.speculative and spec is not None:
-        share = acceptance(collected)
-        recipe["speculative"] = {**spec, "source": source_id, **({"acceptance": round(share, 3)} if share else {})}
-    recipe["source"] = source_id
-    return recipe
-
-
-def bench_source(info: Any, cluster: Any, collected: Any, base: Any | None, today: str) -> dict[str, Any]:
-    """The source entry of one run: when, which vLLM and served name, and what the server said."""
-    from sparkadvisor.core.bench import acceptance
-
-    labels = info.settings
-    said = [f"{k} {labels[k]}" for k in ("block_size", "cache_dtype", "enable_prefix_caching",
-                                         "gpu_memory_utilization", "num_gpu_blocks", "kv_cache_memory_bytes")
-            if labels.get(k, "None") != "None"]
-    share = acceptance(collected)
-    said.append("speculative decoding on" + (f", {share:.0%} of drafted tokens accepted" if share else "")
-                if info.speculative else "no speculative decoding")
-    rest = (f"parallelism, CUDA graphs and the speculation method as in recipe {base.id} (not readable from "
-            "the server)" if base is not None else f"TP={cluster.nodes} assumed (not readable from the server)")
-    spec = collected.spec
-    return {"title": f"sparkadvisor bench of {info.served.id} on {cluster.label}", "kind": "bench",
-            "url": info.url,
-            "note": f"run on {today} against vLLM {info.version or '(version unknown)'} serving {info.served.id} "
-                    f"(max_model_len {info.served.max_model_len or 'unknown'}); server settings: {', '.join(said)}; "
-                    f"{rest}; prompts of exactly {spec.context_tokens} tokens, warm ones sharing "
-                    f"{spec.shared_tokens}, {spec.output_tokens} output tokens"}
-
-
-def bench_measurements(found: list[Any], spec: Any, source_id: str, today: str) -> list[dict[str, Any]]:
-    """The run's figures as catalog measurements (the cold/warm ratio is derived, not kept)."""
-    out = []
-    for f in found:
-        metric = {"cold_ttft_s": "ttft_s", "warm_ttft_s": "ttft_s"}.get(f.key, f.key)
-        if metric == "ratio":
-            continue
-        m: dict[str, Any] = {"metric": metric, "value": round(f.median, 4)}
-        if len(f.values) > 1:
-            m.update(low=round(f.low, 4), high=round(f.high, 4), spread=round(f.spread, 4))
-        if f.streams > 1:
-            m["streams"] = f.streams
-        m["context_tokens"] = spec.context_tokens
-        if metric == "ttft_s" and f.hit_tokens is not None:
-            m["cached_tokens"] = round(f.hit_tokens)
-        m["note"] = f"{f.label}, {len(f.values)} run{'s' * (len(f.values) > 1)}, sparkadvisor bench {today}"
-        m["source"] = source_id
-        out.append(m)
-    return out

@@ -73,7 +73,7 @@ class BenchState:
         """Look the prompt up in the cache, count the query, and return the uncached tokens."""
         hashes, parent = [], 0
         for start in range(0, len(prompt) - self.block_size + 1, self.block_size):
-            parent = zlib.crc32(json.dumps(prompt[start:start + self.block_size]).encode(), parent)
+            parent = hash((parent, tuple(prompt[start:start + self.block_size])))
             hashes.append(parent)
         with self.lock:
             hit_blocks = 0

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from sparkadvisor.core.units import fmt_seconds
 
 if TYPE_CHECKING:
-    from sparkadvisor.commands.bench import Session
+    from sparkadvisor.benchsession import BenchSession
     from sparkadvisor.core.bench import Figure
     from sparkadvisor.core.benchplan import Prediction
     from sparkadvisor.usercatalog import Recorded
@@ -24,7 +24,10 @@ def fmt_value(value: float, unit: str) -> str:
 
 
 def _range(p: Prediction, unit: str) -> str:
+    """"41-93 s", "1.2x-3.4x", "51 s to 2 min 34 s"."""
     low, high = fmt_value(p.low, unit), fmt_value(p.high, unit)
+    if "min" in low + high:
+        return f"{low} to {high}"
     return f"{low.removesuffix(' ' + unit) if unit != 'x' else low}-{high}"
 
 
@@ -51,9 +54,9 @@ def figure_text(figure: Figure, prediction: Prediction | None, why_none: str) ->
     return text
 
 
-def lines(session: Session, interrupted: bool, recorded: Recorded | None) -> list[str]:
+def lines(session: BenchSession, interrupted: bool, recorded: Recorded | None, record_asked: bool) -> list[str]:
     """The report, one string per line."""
-    from sparkadvisor.commands.bench import figure_rows, spec_text
+    from sparkadvisor.benchsession import spec_text
 
     info, spec = session.info, session.collected.spec
     out: list[str] = []
@@ -66,19 +69,19 @@ def lines(session: Session, interrupted: bool, recorded: Recorded | None) -> lis
         out.append(f"plan  {p.build.id} on {p.cluster.label}, {p.workload.label} ({session.match.how})")
     out.append(spec_text(spec))
     why = _why_no_prediction(session)
-    for figure, prediction in figure_rows(session):
+    for figure, prediction in session.rows():
         out.append(f"{figure.label} [measured] {figure_text(figure, prediction, why)}")
-    out += _tail(session, interrupted, recorded)
+    out += _tail(session, interrupted, recorded, record_asked)
     return out
 
 
-def _why_no_prediction(session: Session) -> str:
+def _why_no_prediction(session: BenchSession) -> str:
     if session.match is not None and session.match.build is None:
         return session.match.how
     return "the speed model lacks this build's active parameters or a prefill rate"
 
 
-def _tail(session: Session, interrupted: bool, recorded: Recorded | None) -> list[str]:
+def _tail(session: BenchSession, interrupted: bool, recorded: Recorded | None, record_asked: bool) -> list[str]:
     collected = session.collected
     out: list[str] = []
     if not collected.results:
@@ -90,34 +93,32 @@ def _tail(session: Session, interrupted: bool, recorded: Recorded | None) -> lis
     elif recorded is not None:
         out.append(f"recorded {recorded.count} measurements as recipe {recorded.recipe_id} (source "
                    f"{recorded.source_id}) in {recorded.path}; show, rank, the TUI and fidelity use them now")
-    elif session.args.record:
+    elif record_asked:
         out.append("nothing to record")
     else:
         out.append("add --record to keep these as measurements of this build on this cluster")
     return out
 
 
-def as_json(session: Session, interrupted: bool, recorded: Recorded | None) -> dict[str, Any]:
+def as_json(session: BenchSession, interrupted: bool, recorded: Recorded | None, record_asked: bool) -> dict[str, Any]:
     """The stable JSON shape of `bench --json`."""
-    from sparkadvisor.commands.bench import figure_rows
-
     info, spec = session.info, session.collected.spec
     return {
-        "vllm_url": info.url if info else session.config.vllm_url,
+        "vllm_url": info.url if info else session.options.config.vllm_url,
         "vllm_version": info.version if info else None,
         "served_model": info.served.id if info else None,
         "max_model_len": info.served.max_model_len if info else None,
         "server_settings": info.settings if info else {},
         "build": session.match.build.id if session.match and session.match.build else None,
         "build_match": session.match.how if session.match else None,
-        "hardware": session.cluster.hardware.id, "nodes": session.cluster.nodes,
+        "hardware": session.options.cluster.hardware.id, "nodes": session.options.cluster.nodes,
         "context_tokens": spec.context_tokens, "shared_tokens": spec.shared_tokens, "new_tokens": spec.new_tokens,
         "output_tokens": spec.output_tokens, "repetitions": spec.repetitions, "streams": list(spec.streams),
-        "figures": [_figure_json(f, p) for f, p in figure_rows(session)],
+        "figures": [_figure_json(f, p) for f, p in session.rows()],
         "prompt_tokens_seen": sorted({s.prompt_tokens for r in session.collected.results for s in r.samples}),
         "steps_run": len(session.collected.results), "steps_planned": len(session.steps),
         "stopped": session.collected.stopped, "interrupted": interrupted,
-        "recorded": recorded.as_json() if recorded else None,
+        "record_asked": record_asked, "recorded": recorded.as_json() if recorded else None,
     }
 
 
