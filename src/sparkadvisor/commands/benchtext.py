@@ -37,8 +37,9 @@ def figure_text(figure: Figure, prediction: Prediction | None, why_none: str) ->
     n = len(figure.values)
     spread = ""
     if n > 1:
+        low, high = fmt_value(figure.low, unit), fmt_value(figure.high, unit)
         sd = f", sd {fmt_value(figure.spread or 0.0, unit)}" if unit != "x" else ""
-        spread = f" (median of {n}: {fmt_value(figure.low, unit)} to {fmt_value(figure.high, unit)}{sd})"
+        spread = f" (median of {n}{f': {low} to {high}' if low != high else ''}{sd})"
     what = " over all streams" if figure.key == "aggregate_tok_s" else ""
     text = f"{fmt_value(figure.median, unit)}{what}{spread}"
     if prediction is None:

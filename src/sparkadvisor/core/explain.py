@@ -223,7 +223,7 @@ def _pool(plan: Plan) -> Step:
 
 def _measurement(m: Measurement, fmt: object) -> str:
     render = fmt if callable(fmt) else str
-    if m.low is not None and m.high is not None:
+    if m.low is not None and m.high is not None and render(m.low) != render(m.high):
         return f"{render(m.low)}-{render(m.high)}"
     text = render(m.value)
     return f"{text} ± {render(m.spread)}" if m.spread else str(text)
