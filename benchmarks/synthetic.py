@@ -6,6 +6,8 @@ every code path (GQA, MLA, hybrids, recipes, caveats) runs at scale.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.schema import Build, Catalog, Model
 
@@ -21,11 +23,10 @@ def synthetic_index(base: Catalog, builds: int) -> CatalogIndex:
         scale = 0.25 + (number % 40) / 10
         model_id = f"synthetic-{number // 4}"
         if number % 4 == 0:
-            params = template.params.model_copy(update={"total_b": template.params.total_b * scale,
-                                                        "active_b": (template.params.active_b or 1) * scale})
-            extra_models.append(template.model_copy(update={"id": model_id, "name": f"Synthetic {number // 4}",
-                                                            "params": params}))
+            params = replace(template.params, total_b=template.params.total_b * scale,
+                             active_b=(template.params.active_b or 1) * scale)
+            extra_models.append(replace(template, id=model_id, name=f"Synthetic {number // 4}", params=params))
         extra_builds.append(Build(id=f"synthetic-build-{number}", model=model_id, repo=f"synthetic/model-{number}",
                                   format=FORMATS[number % len(FORMATS)], source=template.source))  # type: ignore[arg-type]
-    catalog = base.model_copy(update={"models": models + extra_models, "builds": list(base.builds) + extra_builds})
+    catalog = replace(base, models=tuple(models + extra_models), builds=(*base.builds, *extra_builds))
     return CatalogIndex(catalog)

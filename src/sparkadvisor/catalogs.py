@@ -1,4 +1,5 @@
-"""Read catalog files: the bundled one, the user's imports and any `--catalog FILE`.
+"""Read catalog files: the bundled one (or the newer one `catalog update` installed), the user's
+imports and any `--catalog FILE`.
 
 File access lives here so the core stays pure; every failure becomes a CatalogError that
 names the file.
@@ -7,15 +8,75 @@ names the file.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
-import tempfile
+import re
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sparkadvisor import __version__, paths
+from sparkadvisor.atomic import TEMP_SUFFIX, write_atomic
+from sparkadvisor.core import schema
 from sparkadvisor.core.catalog import CatalogError, CatalogIndex, Problem, check_references, merge, parse_catalog
+from sparkadvisor.core.records import from_plain, to_plain
 from sparkadvisor.core.schema import Catalog
+
+CACHE_FORMAT = 1
+"""Version of the cache file's layout; a file of another version is ignored and rewritten."""
+
+CACHE_KEEP = 4
+"""Catalog sets kept in the cache (bundled alone, with the user's imports, with --catalog files)."""
+
+ORPHAN_AGE_S = 600
+"""A temporary cache file older than this was left by a process that died; it is removed."""
+
+
+_DATE = re.compile(r'^catalog_date\s*=\s*"(\d{4}-\d{2}-\d{2})"\s*(#.*)?$')
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveCatalog:
+    """The base catalog in use: the bundled one, or the one `catalog update` installed."""
+
+    path: Path
+    """The file."""
+    updated: bool
+    """True when it is the installed update, False for the catalog shipped with the package."""
+    date: str | None
+    """Its catalog_date."""
+    bundled_date: str | None
+    """The catalog_date of the catalog shipped with the package."""
+
+
+def active_catalog() -> ActiveCatalog:
+    """The installed update when there is one at least as new as the bundled catalog, else the bundled one.
+
+    A package upgrade that ships a newer catalog thus wins over an older download."""
+    bundled = paths.bundled("catalog.toml")
+    bundled_date = declared_date(bundled)
+    installed = paths.catalog_updates_dir() / "catalog.toml"
+    installed_date = declared_date(installed)
+    if installed_date is not None and (bundled_date is None or installed_date >= bundled_date):
+        return ActiveCatalog(installed, True, installed_date, bundled_date)
+    return ActiveCatalog(bundled, False, bundled_date, bundled_date)
+
+
+def declared_date(path: Path) -> str | None:
+    """The top-level catalog_date of a catalog file, read without parsing the file (top-level keys
+    come before the first table); None when the file is missing or declares none."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("["):
+                    return None
+                if match := _DATE.match(line.strip()):
+                    return match.group(1)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def read_catalog(path: Path) -> Catalog:
@@ -24,22 +85,24 @@ def read_catalog(path: Path) -> Catalog:
 
 
 def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> CatalogIndex:
-    """The bundled catalog, then the user's imported builds, then each `extra` file, merged.
+    """The catalog in use (bundled or updated), then the user's imported builds, then each `extra` file, merged.
 
-    A checked catalog is cached (pickled, keyed by a hash of every file's bytes and the
-    version), so start-up skips parsing and validation until a file changes."""
-    files = [paths.bundled("catalog.toml")]
+    A checked catalog is cached as plain JSON records, keyed by a digest of every file's
+    bytes, the schema and the version, so start-up skips parsing and validation (and the
+    pydantic import) until a file changes."""
+    files = [active_catalog().path]
     user = paths.user_catalog_path()
     if include_user and user.is_file():
         files.append(user)
     files += list(extra)
     texts = [_read_bytes(path) for path in files]
-    cache = paths.cache_dir() / f"catalog-{_digest(files, texts)}.pickle"
-    cached = _read_cache(cache)
+    digest = _digest(files, texts)
+    cache = paths.cache_dir() / f"catalog-{digest}.json"
+    cached = _read_cache(cache, digest)
     if cached is not None:
         return CatalogIndex(cached)
     catalog = _merged(files, texts)
-    _write_cache(cache, catalog)
+    _write_cache(cache, digest, catalog)
     return CatalogIndex(catalog)
 
 
@@ -54,7 +117,9 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _digest(files: Sequence[Path], texts: Sequence[bytes]) -> str:
-    digest = hashlib.sha256(__version__.encode())
+    """Names every input of a cached catalog: the version, the schema's source and each file."""
+    digest = hashlib.sha256(f"{__version__}\0{CACHE_FORMAT}\0".encode())
+    digest.update(Path(schema.__file__).read_bytes())
     for path, text in zip(files, texts, strict=True):
         digest.update(str(path).encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:24]
@@ -84,26 +149,52 @@ def _decode(path: Path, raw: bytes) -> str:
         raise CatalogError([Problem(str(path), None, "", f"is not UTF-8 text (byte {error.start})")]) from None
 
 
-def _read_cache(cache: Path) -> Catalog | None:
+def _read_cache(cache: Path, digest: str) -> Catalog | None:
+    """The cached catalog, or None when the file is missing, of another version or unreadable."""
     try:
-        with cache.open("rb") as handle:
-            catalog = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        data = json.loads(cache.read_bytes())
+        if data["format"] != CACHE_FORMAT or data["version"] != __version__ or data["digest"] != digest:
+            return None
+        catalog = from_plain(Catalog, data["catalog"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return catalog if isinstance(catalog, Catalog) else None
+    _touch(cache)
+    return catalog
 
 
-def _write_cache(cache: Path, catalog: Catalog) -> None:
-    """Best effort: a cache that cannot be written only costs the next start-up."""
+def _touch(cache: Path) -> None:
+    """Marks the entry as recently used, so the sets in use are the ones kept."""
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        for old in cache.parent.glob("catalog-*.pickle"):
-            old.unlink(missing_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=cache.parent, delete=False, suffix=".tmp") as handle:
-            pickle.dump(catalog, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(handle.name, cache)
+        os.utime(cache)
     except OSError:
         pass
+
+
+def _write_cache(cache: Path, digest: str, catalog: Catalog) -> None:
+    """Best effort: a cache that cannot be written only costs the next start-up."""
+    record: dict[str, Any] = {"format": CACHE_FORMAT, "version": __version__, "digest": digest,
+                              "catalog": to_plain(catalog, drop_defaults=True)}
+    try:
+        write_atomic(cache, json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+        _prune(cache.parent)
+    except OSError:
+        pass
+
+
+def _prune(folder: Path) -> None:
+    """Keeps the CACHE_KEEP most recently used catalog sets; removes other formats and orphans."""
+    entries = sorted(folder.glob("catalog-*.json"), key=_mtime, reverse=True)
+    stale = entries[CACHE_KEEP:] + list(folder.glob("catalog-*.pickle"))
+    stale += [t for t in folder.glob(f".catalog-*{TEMP_SUFFIX}") if time.time() - _mtime(t) > ORPHAN_AGE_S]
+    for path in stale:
+        path.unlink(missing_ok=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def check_file(path: Path) -> list[Problem]:
@@ -113,7 +204,7 @@ def check_file(path: Path) -> list[Problem]:
         own = parse_catalog(text, str(path))
     except CatalogError as error:
         return error.problems
-    bundled_path = paths.bundled("catalog.toml")
+    bundled_path = active_catalog().path
     if path.resolve() == bundled_path.resolve():
         return check_references(own, str(path), {str(path): text})
     try:

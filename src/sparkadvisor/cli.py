@@ -17,7 +17,7 @@ from sparkadvisor.commands.common import UsageError, add_catalog_option
 from sparkadvisor.core.catalog import CatalogError
 from sparkadvisor.core.safetext import safe_text
 
-COMMANDS = ("rank", "show", "check", "export", "hub_import", "probe", "bench", "fidelity", "coverage")
+COMMANDS = ("rank", "show", "check", "export", "hub_import", "probe", "bench", "fidelity", "coverage", "catalog")
 """Subcommand modules, in the order help lists them."""
 
 

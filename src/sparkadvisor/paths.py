@@ -51,6 +51,11 @@ def user_catalog_path() -> Path:
     return data_dir() / "catalog.toml"
 
 
+def catalog_updates_dir() -> Path:
+    """What `sparkadvisor catalog update` installed: the catalog in use, the previous one, and their origin."""
+    return data_dir() / "catalog-updates"
+
+
 def bundled(name: str) -> Path:
     """A file shipped beside the package: inside the wheel, or at the top of a checkout."""
     packaged = resources.files(APP) / "data" / name

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor import paths
+from sparkadvisor.core.records import to_plain
 from sparkadvisor.core.schema import Build, Model, Size, Source
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def ids_for(repo: str) -> tuple[str, str, str]:
     return build_id, build_id, f"hf-{build_id}"
 
 
-def import_repo(repo: str, revision: str | None = None, *, force: bool = False, timeout_s: float = 10.0,
+def import_repo(repo: str, revision: str | None = None, *, force: bool = False, timeout_s: float = 60.0,
                 progress: Progress | None = None) -> Imported:
     """Read `repo` from the hub, derive its facts, and add a model and a build to the user catalog."""
     from sparkadvisor.core.derive import DeriveError, derive
@@ -158,10 +159,10 @@ def read_user_tables() -> dict[str, Any]:
 
 def taken_ids() -> dict[str, str]:
     """Model and build ids already in use, each with where: "user catalog" or "bundled catalog"."""
-    from sparkadvisor.catalogs import read_catalog
+    from sparkadvisor.catalogs import active_catalog, read_catalog
 
     taken: dict[str, str] = {}
-    bundled = read_catalog(paths.bundled("catalog.toml"))
+    bundled = read_catalog(active_catalog().path)
     for item in [*bundled.models, *bundled.builds]:
         taken[item.id] = "the bundled catalog"
     user = read_user_tables()
@@ -198,7 +199,7 @@ def add_entries(source_id: str, source: Source, model: Model, build: Build, *, f
 
 
 def _dump(table: Any) -> dict[str, Any]:
-    return table.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    return to_plain(table, drop_defaults=True, drop_none=True)  # type: ignore[no-any-return]
 
 
 def _toml(tables: dict[str, Any]) -> str:
@@ -211,11 +212,11 @@ def _toml(tables: dict[str, Any]) -> str:
 
 def _validate(text: str) -> None:
     """The new file must parse and merge over the bundled catalog without a problem."""
-    from sparkadvisor.catalogs import read_catalog
+    from sparkadvisor.catalogs import active_catalog, read_catalog
     from sparkadvisor.core.catalog import CatalogError, check_references, merge, parse_catalog
 
     name = str(paths.user_catalog_path())
-    problems = check_references(merge(read_catalog(paths.bundled("catalog.toml")), parse_catalog(text, name)), name)
+    problems = check_references(merge(read_catalog(active_catalog().path), parse_catalog(text, name)), name)
     if problems:
         raise CatalogError(problems)
 

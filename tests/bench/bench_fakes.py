@@ -125,6 +125,14 @@ def _error(message: str, kind: str, code: int) -> str:
 
 class _BenchHandler(_Handler):
     state: BenchState
+    protocol_version = "HTTP/1.1"
+    """Keep-alive, as vLLM's server does: no new connection (and thread) per request."""
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            pass  # the client hung up (a timeout, Ctrl-C): nothing to answer
 
     def do_POST(self) -> None:
         self.arrived = time.monotonic()
@@ -180,6 +188,7 @@ class _BenchHandler(_Handler):
                 "BadRequestError", 400))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         uncached = s.admit(prompt)
         # Timed from the request's arrival, so the stand-in's own parsing does not count: the fixed
@@ -201,6 +210,7 @@ class _BenchHandler(_Handler):
         for sent in range(wanted):
             if s.stall_after_tokens is not None and sent >= s.stall_after_tokens:
                 s.release.wait(30)
+                self.close_connection = True
                 return
             if sent:
                 due += 1 / s.stream_rate(max(s.running, 1))
@@ -213,11 +223,15 @@ class _BenchHandler(_Handler):
             self._event({"object": "text_completion", "model": s.served, "choices": [],
                          "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": wanted,
                                    "total_tokens": prompt_tokens + wanted}})
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
 
     def _event(self, data: dict[str, Any]) -> None:
-        self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+        self._chunk(f"data: {json.dumps(data)}\n\n".encode())
+
+    def _chunk(self, data: bytes) -> None:
+        """One piece of a chunked body (an empty one ends it)."""
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
 

@@ -9,6 +9,7 @@ from sparkadvisor.core.advisor import advise
 from sparkadvisor.core.catalog import iter_tables, source_ids
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.records import field_names
 from sparkadvisor.core.workload import WORKLOADS
 
 
@@ -29,19 +30,19 @@ def test_every_build_evaluates_on_every_hardware(index, nodes, workload):
 
 def _has_numbers(table) -> bool:
     return any(isinstance(getattr(table, name), (int, float)) and not isinstance(getattr(table, name), bool)
-               for name in type(table).model_fields)
+               for name in field_names(type(table)))
 
 
 def test_every_table_with_numbers_names_a_source(index):
     catalog = index.catalog
     unsourced = [path for path, table in iter_tables(catalog)
-                 if _has_numbers(table) and path and not ("source" in type(table).model_fields and table.source)]
+                 if _has_numbers(table) and path and not ("source" in field_names(type(table)) and table.source)]
     assert unsourced == []
 
 
 def test_every_source_resolves_and_opens(index):
     catalog = index.catalog
-    cited = {sid for _, table in iter_tables(catalog) if "source" in type(table).model_fields
+    cited = {sid for _, table in iter_tables(catalog) if "source" in field_names(type(table))
              for sid in source_ids(table.source)}
     assert cited - set(catalog.sources) == set()
     no_url = [sid for sid, source in catalog.sources.items() if not source.url and source.kind != "article"]

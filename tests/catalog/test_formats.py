@@ -10,7 +10,7 @@ import pytest
 from sparkadvisor.cli import main
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.memory import build_weights
-from sparkadvisor.core.schema import Build, Format, Model
+from sparkadvisor.core.schema import Build, Format, Model, Params
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "catalogs"
 
@@ -25,7 +25,7 @@ def test_every_format_the_schema_accepts_has_its_bits():
     ("gguf-q5_k_m", 5.7036), ("gguf-q6_k", 6.5633), ("gguf-q8_0", 8.5008),
 ])
 def test_a_gguf_build_without_a_size_is_derived_at_its_file_average(fmt, bits):
-    model = Model(id="m", name="M", family="F", params={"total_b": 8, "source": "x"}, source="x")
+    model = Model(id="m", name="M", family="F", params=Params(total_b=8, source="x"), source="x")
     build = Build(id="b", model="m", repo="org/m-GGUF", format=fmt, source="x")
     weights = build_weights(build, model)
     assert not weights.stated

@@ -82,3 +82,18 @@ def run_with_standins(script: Path, tmp: Path, **env: str) -> tuple[subprocess.C
                             timeout=60, stdin=subprocess.DEVNULL)
     calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
     return result, calls
+
+
+def recipe_checkout(folder: Path, plan) -> Path:  # type: ignore[no-untyped-def]
+    """A stand-in checkout of the recipe repository holding every patch file the plan's recipe mounts."""
+    for patch in plan.recipe.requires.patches:
+        for file in patch.files:
+            path = folder / file.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"# stand-in for {file.path}\n", encoding="utf-8")
+    return folder
+
+
+def docker_runs(calls: list[list[str]]) -> list[list[str]]:
+    """The logged `docker run` calls."""
+    return [c for c in calls if c[:2] == ["docker", "run"]]

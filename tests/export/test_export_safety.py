@@ -139,7 +139,7 @@ def test_no_token_value_is_ever_written(tmp_path, monkeypatch):
 def test_existing_files_are_kept_without_force(tmp_path, capsys):
     args = ["export", "qwen3.8-flash-next-nvfp4", "--nodes", "1", "--format", "json", "--out", str(tmp_path)]
     (tmp_path / "plan.json").write_text("mine\n", encoding="utf-8")
-    assert main(args) == 2
+    assert main(args) == 1, "a refusal, not a usage error"
     assert "plan.json already exists; pass --force to overwrite" in capsys.readouterr().err
     assert (tmp_path / "plan.json").read_text(encoding="utf-8") == "mine\n"
     assert main([*args, "--force"]) == 0

@@ -27,3 +27,25 @@ async def test_export_screen_shows_and_writes(index, tmp_path):
         screen.action_write()
         await pilot.pause()
         assert any("already exists" in n.message for n in app._notifications)
+
+
+async def test_address_fields_reach_the_files_and_bad_ones_are_named(index):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ExportScreen(index, plan)
+        await app.push_screen(screen)
+        screen.query_one("#export-format", Select).value = "claude"
+        await pilot.pause()
+        text = screen.query_one("#export-text", TextArea)
+        assert "head-address-placeholder.invalid" in text.text
+        screen.query_one("#export-head", Input).value = "10.1.2.3"
+        screen.query_one("#export-gateway", Input).value = "http://user:pw@gw:1"
+        await pilot.pause()
+        assert text.text.startswith("Cannot export: the gateway URL carries credentials") and "pw" not in text.text
+        screen.query_one("#export-gateway", Input).value = ""
+        await pilot.pause()
+        assert '"ANTHROPIC_BASE_URL": "http://10.1.2.3:8000"' in text.text
+        screen.query_one("#export-workers", Input).value = "10.1.2.4, 10.1.2.5"
+        await pilot.pause()
+        assert "2 worker address(es) for 1 worker(s)" in text.text and not screen.files

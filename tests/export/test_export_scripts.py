@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from export_helpers import CASES, GOLDEN, plan_for, run_with_standins
+from export_helpers import CASES, GOLDEN, plan_for, recipe_checkout, run_with_standins
 
 from sparkadvisor.export import ExportOptions, plan_json, render
 from sparkadvisor.export.spec import build_launch
@@ -58,7 +58,8 @@ def test_failed_check_stops_the_script_before_vllm(index, tmp_path):
     script = tmp_path / "head.sh"
     script.write_text(render("sh", plan)[0].text.replace("ibdev2netdev)", "ibdev2netdev | grep -v roceP2)"),
                       encoding="utf-8")
-    result, calls = run_with_standins(script, tmp_path)
+    checkout = recipe_checkout(tmp_path / "recipe", plan)
+    result, calls = run_with_standins(script, tmp_path, RECIPE_DIR=str(checkout))
     assert result.returncode == 1
     assert "RoCE device roceP2p1s0f1 is not up" in result.stderr
     assert not any(c[0] == "docker" for c in calls)

@@ -63,6 +63,11 @@ class FakeHub:
         self.repos: dict[str, FakeRepo] = {}
         self.latency_s = latency_s
         self.stalls: dict[str, float] = {}
+        """Seconds to wait before answering any request whose path holds the key."""
+        self.download_stalls: dict[str, float] = {}
+        """The same for downloads (GET) only: metadata (HEAD) answers at once."""
+        self.garbage: set[str] = set()
+        """Path fragments answered with 200 and a body that is not JSON."""
         self.requests: list[tuple[str, str, bool]] = []
         self.auth_headers: list[str] = []
         self.in_flight = 0
@@ -115,9 +120,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             hub.requests.append((self.command, path, auth is not None))
             if auth:
                 hub.auth_headers.append(auth)
-            for fragment, seconds in hub.stalls.items():
+            for fragment, seconds in [*hub.stalls.items(), *(hub.download_stalls.items() if body else ())]:
                 if fragment in path:
                     time.sleep(seconds)
+            if any(fragment in path for fragment in hub.garbage):
+                return self._send(200, {"Content-Type": "application/json"}, b"<html>Welcome to nginx!</html>", body)
             if hub.latency_s:
                 time.sleep(hub.latency_s)
             if match := re.fullmatch(r"/api/models/([^/]+/[^/]+)(?:/revision/(.+))?", path):

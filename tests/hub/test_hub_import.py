@@ -129,7 +129,8 @@ def test_network_down_and_a_stalled_server(hub, monkeypatch):
     with pytest.raises(HubError) as caught:
         import_repo("meta/plain", timeout_s=0.3)
     assert str(caught.value) == (f"{hub.url} stopped answering while sending model-00002-of-00002.safetensors of "
-                                 "meta/plain (timed out); try again later, or raise the timeout")
+                                 "meta/plain (timed out: the import did not finish within 0.3 s); try again later, "
+                                 "or raise the timeout")
     assert catalog_text() is None
 
 

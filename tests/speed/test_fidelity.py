@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -18,15 +19,15 @@ from sparkadvisor.core.workload import AGENTIC
 
 def _with_recipe(index: CatalogIndex, recipe_id: str, **changes: object) -> CatalogIndex:
     """A copy of the catalog with one recipe changed."""
-    recipes = [r.model_copy(update=changes) if r.id == recipe_id else r for r in index.catalog.recipes]
-    return CatalogIndex(index.catalog.model_copy(update={"recipes": recipes}))
+    recipes = [replace(r, **changes) if r.id == recipe_id else r for r in index.catalog.recipes]
+    return CatalogIndex(replace(index.catalog, recipes=tuple(recipes)))
 
 
 def _scaled(index: CatalogIndex, recipe_id: str, metric: str, factor: float) -> CatalogIndex:
     recipe = next(r for r in index.catalog.recipes if r.id == recipe_id)
-    measurements = [m.model_copy(update={"value": m.value * factor}) if m.metric == metric else m
+    measurements = [replace(m, value=m.value * factor) if m.metric == metric else m
                     for m in recipe.measurements]
-    return _with_recipe(index, recipe_id, measurements=measurements)
+    return _with_recipe(index, recipe_id, measurements=tuple(measurements))
 
 
 def _check(report, recipe: str, metric: str):
@@ -92,9 +93,9 @@ def test_other_engines_do_not_calibrate_vllm(index) -> None:
 
 
 def test_builds_without_active_parameters_are_skipped_with_the_reason(index) -> None:
-    models = [m.model_copy(update={"params": m.params.model_copy(update={"active_b": None})})
+    models = [replace(m, params=replace(m.params, active_b=None))
               if m.id == "gpt-oss-120b" else m for m in index.catalog.models]
-    changed = CatalogIndex(index.catalog.model_copy(update={"models": models}))
+    changed = CatalogIndex(replace(index.catalog, models=tuple(models)))
     check = _check(fidelity(changed), "gpt-oss-120b-cutlass-tp1", "decode_tok_s")
     assert check.predicted is None and "active parameters unpublished" in check.skipped
 

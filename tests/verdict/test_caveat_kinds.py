@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from sparkadvisor.core.caveats import KINDS, badge
 from sparkadvisor.core.schema import Caveat, CaveatKind
+from sparkadvisor.core.validation import validate
 
 
 def test_every_kind_has_a_distinct_badge_and_meaning():
@@ -20,7 +21,7 @@ def test_every_kind_has_a_distinct_badge_and_meaning():
 
 def test_a_catch_all_kind_is_refused():
     with pytest.raises(ValidationError, match="kind"):
-        Caveat(id="x", kind="other", severity="info", explanation="e", source="s")
+        validate(Caveat, {"id": "x", "kind": "other", "severity": "info", "explanation": "e", "source": "s"})
 
 
 def test_the_disputed_glm_build_reads_as_disputed(index):

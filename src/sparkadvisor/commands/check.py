@@ -11,15 +11,14 @@ HELP = "validate a catalog file"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", nargs="?", type=Path, help="catalog TOML (default: the bundled catalog)")
+    parser.add_argument("file", nargs="?", type=Path, help="catalog TOML (default: the catalog in use)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkadvisor import paths
-    from sparkadvisor.catalogs import check_file, read_catalog
+    from sparkadvisor.catalogs import active_catalog, check_file, read_catalog
     from sparkadvisor.core.safetext import safe_text
 
-    path = args.file or paths.bundled("catalog.toml")
+    path = args.file or active_catalog().path
     problems = check_file(path)
     if problems:
         print(f"{safe_text(path)}: {len(problems)} problem(s):", file=sys.stderr)

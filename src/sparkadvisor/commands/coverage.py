@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from sparkadvisor.core.schema import Catalog
 
 NAME = "coverage"
-HELP = "count models, builds, recipes, measurements and caveats per family"
+HELP = "count models, builds, recipes, measurements, caveats and capability scores per family"
 
-COLUMNS = ("family", "models", "builds", "sizes stated", "KV from config", "recipes", "measurements",
-           "caveats", "engines")
+COLUMNS = ("family", "models", "builds", "sizes stated", "KV from config", "context known", "scored", "recipes",
+           "measurements", "caveats", "engines")
 """Column headings, in order."""
 
 
@@ -38,6 +38,12 @@ class FamilyCoverage:
     """Builds whose size a source states (the rest are derived from parameters and format)."""
     kv_from_config: int
     """Models whose config.json facts give KV bytes per token (the rest: unknown or from a pool)."""
+    context_known: int
+    """Models whose context window a source gives."""
+    scored: int
+    """Models with a sourced capability score beside a frontier reference."""
+    none_published: int
+    """Models with an explicit note that no such score was found."""
     recipes: int
     """Recipes for those builds."""
     measurements: int
@@ -49,13 +55,15 @@ class FamilyCoverage:
 
     def cells(self) -> tuple[str, ...]:
         """The row as text, in COLUMNS order."""
-        counts = (self.models, self.builds, self.sizes_stated, self.kv_from_config, self.recipes,
-                  self.measurements, self.caveats)
-        return (self.family, *map(str, counts), ", ".join(self.engines) or "-")
+        counts = (self.models, self.builds, self.sizes_stated, self.kv_from_config, self.context_known)
+        return (self.family, *map(str, counts), f"{self.scored}/{self.models}",
+                *map(str, (self.recipes, self.measurements, self.caveats)), ", ".join(self.engines) or "-")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--markdown", action="store_true", help="print Markdown (docs/coverage.md)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--markdown", action="store_true", help="print Markdown (docs/coverage.md)")
+    output.add_argument("--json", action="store_true", help="print JSON: families and each model's capability")
     add_catalog_option(parser)
 
 
@@ -63,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
     from sparkadvisor.catalogs import load_index
 
     catalog = load_index(args.catalog, include_user=False).catalog
+    if args.json:
+        from sparkadvisor.commands.common import print_json
+
+        print_json(as_json(catalog))
+        return 0
     from sparkadvisor.core.safetext import safe_text
 
     print(safe_text(markdown(catalog) if args.markdown else plain(catalog), keep_newlines=True))
@@ -87,7 +100,8 @@ def _family(catalog: Catalog, model_ids: set[str], name: str) -> FamilyCoverage:
     with_kv = [m for m in models if m.attention and kv_shape(m.attention, "auto", 1, 1)]
     return FamilyCoverage(
         name, len(models), len(builds), sum(b.size is not None for b in builds), len(with_kv),
-        len(recipes), sum(len(r.measurements) for r in recipes), len(caveats),
+        sum(m.context is not None for m in models), sum(bool(m.capability) for m in models),
+        sum(not m.capability and m.capability_none_published is not None for m in models), len(recipes), sum(len(r.measurements) for r in recipes), len(caveats),
         tuple(sorted({r.engine for r in recipes})),
     )
 
@@ -111,7 +125,7 @@ def plain(catalog: Catalog) -> str:
     """The table as aligned text for a terminal."""
     table = [COLUMNS] + [row.cells() for row in family_rows(catalog)]
     widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.ljust(w) if i in (0, 8) else c.rjust(w)
+    lines = ["  ".join(c.ljust(w) if i in (0, len(COLUMNS) - 1) else c.rjust(w)
                        for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in table]
     return "\n".join([_summary(catalog), "", *_hardware_lines(catalog), "", *lines])
 
@@ -125,13 +139,59 @@ def markdown(catalog: Catalog) -> str:
     out += [f"- {line}" for line in _hardware_lines(catalog)]
     out += ["", "## Per family", "", _md_row(COLUMNS), _md_row(tuple("---" for _ in COLUMNS))]
     out += [_md_row(r.cells()) for r in rows[:-1]]
-    out += [_md_row(tuple(f"**{c}**" for c in rows[-1].cells())), "", _LEGEND, "", "## Builds", ""]
+    out += [_md_row(tuple(f"**{c}**" for c in rows[-1].cells())), "", _LEGEND, "", "## Capability", "",
+            _CAPABILITY_NOTE, ""]
+    out += _capability_table(catalog) + ["", "## Builds", ""]
     return "\n".join(out + _build_table(catalog))
+
+
+_CAPABILITY_NOTE = ("The score the ranking uses, as a share of the frontier model on the same table, with its "
+                    "source; a model without one says what was looked for.")
+
+
+def capability_rows(catalog: Catalog) -> list[dict[str, object]]:
+    """Each model's first capability score (the one ranked on), or its 'none published' note."""
+    rows: list[dict[str, object]] = []
+    for m in sorted(catalog.models, key=lambda m: (m.family.lower(), m.id)):
+        cap = m.capability[0] if m.capability else None
+        row: dict[str, object] = {"model": m.id, "family": m.family}
+        if cap is None:
+            row["none_published"] = m.capability_none_published
+        else:
+            row.update(benchmark=cap.benchmark, score=cap.score, reference_model=cap.reference_model,
+                       reference_score=cap.reference_score, share=round(cap.score / cap.reference_score, 3),
+                       reported_by=cap.reported_by, date=cap.date, source=cap.source)
+        rows.append(row)
+    return rows
+
+
+def _capability_table(catalog: Catalog) -> list[str]:
+    lines = [_md_row(("model", "benchmark", "score", "frontier reference", "share", "reported by", "date",
+                      "source")), _md_row(("---",) * 8)]
+    for r in capability_rows(catalog):
+        if "benchmark" not in r:
+            note = r["none_published"] or "**no score and no note**"
+            lines.append(_md_row((str(r["model"]), f"unknown: {note}", "-", "-", "-", "-", "-", "-")))
+            continue
+        source = r["source"] if isinstance(r["source"], str) else ", ".join(r["source"])  # type: ignore[arg-type]
+        lines.append(_md_row((str(r["model"]), str(r["benchmark"]), f"{r['score']:g}",
+                              f"{r['reference_model']} {r['reference_score']:g}", f"{r['share']:.0%}",
+                              str(r["reported_by"]), str(r["date"]), f"`{source}`")))
+    return lines
+
+
+def as_json(catalog: Catalog) -> dict[str, object]:
+    """`coverage --json`: per-family counts and each model's capability entry."""
+    from dataclasses import asdict
+
+    return {"families": [asdict(r) for r in family_rows(catalog)], "capability": capability_rows(catalog)}
 
 
 _LEGEND = ("*sizes stated*: builds whose size on disk a source states; the others are derived from the "
            "parameter count and the format, and say so. *KV from config*: models whose config.json facts give "
            "the KV bytes per token; for the others the KV figures are unknown (or come from a measured pool). "
+           "*context known*: models whose context window a source gives. *scored*: models with a sourced "
+           "capability score beside a frontier reference (the others carry a note saying none was found). "
            "*caveats*: distinct known problems on the family's builds and recipes.")
 
 

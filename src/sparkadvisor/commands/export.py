@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, scenario
 
 NAME = "export"
 HELP = "write a launch recipe (scripts, vLLM config, compose, Claude Code settings, report, JSON)"
 FORMAT_NAMES = ("sh", "yaml", "compose", "claude", "md", "json")
+
+if TYPE_CHECKING:
+    from sparkadvisor.export.spec import ExportFile
 
 
 def port(text: str) -> int:
@@ -21,11 +25,17 @@ def port(text: str) -> int:
     return int(text)
 
 
-def address(text: str) -> str:
-    """An argparse type: a host name or an IPv4/IPv6 address (nothing a shell or JSON would misread)."""
-    if not re.fullmatch(r"[A-Za-z0-9.:\-\[\]]+", text):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a host name or IP address")
-    return text
+def _checked(name: str) -> Callable[[str], object]:
+    """An argparse type from export.addresses' check `name`, imported only when the option is given."""
+    def parse(text: str) -> object:
+        from sparkadvisor.export import addresses
+
+        try:
+            return getattr(addresses, name)(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parse.__name__ = name
+    return parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,13 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--launcher", choices=("native", "ray"), default="native",
                         help="multi-node launcher: vLLM's own --nnodes/--headless (default) or Ray")
     parser.add_argument("--format", required=True, choices=FORMAT_NAMES, dest="fmt", help="what to write")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder to write into")
+    parser.add_argument("--out", metavar="DIR", help="folder to write into; '-' or none prints a one-file "
+                        "format (json, md, a one-node yaml or compose) to stdout")
     parser.add_argument("--force", action="store_true", help="overwrite files that already exist")
-    parser.add_argument("--gateway-url", metavar="URL", help="Claude Code talks to this gateway instead of vLLM")
+    parser.add_argument("--gateway-url", type=_checked("gateway_url"), metavar="URL",
+                        help="Claude Code talks to this gateway instead of vLLM")
     parser.add_argument("--port", type=port, default=8000, help="API port on the head node (default: 8000)")
-    parser.add_argument("--head-addr", type=address, metavar="ADDR",
+    parser.add_argument("--head-addr", type=_checked("address"), metavar="ADDR",
                         help="the head node's address as Claude Code and the workers reach it "
-                             "(default: the example 192.168.100.10; scripts also read $HEAD_ADDR)")
+                             "(default: a named placeholder; scripts also read $HEAD_ADDR)")
+    parser.add_argument("--worker-addrs", type=_checked("addresses"), metavar="ADDR,...",
+                        help="the workers' ConnectX-7 addresses, rank 1 first (scripts also read $NODE_ADDR)")
+    parser.add_argument("--nic", type=_checked("netdev"), metavar="NETDEV",
+                        help="the ConnectX-7 netdev NCCL uses, from ibdev2netdev (default: enp1s0f1np1)")
     add_scenario_options(parser, json_flag=False)
     parser.set_defaults(nodes=None)
 
@@ -48,8 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from sparkadvisor.commands.common import UsageError
     from sparkadvisor.core.advisor import advise
-    from sparkadvisor.export import ExportError, ExportOptions, render
-    from sparkadvisor.export.write import ExistingFiles, write_files
+    from sparkadvisor.export import ExportError, ExportOptions, ExportRefused, render
 
     index = load(args)
     build_id = find_build_id(index, args.build)
@@ -61,16 +76,56 @@ def run(args: argparse.Namespace) -> int:
         chosen = plan.recipe.id if plan.recipe else "none"
         raise UsageError(f"on {cluster.label} the advisor uses recipe {chosen!r}, not {args.recipe!r}; "
                          "change --nodes or --hardware to match the recipe")
-    options = ExportOptions(args.launcher, args.gateway_url, args.port, args.head_addr)
+    options = ExportOptions(args.launcher, args.gateway_url, args.port, args.head_addr, args.worker_addrs or (),
+                            args.nic)
     try:
         files = render(args.fmt, plan, options, ranked, index.catalog.sources)
-        written = write_files(args.out, files, args.force)
-    except (ExportError, ExistingFiles) as error:
+    except ExportRefused as error:
+        return _refused(str(error))
+    except ExportError as error:
         raise UsageError(str(error)) from None
+    if args.out in (None, "-"):
+        code = _to_stdout(files, args.fmt)
+    else:
+        code = _to_folder(Path(args.out), files, args.force)
+    if code == 0:
+        _placeholder_notice(args, cluster.nodes)
+    return code
+
+
+def _refused(message: str) -> int:
+    sys.stderr.write(f"sparkadvisor: {message}\n")
+    return 1
+
+
+def _placeholder_notice(args: argparse.Namespace, nodes: int) -> None:
+    if args.head_addr is None and (args.fmt in ("claude", "md") or nodes > 1) and not (
+            args.fmt == "claude" and args.gateway_url):
+        sys.stderr.write("sparkadvisor: no --head-addr: the files use a placeholder for the head node's address "
+                         "(scripts read $HEAD_ADDR); export again with --head-addr ADDR\n")
+
+
+def _to_stdout(files: tuple[ExportFile, ...], fmt: str) -> int:
+    from sparkadvisor.commands.common import UsageError
+
+    if len(files) != 1:
+        names = ", ".join(f.name for f in files)
+        raise UsageError(f"--format {fmt} writes {len(files)} files here ({names}); give --out DIR to write them")
+    sys.stdout.write(files[0].text)
+    return 0
+
+
+def _to_folder(folder: Path, files: tuple[ExportFile, ...], force: bool) -> int:
+    from sparkadvisor.export.write import ExistingFiles, write_files
+
+    try:
+        written = write_files(folder, files, force)
+    except ExistingFiles as error:
+        return _refused(str(error))
     except OSError as error:
-        raise UsageError(f"cannot write to {args.out}: {error.strerror or error}") from None
+        return _refused(f"cannot write to {folder}: {error.strerror or error}")
     for path in written:
-        sys.stdout.write(f"wrote {path}\n")
+        sys.stderr.write(f"wrote {path}\n")
     return 0
 
 

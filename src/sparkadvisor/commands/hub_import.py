@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sparkadvisor.commands.common import number_above_zero
 from sparkadvisor.core.safetext import safe_text
 
 NAME = "import"
@@ -15,8 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("repo", metavar="ORG/NAME", help="Hugging Face repo id, e.g. openai/gpt-oss-120b")
     parser.add_argument("--revision", help="branch, tag or commit (default: main)")
     parser.add_argument("--force", action="store_true", help="replace a model or build with the same id")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                        help="give up on a request after this long (default: 10)")
+    parser.add_argument("--timeout", type=number_above_zero(3600, "seconds"), default=60.0, metavar="SECONDS",
+                        help="give up when the whole import (model info, files, retries) takes longer (default: 60)")
     parser.add_argument("--json", action="store_true", help="print what was added as JSON")
 
 

@@ -8,15 +8,19 @@ catalog sees every problem at once.
 from __future__ import annotations
 
 import re
-import tomllib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
-
-from pydantic import BaseModel, ValidationError
+import typing
+from dataclasses import dataclass, field, is_dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
+from sparkadvisor.core.records import field_names, iter_tables
 from sparkadvisor.core.schema import Build, Catalog, Caveat, Context, Hardware, Model, Recipe
+
+if TYPE_CHECKING:
+    import tomllib
+
+__all__ = ["CatalogError", "CatalogIndex", "Problem", "check_references", "iter_tables", "merge", "parse_catalog",
+           "source_ids"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,13 +54,21 @@ class CatalogError(Exception):
 
 
 def parse_catalog(text: str, name: str = "catalog.toml") -> Catalog:
-    """Parse TOML text into a Catalog; references are checked by `check_references`."""
+    """Parse TOML text into a Catalog; references are checked by `check_references`.
+
+    The one place a catalog meets pydantic (through `core.validation`)."""
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from sparkadvisor.core.validation import validate_catalog
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise CatalogError([_toml_problem(name, error)]) from None
     try:
-        return Catalog.model_validate(data)
+        return validate_catalog(data)
     except ValidationError as error:
         lines = _line_index(text)
         raise CatalogError(
@@ -81,35 +93,36 @@ def _validation_problem(
 
 def _message(loc: tuple[Any, ...], item: Any) -> str:
     kind = item["type"]
-    if kind == "extra_forbidden":
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
         allowed = ", ".join(_allowed_keys(loc[:-1]))
         return f"unknown key {loc[-1]!r}; valid keys here are: {allowed}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r}"
-    text = item["msg"].replace("Input should be", "should be")
+    if kind == "dataclass_type":
+        return f"should be a table (got {item.get('input')!r})"
+    text = item["msg"].replace("Input should be", "should be").replace("a valid tuple", "a valid list")
     text = text.replace("Value error, ", "")
     return f"{text} (got {item.get('input')!r})"
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     """Field names of the schema table at `loc` (list indices and dict keys skipped)."""
-    model: type[BaseModel] = Catalog
+    table: type = Catalog
     for part in loc:
-        if isinstance(part, int) or part not in model.model_fields:
+        if isinstance(part, int) or part not in field_names(table):
             continue
-        annotation = model.model_fields[part].annotation
-        inner = _model_in(annotation)
+        inner = _record_in(typing.get_type_hints(table)[part])
         if inner is None:
             break
-        model = inner
-    return list(model.model_fields)
+        table = inner
+    return field_names(table)
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _record_in(annotation: Any) -> type | None:
+    if isinstance(annotation, type) and is_dataclass(annotation):
         return annotation
     for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
+        found = _record_in(arg)
         if found is not None:
             return found
     return None
@@ -184,28 +197,7 @@ def _find_line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int |
 # --- references ---------------------------------------------------------------
 
 
-def iter_tables(obj: BaseModel, path: str = "") -> Iterator[tuple[str, BaseModel]]:
-    """Every table in a catalog object, depth first, with its field path."""
-    yield path, obj
-    for name in type(obj).model_fields:
-        value = getattr(obj, name)
-        child = f"{path}.{name}" if path else name
-        if isinstance(value, BaseModel):
-            yield from iter_tables(value, child)
-        elif isinstance(value, list):
-            for position, item in enumerate(value):
-                if isinstance(item, BaseModel):
-                    label = f'{child}[{position}]'
-                    if isinstance(getattr(item, "id", None), str):
-                        label += f' "{item.id}"'
-                    yield from iter_tables(item, label)
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                if isinstance(item, BaseModel):
-                    yield from iter_tables(item, f"{child}.{key}")
-
-
-def source_ids(ref: str | list[str]) -> list[str]:
+def source_ids(ref: str | tuple[str, ...] | list[str]) -> list[str]:
     """The ids in a `source` field."""
     return [ref] if isinstance(ref, str) else list(ref)
 
@@ -261,6 +253,8 @@ class _Locator:
     """Finds the file, line and path of a catalog entry for an error message."""
 
     def __init__(self, texts: dict[str, str], default_name: str):
+        import tomllib
+
         self.files = []
         for file_name, text in texts.items():
             try:
@@ -295,7 +289,7 @@ def _duplicate_ids(catalog: Catalog, where: _Locator) -> list[Problem]:
     return problems
 
 
-def _caveat_refs(where: _Locator, kind: str, item_id: str, ids: list[str], known: set[str]) -> list[Problem]:
+def _caveat_refs(where: _Locator, kind: str, item_id: str, ids: tuple[str, ...], known: set[str]) -> list[Problem]:
     return [where.ref(kind, item_id, "caveats", cid, "caveat", known) for cid in ids if cid not in known]
 
 
@@ -306,7 +300,7 @@ def _source_refs(catalog: Catalog, where: _Locator) -> list[Problem]:
     for kind in ("hardware", "models", "builds", "recipes", "caveats"):
         for item in getattr(catalog, kind):
             for path, table in iter_tables(item):
-                if "source" not in type(table).model_fields:
+                if "source" not in field_names(type(table)):
                     continue
                 for sid in source_ids(table.source):  # type: ignore[attr-defined]
                     if sid not in known:
@@ -325,8 +319,8 @@ def merge(base: Catalog, overlay: Catalog) -> Catalog:
     for kind in ("hardware", "models", "builds", "recipes", "caveats"):
         by_id = {item.id: item for item in getattr(base, kind)}
         by_id.update({item.id: item for item in getattr(overlay, kind)})
-        merged[kind] = list(by_id.values())
-    return base.model_copy(update=merged)
+        merged[kind] = tuple(by_id.values())
+    return replace(base, **merged)
 
 
 @dataclass(frozen=True, eq=False)
@@ -338,7 +332,7 @@ class CatalogIndex:
     models: dict[str, Model] = field(init=False)
     builds: dict[str, Build] = field(init=False)
     caveats: dict[str, Caveat] = field(init=False)
-    recipes_by_build: dict[str, list[Recipe]] = field(init=False)
+    recipes_by_build: dict[str, tuple[Recipe, ...]] = field(init=False)
     memo: dict[object, object] = field(init=False, default_factory=dict)
     """Results derived from this catalog once (calibrated constants per hardware)."""
 
@@ -351,4 +345,4 @@ class CatalogIndex:
         recipes: dict[str, list[Recipe]] = {}
         for recipe in self.catalog.recipes:
             recipes.setdefault(recipe.build, []).append(recipe)
-        set_(self, "recipes_by_build", recipes)
+        set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})

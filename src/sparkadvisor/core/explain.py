@@ -77,11 +77,13 @@ def _capability(plan: Plan) -> Step:
     cap, kind = capability_for(plan.model, plan.workload), plan.workload.kind
     if cap is None:
         note = plan.model.capability_none_published
-        text = (f"Unknown: none published ({note})" if note else "Unknown: no sourced score in the catalog")
+        text = (f"Unknown: no score beside a frontier reference ({note})" if note
+                else "Unknown: no sourced score in the catalog")
         return Step("capability", "capability", text + f"; it ranks after the {kind} builds with a score.",
                     "unknown")
-    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark} against {cap.reference_model}'s "
-                f"{cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date}): "
+    harness = f" in {cap.harness}" if cap.harness else ""
+    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark}{harness} against "
+                f"{cap.reference_model}'s {cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date}): "
                 f"{cap.score / cap.reference_score:.0%}, compared in {CAPABILITY_STEP:.0%} steps.", "stated")
 
 

@@ -5,8 +5,10 @@ fall in three groups: those known to meet every target of the workload (context 
 first token, turn, decode, room for a session), then those with a target nobody can
 evaluate (unknown is not a pass), then those that miss a target. Within a group:
 capability (a sourced score as a share of a frontier reference on the same table, in
-5-point steps so near-equal models fall through; unknown capability last), then time per
-turn. A fast small model cannot outrank a capable one only because it is fast.
+5-point steps so near-equal models fall through; unknown capability last); within a step,
+fewer warnings that hurt the workload first, then (agentic) a score measured inside Claude
+Code, the article's reason to trust GLM-5.3-Flash's number; then time per turn. A fast
+small model cannot outrank a capable one only because it is fast.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from sparkadvisor.core.caveats import badge
+from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.schema import Capability, Model
+from sparkadvisor.core.schema import Capability, Caveat, Model
+from sparkadvisor.core.targets import TargetCheck, check_targets
 from sparkadvisor.core.units import fmt_seconds
 from sparkadvisor.core.workload import Workload
 
@@ -90,13 +93,14 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
             continue
         why = exclusion_reason(plan)
         if why is None:
-            included.append((_sort_key(plan, ratio), plan, ratio, cap))
+            checks = check_targets(plan)
+            included.append((_sort_key(plan, checks, ratio, cap), plan, checks, ratio, cap))
         else:
             excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap, why))
     included.sort(key=lambda item: item[0])
     excluded.sort(key=lambda item: item[:2])
-    ranked = [Ranked(plan, place, _reason(plan, ratio, cap), ratio, _decisive(plan, ratio), cap)
-              for place, (_, plan, ratio, cap) in enumerate(included, 1)]
+    ranked = [Ranked(plan, place, _reason(plan, checks, ratio, cap), ratio, _decisive(checks, ratio), cap)
+              for place, (_, plan, checks, ratio, cap) in enumerate(included, 1)]
     ranked += [Ranked(plan, None, why, ratio, "fit" if not plan.fits else "caveat", cap)
                for _, _, plan, ratio, cap, why in excluded]
     return tuple(ranked)
@@ -112,28 +116,40 @@ def with_min_capability(ranked: tuple[Ranked, ...], minimum: float | None) -> tu
     return tuple(r if r.excluded else replace(r, rank=next(places)) for r in kept)
 
 
-def _group(plan: Plan) -> int:
+def _group(checks: tuple[TargetCheck, ...]) -> int:
     """0: every target met; 1: some target unknown, none missed; 2: a target missed."""
-    statuses = {t.status for t in plan.targets}
+    statuses = {t.status for t in checks}
     return 2 if "missed" in statuses else 1 if "unknown" in statuses else 0
 
 
-def _sort_key(plan: Plan, ratio: float | None) -> tuple[float, ...]:
+def _sort_key(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None,
+              cap: Capability | None) -> tuple[float, ...]:
     tier = -math.floor(ratio / CAPABILITY_STEP + 1e-9) if ratio is not None else math.inf
-    return (_group(plan), tier, plan.turn_s if plan.turn_s is not None else math.inf)
+    # For Claude Code, a score measured inside Claude Code speaks for the workload itself.
+    harness = 0 if plan.workload.kind == "agentic" and cap is not None and cap.in_claude_code else 1
+    return (_group(checks), tier, len(hurting_caveats(plan)), harness,
+            plan.turn_s if plan.turn_s is not None else math.inf)
 
 
-def _decisive(plan: Plan, ratio: float | None) -> Decisive:
-    missed = [t for t in plan.targets if t.status == "missed"]
+def hurting_caveats(plan: Plan) -> tuple[Caveat, ...]:
+    """Warnings and critical caveats that make this workload worse (without ruling the build out)."""
+    return tuple(c for c in by_severity(plan.caveats)
+                 if plan.workload.kind in c.hurts and c.severity != "info" and c is not plan.disqualified_by)
+
+
+def _decisive(checks: tuple[TargetCheck, ...], ratio: float | None) -> Decisive:
+    missed = [t for t in checks if t.status == "missed"]
     if missed:
         return "context" if missed[0].key == "context" else "target"
-    if plan.unknowns:
+    if any(t.status == "unknown" for t in checks):
         return "unknown"
     return "capability" if ratio is not None else "speed"
 
 
-def _reason(plan: Plan, ratio: float | None, cap: Capability | None) -> str:
-    kind, misses, unknowns = plan.workload.kind, plan.target_misses, plan.unknowns
+def _reason(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None, cap: Capability | None) -> str:
+    kind = plan.workload.kind
+    misses = [t.text for t in checks if t.status == "missed"]
+    unknowns = [t.text for t in checks if t.status == "unknown"]
     if misses:
         head = f"misses the {kind} targets: {'; '.join(misses)}"
         if unknowns:
@@ -142,14 +158,17 @@ def _reason(plan: Plan, ratio: float | None, cap: Capability | None) -> str:
         head = f"{kind} targets unknown: {'; '.join(unknowns)}"
     else:
         head = f"meets the {kind} targets"
-    return f"{head}; {capability_text(plan.model, ratio, cap)}; {fmt_seconds(plan.turn_s)} per turn"
+    tail = "".join(f"; {c.severity}: {badge(c)}" for c in hurting_caveats(plan)
+                   if not (c.kind == "prefix-caching-disabled" and misses))
+    return f"{head}; {capability_text(plan.model, ratio, cap)}; {fmt_seconds(plan.turn_s)} per turn{tail}"
 
 
 def capability_text(model: Model, ratio: float | None, cap: Capability | None) -> str:
     """"capability 90% of Claude Sonnet 4.5 on SWE-bench Verified (developer, 2025-10-27)"."""
     if cap is not None and ratio is not None:
-        return (f"capability {ratio:.0%} of {cap.reference_model} on {cap.benchmark} "
+        where = f" inside {cap.harness}" if cap.in_claude_code else ""
+        return (f"capability {ratio:.0%} of {cap.reference_model} on {cap.benchmark}{where} "
                 f"({cap.reported_by}, {cap.date})")
     if model.capability_none_published:
-        return "capability unknown (none published)"
-    return "capability unknown (no sourced score)"
+        return "capability unknown (no score beside a frontier reference)"
+    return "capability unknown (no sourced score in the catalog)"

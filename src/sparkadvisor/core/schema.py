@@ -1,10 +1,16 @@
 """The catalog schema: hardware, models, builds, recipes, caveats and their sources.
 
-Every model is frozen and forbids unknown keys, so a misspelt key in a catalog is an
-error rather than a silently ignored line. Every table that holds numbers names its
-`source` (an id from `[sources]`); a figure nobody has published is left out, and the
-app shows it as unknown. Sizes keep the unit the source printed (GB = 10^9 bytes,
-GiB = 2^30 bytes), so the app can answer in the unit the reader knows.
+This file is the one definition of each catalog field. Each table is a frozen stdlib
+dataclass (`@record`); limits go in `checked(...)` (gt, ge, lt, le, min_length, pattern),
+cross-field rules in `__post_init__` (raise ValueError). The runtime index is built from
+these classes without pydantic; `core.validation` has pydantic check a changed catalog
+against the same classes, and unknown keys are refused there, so a misspelt key is an
+error rather than a silently ignored line. Lists are tuples, so a record is immutable.
+
+Every table that holds numbers names its `source` (an id from `[sources]`); a figure
+nobody has published is left out, and the app shows it as unknown. Sizes keep the unit
+the source printed (GB = 10^9 bytes, GiB = 2^30 bytes), so the app can answer in the
+unit the reader knows.
 """
 
 from __future__ import annotations
@@ -12,11 +18,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.records import checked, record
 
-SourceRef = str | list[str]
+SourceRef = str | tuple[str, ...]
 """One source id, or several, from the catalog's `[sources]` table."""
 
 SizeUnit = Literal["GB", "GiB"]
@@ -84,16 +89,11 @@ Format = Literal[
 """Weight formats the catalog knows. `core.formats` holds the bits each one stores."""
 
 
-class Strict(BaseModel):
-    """Base for every catalog table: frozen, unknown keys refused, docstrings kept."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, allow_inf_nan=False)
-
-
-class Source(Strict):
+@record
+class Source:
     """A document a reader can open to check a number."""
 
-    title: str = Field(min_length=1)
+    title: str = checked(min_length=1)
     """How a reader would cite it, e.g. "vLLM issue #54150"."""
     url: str | None = None
     """Where to open it. Only the seed article has no public address."""
@@ -108,14 +108,15 @@ class Source(Strict):
 # --- hardware -----------------------------------------------------------------
 
 
-class ComputePeaks(Strict):
+@record
+class ComputePeaks:
     """Tensor throughput of one node, by precision, in TFLOPS (10^12 FLOP/s)."""
 
-    fp4_tflops: float | None = Field(default=None, gt=0)
+    fp4_tflops: float | None = checked(None, gt=0)
     """Dense FP4 (NVFP4/MXFP4) peak."""
-    fp8_tflops: float | None = Field(default=None, gt=0)
+    fp8_tflops: float | None = checked(None, gt=0)
     """Dense FP8 peak."""
-    bf16_tflops: float | None = Field(default=None, gt=0)
+    bf16_tflops: float | None = checked(None, gt=0)
     """Dense BF16 peak."""
     sparse: bool = False
     """True when the vendor quotes these with 2:1 structured sparsity (twice the dense rate)."""
@@ -123,43 +124,45 @@ class ComputePeaks(Strict):
     """Where these peaks are published."""
 
 
-class Link(Strict):
+@record
+class Link:
     """The interconnect between nodes of a cluster."""
 
     name: str
     """What it is, e.g. "ConnectX-7, QSFP cable port to port"."""
-    bandwidth_gb_s: float = Field(gt=0)
+    bandwidth_gb_s: float = checked(gt=0)
     """Collective bandwidth in GB/s (10^9 bytes per second) as measured or rated."""
-    latency_us: float | None = Field(default=None, gt=0)
+    latency_us: float | None = checked(None, gt=0)
     """One small all-reduce across the link, in microseconds; None when unpublished."""
     source: SourceRef
     """Where the figures come from."""
 
 
-class Hardware(Strict):
+@record
+class Hardware:
     """One kind of node. A cluster is `nodes` of these joined by `link`."""
 
-    id: str = Field(min_length=1)
+    id: str = checked(min_length=1)
     """Short id used on the command line, e.g. "dgx-spark"."""
     name: str
     """Name as sold."""
     accelerator: str = ""
     """The chip, e.g. "GB10 Grace Blackwell"."""
-    memory_gb: float = Field(gt=0)
+    memory_gb: float = checked(gt=0)
     """Memory as sold, in GB."""
-    usable_memory_gib: float = Field(gt=0)
+    usable_memory_gib: float = checked(gt=0)
     """Memory a serving engine can use per node, in GiB."""
-    memory_bandwidth_gb_s: float = Field(gt=0)
+    memory_bandwidth_gb_s: float = checked(gt=0)
     """Rated memory bandwidth in GB/s."""
-    measured_bandwidth_gb_s: float | None = Field(default=None, gt=0)
+    measured_bandwidth_gb_s: float | None = checked(None, gt=0)
     """A published read-bandwidth measurement in GB/s, when one exists."""
     unified_memory: bool = False
     """True when CPU and GPU share one pool (offloading to host frees nothing)."""
-    max_nodes: int = Field(default=4, ge=1, le=64)
+    max_nodes: int = checked(4, ge=1, le=64)
     """Largest cluster the advisor sweeps."""
-    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
+    gpu_memory_utilization: float = checked(0.85, gt=0, le=1)
     """Default vLLM --gpu-memory-utilization for this hardware."""
-    max_gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)
+    max_gpu_memory_utilization: float = checked(0.92, gt=0, le=1)
     """Highest value that is safe here (on GB10 higher starves the OS)."""
     compute: ComputePeaks | None = None
     """Tensor peaks, when published."""
@@ -172,112 +175,116 @@ class Hardware(Strict):
 # --- models -------------------------------------------------------------------
 
 
-class Params(Strict):
+@record
+class Params:
     """Parameter counts in billions."""
 
-    total_b: float = Field(gt=0, le=100_000)
+    total_b: float = checked(gt=0, le=100_000)
     """All transformer parameters (every expert), excluding per-token tables and MTP heads."""
-    active_b: float | None = Field(default=None, gt=0, le=100_000)
+    active_b: float | None = checked(None, gt=0, le=100_000)
     """Parameters read for one token (shared part plus the routed experts per token).
     Equal to total_b for a dense model; None when unpublished."""
-    routed_experts: int | None = Field(default=None, ge=1)
+    routed_experts: int | None = checked(None, ge=1)
     """MoE: routed experts per layer (n_routed_experts / num_experts)."""
-    experts_per_token: int | None = Field(default=None, ge=1)
+    experts_per_token: int | None = checked(None, ge=1)
     """MoE: routed experts each token uses (num_experts_per_tok)."""
     source: SourceRef
     """Model card or config.json."""
 
 
-class LinearAttention(Strict):
+@record
+class LinearAttention:
     """Layers that keep a fixed state per sequence instead of a KV entry per token."""
 
     kind: Literal["gated-deltanet", "kda", "mamba2"]
     """Gated DeltaNet (Qwen3-Next), Kimi Delta Attention (GLM-5.3-Flash) or Mamba-2 (Nemotron-H)."""
-    layers: int = Field(ge=1)
+    layers: int = checked(ge=1)
     """How many decoder layers are of this kind."""
-    num_key_heads: int | None = Field(default=None, ge=1)
+    num_key_heads: int | None = checked(None, ge=1)
     """Delta-rule kinds: linear_num_key_heads. Mamba-2: n_groups."""
-    num_value_heads: int = Field(ge=1)
+    num_value_heads: int = checked(ge=1)
     """Gated DeltaNet: linear_num_value_heads. Mamba-2: mamba_num_heads."""
-    key_head_dim: int = Field(ge=1)
+    key_head_dim: int = checked(ge=1)
     """Gated DeltaNet: linear_key_head_dim. Mamba-2: ssm_state_size."""
-    value_head_dim: int = Field(ge=1)
+    value_head_dim: int = checked(ge=1)
     """Gated DeltaNet: linear_value_head_dim. Mamba-2: mamba_head_dim."""
-    conv_kernel: int = Field(default=4, ge=1)
+    conv_kernel: int = checked(4, ge=1)
     """Width of the short convolution (its state holds kernel - 1 steps)."""
     source: SourceRef
     """config.json."""
 
 
-class Attention(Strict):
+@record
+class Attention:
     """What config.json says about attention: enough to compute KV bytes per token."""
 
     design: Literal["gqa", "mha", "mla"]
     """Grouped-query (or multi-head) attention, or DeepSeek-style multi-head latent attention."""
-    layers: int = Field(ge=1)
+    layers: int = checked(ge=1)
     """All decoder layers (num_hidden_layers)."""
-    hidden_size: int | None = Field(default=None, ge=1)
+    hidden_size: int | None = checked(None, ge=1)
     """Width of the residual stream (what an all-reduce moves per token per layer)."""
-    heads: int | None = Field(default=None, ge=1)
+    heads: int | None = checked(None, ge=1)
     """Query heads (num_attention_heads)."""
-    kv_heads: int | None = Field(default=None, ge=1)
+    kv_heads: int | None = checked(None, ge=1)
     """KV heads for GQA/MHA (num_key_value_heads)."""
-    head_dim: int | None = Field(default=None, ge=1)
+    head_dim: int | None = checked(None, ge=1)
     """Per-head dimension of K and V for GQA/MHA; for MLA, v_head_dim (prefill arithmetic)."""
-    kv_lora_rank: int | None = Field(default=None, ge=1)
+    kv_lora_rank: int | None = checked(None, ge=1)
     """MLA: width of the compressed latent cached per token."""
-    qk_rope_head_dim: int | None = Field(default=None, ge=0)
+    qk_rope_head_dim: int | None = checked(None, ge=0)
     """MLA: width of the decoupled RoPE key cached beside the latent."""
-    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window: int | None = checked(None, ge=1)
     """Window of the sliding-window layers, in tokens."""
-    sliding_layers: int = Field(default=0, ge=0)
+    sliding_layers: int = checked(0, ge=0)
     """How many layers use the sliding window (they hold at most the window)."""
-    indexer_head_dim: int | None = Field(default=None, ge=1)
+    indexer_head_dim: int | None = checked(None, ge=1)
     """Sparse-attention indexer (DeepSeek DSA, GLM): key width cached per token per full layer."""
-    sparse_topk: int | None = Field(default=None, ge=1)
+    sparse_topk: int | None = checked(None, ge=1)
     """Sparse attention: tokens each query attends to (index_topk), bounding prefill attention."""
     linear: LinearAttention | None = None
     """Linear-attention or Mamba layers, when the model is a hybrid."""
     source: SourceRef
     """config.json."""
 
-    @model_validator(mode="after")
-    def _layers_add_up(self) -> Attention:
+    def __post_init__(self) -> None:
         special = self.sliding_layers + (self.linear.layers if self.linear else 0)
         if special > self.layers:
             raise ValueError(f"sliding_layers + linear.layers = {special} but layers = {self.layers}; "
                              "the sliding and linear layers are part of all the layers")
-        return self
 
 
-class TokenTable(Strict):
+@record
+class TokenTable:
     """A per-token lookup table (PLE, Engram) read on every token but not counted as active."""
 
     kind: Literal["ple", "engram"]
     """Per-layer embeddings or an n-gram memory table."""
-    params_b: float = Field(gt=0)
+    params_b: float = checked(gt=0)
     """Size in billions of parameters."""
     source: SourceRef
     """Where the size is published."""
 
 
-class MtpHead(Strict):
+@record
+class MtpHead:
     """Multi-token-prediction layers shipped with the model for speculative decoding."""
 
-    layers: int | None = Field(default=None, ge=1)
+    layers: int | None = checked(None, ge=1)
     """num_nextn_predict_layers, when known."""
-    params_b: float | None = Field(default=None, gt=0)
+    params_b: float | None = checked(None, gt=0)
     """Size in billions of parameters, when published."""
     source: SourceRef
     """config.json or model card."""
 
 
-class Context(Strict):
+@record
+class Context:
     """Context lengths in tokens."""
 
-    native_tokens: int = Field(ge=1)
+    native_tokens: int = checked(ge=1)
     """Trained context (max_position_embeddings without scaling)."""
-    extended_tokens: int | None = Field(default=None, ge=1)
+    extended_tokens: int | None = checked(None, ge=1)
     """With RoPE scaling such as YaRN, when the card gives it; a recipe enables it by setting
     max_model_len above the native context."""
     extended_method: str | None = None
@@ -285,12 +292,10 @@ class Context(Strict):
     source: SourceRef
     """config.json or model card."""
 
-    @model_validator(mode="after")
-    def _extended_is_longer(self) -> Context:
+    def __post_init__(self) -> None:
         if self.extended_tokens is not None and self.extended_tokens <= self.native_tokens:
             raise ValueError(f"extended_tokens {self.extended_tokens} should be above native_tokens "
                              f"{self.native_tokens} (leave it out when there is no extension)")
-        return self
 
     @property
     def longest_tokens(self) -> int:
@@ -298,7 +303,8 @@ class Context(Strict):
         return self.extended_tokens or self.native_tokens
 
 
-class Capability(Strict):
+@record
+class Capability:
     """A benchmark score set beside a frontier reference on the same table."""
 
     benchmark: str
@@ -307,22 +313,32 @@ class Capability(Strict):
     """The model's score."""
     reference_model: str
     """The frontier model it is compared with on the same table."""
-    reference_score: float = Field(gt=0)
+    reference_score: float = checked(gt=0)
     """The reference model's score on that table."""
-    workloads: list[WorkloadKind] = ["agentic", "chat"]
+    workloads: tuple[WorkloadKind, ...] = ("agentic", "chat")
     """Workloads the benchmark speaks for."""
+    harness: str | None = None
+    """The agent harness the table was run in, e.g. "Claude Code 2.1.207" or "OpenHands". For the
+    agentic (Claude Code) workload a score run inside Claude Code ranks first within a capability tier."""
     reported_by: Literal["developer", "leaderboard", "third-party"] = "developer"
     """Who ran it: the model's developer (its card or blog), a public leaderboard, or someone else."""
-    date: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    date: str = checked(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
     """When the table was published, YYYY-MM-DD (or YYYY-MM)."""
     source: SourceRef
     """The card, blog or leaderboard page holding the table."""
 
 
-class Model(Strict):
+    @property
+    def in_claude_code(self) -> bool:
+        """Run inside Claude Code, the harness the agentic workload is for."""
+        return (self.harness or "").lower().startswith("claude code")
+
+
+@record
+class Model:
     """An open model, as its config.json and model card describe it."""
 
-    id: str = Field(min_length=1)
+    id: str = checked(min_length=1)
     """Short id, e.g. "glm-5.3-flash"."""
     name: str
     """Display name."""
@@ -334,19 +350,19 @@ class Model(Strict):
     """Release date, YYYY-MM-DD."""
     license: str | None = None
     """Licence name."""
-    modalities: list[str] = ["text"]
+    modalities: tuple[str, ...] = ("text",)
     """Input modalities."""
     params: Params
     """Parameter counts."""
     attention: Attention | None = None
     """Attention facts; None when config.json is not public (KV then comes from a measured pool)."""
-    tables: list[TokenTable] = []
+    tables: tuple[TokenTable, ...] = ()
     """Per-token tables (PLE, Engram)."""
     mtp: MtpHead | None = None
     """MTP heads, when the model ships them."""
     context: Context | None = None
     """Context lengths."""
-    capability: list[Capability] = []
+    capability: tuple[Capability, ...] = ()
     """Sourced benchmark scores against a frontier reference."""
     capability_none_published: str | None = None
     """When no score is published: what was looked for and where, e.g. "the model card and
@@ -358,16 +374,17 @@ class Model(Strict):
 # --- builds -------------------------------------------------------------------
 
 
-class Size(Strict):
+@record
+class Size:
     """Size on disk as the source prints it."""
 
-    value: float = Field(gt=0, le=1_000_000)
+    value: float = checked(gt=0, le=1_000_000)
     """The number as printed."""
     unit: SizeUnit
     """GB (10^9 bytes) or GiB (2^30 bytes), as printed."""
-    mtp: float | None = Field(default=None, ge=0)
+    mtp: float | None = checked(None, ge=0)
     """Part of the size that is MTP heads, in the same unit, when a source splits it out."""
-    tables: float | None = Field(default=None, ge=0)
+    tables: float | None = checked(None, ge=0)
     """Part of the size that is per-token tables (PLE, Engram), in the same unit."""
     note: str = ""
     """Where sources disagree, or how a part was converted."""
@@ -375,14 +392,15 @@ class Size(Strict):
     """The repo's file listing or model card."""
 
 
-class Build(Strict):
+@record
+class Build:
     """A real set of weights on the hub: one model in one format."""
 
-    id: str = Field(min_length=1)
+    id: str = checked(min_length=1)
     """Short id, e.g. "glm-5.3-flash-nvfp4-redhat"."""
     model: str
     """Id of the model it is a build of."""
-    repo: str = Field(min_length=1)
+    repo: str = checked(min_length=1)
     """Hugging Face repo id."""
     format: Format
     """Weight format."""
@@ -390,92 +408,92 @@ class Build(Strict):
     """Who quantized it and with what tool, e.g. "NVIDIA ModelOpt"."""
     size: Size | None = None
     """Size on disk as published; None means the size is derived from parameters and format."""
-    engines: list[str] = ["vllm"]
+    engines: tuple[str, ...] = ("vllm",)
     """Engines known to load it."""
-    caveats: list[str] = []
+    caveats: tuple[str, ...] = ()
     """Ids of caveats that apply to this build on every recipe."""
-    bits_per_weight: float | None = Field(default=None, gt=0, le=32)
+    bits_per_weight: float | None = checked(None, gt=0, le=32)
     """Average stored bits per weight when the build states it (EXL3 "4.0bpw")."""
     source: SourceRef
     """The repo or its model card."""
 
-    @model_validator(mode="after")
-    def _dynamic_quant_states_its_size(self) -> Build:
+    def __post_init__(self) -> None:
         if FORMATS[self.format].mix_varies_by_model and self.size is None and self.bits_per_weight is None:
             raise ValueError(f"format {self.format} picks its types per model, so no size can be derived; "
                              "give [builds.size] as the repo lists the file, or bits_per_weight")
-        return self
 
 
 # --- recipes ------------------------------------------------------------------
 
 
-class Speculative(Strict):
+@record
+class Speculative:
     """Speculative decoding as a recipe configures it."""
 
     method: str
     """vLLM method name: mtp, dflash, eagle3, draft_model, ngram, ..."""
     draft_repo: str | None = None
     """Draft model repo, when the method uses one."""
-    draft_size_gb: float | None = Field(default=None, gt=0)
+    draft_size_gb: float | None = checked(None, gt=0)
     """Draft model size in GB."""
-    tokens_per_pass: int = Field(ge=1)
+    tokens_per_pass: int = checked(ge=1)
     """Tokens proposed per pass of the big model (num_speculative_tokens)."""
-    acceptance: float | None = Field(default=None, gt=0, lt=1)
+    acceptance: float | None = checked(None, gt=0, lt=1)
     """Measured share of proposed tokens accepted, when the recipe reports it."""
     source: SourceRef
     """The recipe."""
 
 
-class PatchFile(Strict):
+@record
+class PatchFile:
     """One file a recipe bind-mounts over the image's own."""
 
-    path: str = Field(pattern=r"^[A-Za-z0-9._][A-Za-z0-9._/+-]*$")
+    path: str = checked(pattern=r"^[A-Za-z0-9._][A-Za-z0-9._/+-]*$")
     """Where it lives in the recipe repository, relative to its root."""
-    target: str = Field(pattern=r"^/[A-Za-z0-9._/+-]+$")
+    target: str = checked(pattern=r"^/[A-Za-z0-9._/+-]+$")
     """The absolute path inside the container it replaces."""
 
 
-class Patch(Strict):
+@record
+class Patch:
     """A patch to vLLM a recipe applies: where to get it and what breaks without it."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    id: str = checked(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     """Short name, used in messages and file names."""
-    title: str = Field(min_length=1)
+    title: str = checked(min_length=1)
     """What it is, in a few words."""
-    repo: str = Field(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    repo: str = checked(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     """The recipe repository to clone."""
-    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    commit: str | None = checked(None, pattern=r"^[0-9a-f]{40}$")
     """The commit the files were read at; None when nobody pinned one (the script then takes RECIPE_DIR as is)."""
-    files: list[PatchFile] = Field(min_length=1)
+    files: tuple[PatchFile, ...] = checked(min_length=1)
     """The files it bind-mounts."""
-    env: dict[str, str] = {}
+    env: dict[str, str] = checked(default_factory=dict)
     """Environment the patched code reads (e.g. a switch that turns it on)."""
-    breaks: str = Field(min_length=1)
+    breaks: str = checked(min_length=1)
     """What happens without it, e.g. "the engine dies on any decode past ~24K context"."""
-    fails_past_context_tokens: int | None = Field(default=None, ge=1)
+    fails_past_context_tokens: int | None = checked(None, ge=1)
     """Without it the engine fails once a sequence passes this many tokens (approximate, from the source)."""
     fit_depends: bool = False
     """The plan fits only with it (e.g. a table kept on disk instead of in memory)."""
     source: SourceRef
     """Where the patch and its failure are described."""
 
-    @model_validator(mode="after")
-    def _env_names(self) -> Patch:
+    def __post_init__(self) -> None:
         for name in self.env:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 raise ValueError(f"env name {name!r} is not a shell variable name")
-        return self
 
 
-class Requirements(Strict):
+@record
+class Requirements:
     """What a recipe needs of the machine beyond vLLM itself."""
 
     swap: bool = False
     """Swap must be on (with swappiness=0) to survive the loading peak."""
     drop_page_cache: bool = False
     """`echo 3 > /proc/sys/vm/drop_caches` before loading."""
-    patches: list[Patch] = []
+    patches: tuple[Patch, ...] = ()
     """Patches to vLLM or kernels the recipe applies."""
 
 
@@ -489,26 +507,27 @@ MetricName = Literal[
 ]
 
 
-class Measurement(Strict):
+@record
+class Measurement:
     """A figure someone measured running a recipe."""
 
     metric: MetricName
     """What was measured."""
-    value: float = Field(gt=0)
+    value: float = checked(gt=0)
     """The figure (a median or the midpoint of a published range)."""
-    low: float | None = Field(default=None, gt=0)
+    low: float | None = checked(None, gt=0)
     """Lower end of a published range."""
-    high: float | None = Field(default=None, gt=0)
+    high: float | None = checked(None, gt=0)
     """Upper end of a published range."""
-    spread: float | None = Field(default=None, ge=0)
+    spread: float | None = checked(None, ge=0)
     """A published plus-or-minus (one sigma)."""
-    streams: int = Field(default=1, ge=1)
+    streams: int = checked(1, ge=1)
     """Concurrent requests during the measurement."""
-    context_tokens: int | None = Field(default=None, ge=1)
+    context_tokens: int | None = checked(None, ge=1)
     """Context length during the measurement, when stated."""
-    kv_gib: float | None = Field(default=None, gt=0)
+    kv_gib: float | None = checked(None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
-    cached_tokens: int | None = Field(default=None, ge=0)
+    cached_tokens: int | None = checked(None, ge=0)
     """For a first token (ttft_s): prompt tokens vLLM's prefix-cache counters say were reused."""
     note: str = ""
     """Conditions in a few words."""
@@ -516,10 +535,11 @@ class Measurement(Strict):
     """Where it was published."""
 
 
-class Recipe(Strict):
+@record
+class Recipe:
     """A community configuration that runs a build on a number of nodes."""
 
-    id: str = Field(min_length=1)
+    id: str = checked(min_length=1)
     """Short id."""
     build: str
     """Id of the build it runs."""
@@ -531,21 +551,21 @@ class Recipe(Strict):
     """Serving engine."""
     image: str | None = None
     """Container image."""
-    nodes: int = Field(ge=1)
+    nodes: int = checked(ge=1)
     """Nodes it runs on."""
-    tp: int = Field(default=1, ge=1)
+    tp: int = checked(1, ge=1)
     """Tensor-parallel size."""
-    pp: int = Field(default=1, ge=1)
+    pp: int = checked(1, ge=1)
     """Pipeline-parallel size."""
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    gpu_memory_utilization: float | None = checked(None, gt=0, le=1)
     """--gpu-memory-utilization."""
-    kv_cache_gib: float | None = Field(default=None, gt=0)
+    kv_cache_gib: float | None = checked(None, gt=0)
     """KV cache pinned per node with --kv-cache-memory-bytes, in GiB."""
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype."""
-    max_model_len: int | None = Field(default=None, ge=1)
+    max_model_len: int | None = checked(None, ge=1)
     """--max-model-len."""
-    block_size: int | None = Field(default=None, ge=1)
+    block_size: int | None = checked(None, ge=1)
     """--block-size."""
     enforce_eager: bool = False
     """--enforce-eager: no CUDA graphs, a launch cost on every kernel."""
@@ -563,11 +583,11 @@ class Recipe(Strict):
     """The per-token tables are loaded in parts rather than held whole."""
     requires: Requirements = Requirements()
     """Machine requirements."""
-    extra_args: list[str] = []
+    extra_args: tuple[str, ...] = ()
     """Other vllm serve arguments the recipe passes, verbatim."""
-    caveats: list[str] = []
+    caveats: tuple[str, ...] = ()
     """Ids of caveats specific to this recipe."""
-    measurements: list[Measurement] = []
+    measurements: tuple[Measurement, ...] = ()
     """What the author measured."""
     source: SourceRef
     """The recipe's README or repo."""
@@ -576,20 +596,21 @@ class Recipe(Strict):
 # --- caveats ------------------------------------------------------------------
 
 
-class Caveat(Strict):
+@record
+class Caveat:
     """A known problem that changes a decision."""
 
-    id: str = Field(min_length=1)
+    id: str = checked(min_length=1)
     """Short id."""
     kind: CaveatKind
     """What kind of problem it is."""
     severity: Severity
     """How much it matters: critical, warning or info."""
-    hurts: list[WorkloadKind] = []
+    hurts: tuple[WorkloadKind, ...] = ()
     """Workloads it makes worse."""
-    disqualifies: list[WorkloadKind] = []
+    disqualifies: tuple[WorkloadKind, ...] = ()
     """Workloads for which it rules the build out."""
-    explanation: str = Field(min_length=1)
+    explanation: str = checked(min_length=1)
     """One sentence a person can act on."""
     cite: str | None = None
     """How a reason line cites it in a few characters, e.g. "vLLM #54173"."""
@@ -597,20 +618,24 @@ class Caveat(Strict):
     """Issue, README or model card."""
 
 
-class Catalog(Strict):
+@record
+class Catalog:
     """The whole catalog: what `catalog.toml` and user catalogs hold."""
 
     schema_version: Literal[1] = 1
     """Format version of this file."""
-    sources: dict[str, Source] = {}
+    catalog_date: str | None = checked(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    """When the catalog was last curated, YYYY-MM-DD: `catalog info` shows it, and `catalog update`
+    installs a downloaded catalog only when it is at least as new as the one in use."""
+    sources: dict[str, Source] = checked(default_factory=dict)
     """Every document a number comes from, by id."""
-    hardware: list[Hardware] = []
+    hardware: tuple[Hardware, ...] = ()
     """Node types."""
-    models: list[Model] = []
+    models: tuple[Model, ...] = ()
     """Models."""
-    builds: list[Build] = []
+    builds: tuple[Build, ...] = ()
     """Builds of the models."""
-    recipes: list[Recipe] = []
+    recipes: tuple[Recipe, ...] = ()
     """Community recipes for builds."""
-    caveats: list[Caveat] = []
+    caveats: tuple[Caveat, ...] = ()
     """Known problems, referenced by builds and recipes."""

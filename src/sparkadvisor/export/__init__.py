@@ -13,7 +13,16 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.schema import Source
 from sparkadvisor.export.argv import resolve
-from sparkadvisor.export.spec import DEFAULT_OPTIONS, ExportError, ExportFile, ExportOptions, Launch, build_launch
+from sparkadvisor.export.spec import (
+    DEFAULT_OPTIONS,
+    ExportError,
+    ExportFile,
+    ExportOptions,
+    ExportRefused,
+    Launch,
+    PatchUse,
+    build_launch,
+)
 
 FORMATS: dict[str, str] = {
     "sh": "one bash script per node: pre-flight checks, then vLLM in its container",
@@ -25,7 +34,7 @@ FORMATS: dict[str, str] = {
 }
 """Export formats and what each one writes."""
 
-__all__ = ["FORMATS", "ExportError", "ExportFile", "ExportOptions", "plan_json", "render"]
+__all__ = ["FORMATS", "ExportError", "ExportFile", "ExportOptions", "ExportRefused", "plan_json", "render"]
 
 
 def plan_json(launch: Launch) -> dict[str, object]:
@@ -35,7 +44,16 @@ def plan_json(launch: Launch) -> dict[str, object]:
               **({"ray_argv": [resolve(a) for a in n.ray_argv]} if n.ray_argv else {})} for n in launch.nodes]
     return {"build": launch.plan.build.id, "recipe": launch.plan.recipe.id if launch.plan.recipe else None,
             "image": launch.image, "served_model_name": launch.served_name, "launcher": launch.options.launcher,
-            "nodes": nodes, "notes": [n.text for n in launch.notes]}
+            "head_addr": {"value": launch.head.default, "placeholder": launch.options.placeholder_head},
+            "nodes": nodes, "patches": [_patch_json(use) for use in launch.patches],
+            "notes": [n.text for n in launch.notes]}
+
+
+def _patch_json(use: PatchUse) -> dict[str, object]:
+    patch = use.patch
+    return {"id": patch.id, "title": patch.title, "repo": patch.repo, "commit": patch.commit,
+            "checkout_env": use.checkout_var, "needed": use.needed, "why": use.why, "breaks": patch.breaks,
+            "files": [{"path": f.path, "target": f.target} for f in patch.files], "env": dict(patch.env)}
 
 
 def render(fmt: str, plan: Plan, options: ExportOptions = DEFAULT_OPTIONS, ranked: tuple[Ranked, ...] = (),

@@ -9,6 +9,7 @@ already set it.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from sparkadvisor.core.plan import Plan
@@ -19,6 +20,10 @@ from sparkadvisor.export.flags import dest_of, is_known, option_name
 MASTER_PORT = 29501
 """vLLM's default --master-port, written out so the workers' scripts can be checked against it."""
 REMOVED_FLAGS = {"--swap-space": "removed from vLLM in 0.18 (unified memory has nowhere to swap to)"}
+EXPORT_SETS = ("model", "config", "host", "port")
+"""Settings the export writes itself: a recipe's own copy is left out (and named)."""
+NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
+"""argparse's own test for a value that looks like a negative number rather than an option."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +39,8 @@ class EnvRef:
 
 
 Arg = str | EnvRef
+Option = tuple[Arg, ...]
+"""One option and its values, e.g. ("--max-model-len", "262144"); the model alone as ("repo",)."""
 
 
 def resolve(arg: Arg) -> str:
@@ -83,86 +90,103 @@ def speculative_json(plan: Plan) -> str | None:
     return json.dumps(config, separators=(",", ":"), ensure_ascii=False)
 
 
-def graph_args(plan: Plan) -> list[str]:
+def graph_options(plan: Plan) -> list[Option]:
     """--enforce-eager, or the compilation config's CUDA-graph mode, as the recipe sets it."""
     recipe = plan.recipe
     if recipe is None:
         return []
     if recipe.enforce_eager:
-        return ["--enforce-eager"]
+        return [("--enforce-eager",)]
     if recipe.cudagraph_mode:
-        return ["--compilation-config", json.dumps({"cudagraph_mode": recipe.cudagraph_mode}, separators=(",", ":"),
-                                                         ensure_ascii=False)]
+        mode = json.dumps({"cudagraph_mode": recipe.cudagraph_mode}, separators=(",", ":"), ensure_ascii=False)
+        return [("--compilation-config", mode)]
     return []
 
 
-def parser_args(plan: Plan) -> list[str]:
+def parser_options(plan: Plan) -> list[Option]:
     """Tool-call and reasoning parsers (auto tool choice needs the tool-call parser)."""
-    recipe, args = plan.recipe, []
+    recipe, options = plan.recipe, []
     if recipe and recipe.tool_call_parser:
-        args += ["--tool-call-parser", recipe.tool_call_parser, "--enable-auto-tool-choice"]
+        options += [("--tool-call-parser", recipe.tool_call_parser), ("--enable-auto-tool-choice",)]
     if recipe and recipe.reasoning_parser:
-        args += ["--reasoning-parser", recipe.reasoning_parser]
-    return args
+        options.append(("--reasoning-parser", recipe.reasoning_parser))
+    return options
 
 
-def model_args(plan: Plan, served_name: str) -> list[str]:
-    """The arguments every node passes: the model, memory, cache, decoding and parsers."""
+def model_options(plan: Plan, served_name: str) -> list[Option]:
+    """What every node passes, as [flag, values...] groups: the model first, then memory, cache,
+    decoding and parsers."""
     budget = plan.budget
-    args = [plan.build.repo, "--served-model-name", served_name, "--tensor-parallel-size", str(plan.tp)]
+    options: list[Option] = [(plan.build.repo,), ("--served-model-name", served_name),
+                             ("--tensor-parallel-size", str(plan.tp))]
     if plan.pp > 1:
-        args += ["--pipeline-parallel-size", str(plan.pp)]
-    args += ["--gpu-memory-utilization", f"{budget.utilization:g}"]
+        options.append(("--pipeline-parallel-size", str(plan.pp)))
+    options.append(("--gpu-memory-utilization", f"{budget.utilization:g}"))
     if budget.kv_pinned_bytes is not None:
-        args += ["--kv-cache-memory-bytes", kv_bytes_arg(budget.kv_pinned_bytes)]
+        options.append(("--kv-cache-memory-bytes", kv_bytes_arg(budget.kv_pinned_bytes)))
     length = max_model_len(plan)[0]
     if length is not None:
-        args += ["--max-model-len", str(length)]
-    args += ["--kv-cache-dtype", plan.kv_cache_dtype]
+        options.append(("--max-model-len", str(length)))
+    options.append(("--kv-cache-dtype", plan.kv_cache_dtype))
     if plan.recipe and plan.recipe.block_size:
-        args += ["--block-size", str(plan.recipe.block_size)]
-    args.append("--enable-prefix-caching" if plan.prefix_caching else "--disable-prefix-caching")
+        options.append(("--block-size", str(plan.recipe.block_size)))
+    options.append(("--enable-prefix-caching",) if plan.prefix_caching else ("--disable-prefix-caching",))
     spec = speculative_json(plan)
     if spec:
-        args += ["--speculative-config", spec]
-    return args + graph_args(plan) + parser_args(plan)
+        options.append(("--speculative-config", spec))
+    return options + graph_options(plan) + parser_options(plan)
+
+
+def is_option(token: str) -> bool:
+    """A token vLLM's argparse reads as an option: it starts with '-', is not '-' alone and not a negative
+    number (argparse's own `_parse_optional` rules, kept conservative)."""
+    return token.startswith("-") and token != "-" and not NEGATIVE_NUMBER.fullmatch(token)
 
 
 def group_args(argv: list[str]) -> list[list[str]]:
     """Arguments grouped as [flag, values...]; a leading value stands alone."""
     groups: list[list[str]] = []
     for token in argv:
-        if token.startswith("-") or not groups:
+        if is_option(token) or not groups:
             groups.append([token])
         else:
             groups[-1].append(token)
     return groups
 
 
-def extra_args(plan: Plan, already: list[str]) -> tuple[list[str], list[str]]:
+def flatten(options: tuple[Option, ...] | list[Option]) -> tuple[Arg, ...]:
+    """The argument list of option groups."""
+    return tuple(arg for option in options for arg in option)
+
+
+def extra_args(plan: Plan, already: list[Option]) -> tuple[list[Option], list[str]]:
     """The recipe's verbatim arguments vLLM 0.33 accepts and the plan does not set, and what was left out (why)."""
-    kept: list[str] = []
+    kept: list[Option] = []
     dropped: list[str] = []
-    taken = {dest_of(a) for a in already if a.startswith("-")}
+    taken = {dest_of(str(o[0])) for o in already if is_option(str(o[0]))} | set(EXPORT_SETS)
     for group in group_args(list(plan.recipe.extra_args) if plan.recipe else []):
-        flag = option_name(group[0])
+        flag, why = option_name(group[0]), ""
         if flag in REMOVED_FLAGS:
-            dropped.append(f"{' '.join(group)}: {REMOVED_FLAGS[flag]}")
+            why = REMOVED_FLAGS[flag]
         elif not is_known(flag):
-            dropped.append(f"{' '.join(group)}: not a vLLM 0.33 serve option")
+            why = "not a vLLM 0.33 serve option"
         elif dest_of(flag) in taken:
-            dropped.append(f"{' '.join(group)}: the plan sets {flag} itself")
+            why = f"the plan sets {flag} itself"
+        elif dest_of(flag) in {dest_of(str(o[0])) for o in kept}:
+            why = f"{flag} is given twice; a config file can hold it once"
+        if why:
+            dropped.append(f"{' '.join(group)}: {why}")
         else:
-            kept += group
+            kept.append(tuple(group))
     return kept, dropped
 
 
-def launcher_args(nodes: int, rank: int, launcher: str, head: EnvRef) -> list[Arg]:
+def launcher_options(nodes: int, rank: int, launcher: str, head: EnvRef) -> list[Option]:
     """Multi-node flags: vLLM's native launcher (--nnodes ... --headless) or the Ray backend."""
     if nodes == 1:
         return []
     if launcher == "ray":
-        return ["--distributed-executor-backend", "ray"]
-    args: list[Arg] = ["--nnodes", str(nodes), "--node-rank", str(rank), "--master-addr", head,
-                       "--master-port", str(MASTER_PORT)]
-    return args + (["--headless"] if rank > 0 else [])
+        return [("--distributed-executor-backend", "ray")]
+    options: list[Option] = [("--nnodes", str(nodes)), ("--node-rank", str(rank)), ("--master-addr", head),
+                             ("--master-port", str(MASTER_PORT))]
+    return options + ([("--headless",)] if rank > 0 else [])

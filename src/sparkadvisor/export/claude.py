@@ -15,12 +15,25 @@ from sparkadvisor.export.text import comment, sh_arg
 
 TOKEN_VARIABLE = "VLLM_API_KEY"
 """The environment variable that holds the token on both sides (vLLM reads it too)."""
+PLACEHOLDER_HOST = "head-address-placeholder.invalid"
+"""Stands in for the head's address when none was given: the name says what it is, and the
+reserved .invalid domain (RFC 2606) never resolves, so Claude Code fails loudly instead of
+reaching some other machine or the example address."""
+
+
+def uses_placeholder(launch: Launch) -> bool:
+    """True when Claude Code would be pointed at the head node but no head address was given."""
+    return not launch.options.gateway_url and launch.options.placeholder_head
 
 
 def base_url(launch: Launch) -> str:
-    """The gateway URL the user gave, else the head node's vLLM server."""
+    """The gateway URL the user gave, else the head node's vLLM server (a named placeholder without --head-addr)."""
     gateway = launch.options.gateway_url
-    return gateway.rstrip("/") if gateway else f"http://{launch.head.default}:{launch.options.port}"
+    if gateway:
+        return gateway.rstrip("/")
+    host = PLACEHOLDER_HOST if uses_placeholder(launch) else launch.head.default
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{launch.options.port}"
 
 
 def settings(launch: Launch) -> dict[str, object]:
@@ -60,5 +73,8 @@ def render_claude(launch: Launch) -> tuple[ExportFile, ...]:
     script += comment(f"Merge claude-settings.json into ~/.claude/settings.json; export {TOKEN_VARIABLE} in your "
                       "shell if the server requires a token (it is never written to a file).")
     script += [line for note in launch.notes if note.loud for line in comment(f"WARNING: {note.text}")]
+    if uses_placeholder(launch):
+        script += comment(f"{PLACEHOLDER_HOST} is a placeholder: export again with --head-addr ADDR (or set "
+                          "ANTHROPIC_BASE_URL in the settings) before you rely on this.")
     script += ["set -u", check_command(launch)]
     return (ExportFile("claude-settings.json", text), ExportFile("claude-check.sh", "\n".join(script) + "\n", True))

@@ -1,22 +1,22 @@
 """`yaml` (a vLLM --config file per node) and `compose` (a docker compose file per node).
 
-Both hold the same arguments as the scripts. In a --config file a `false` is silently
-dropped by vLLM 0.33, so prefix caching off is written `disable-prefix-caching: true`.
-Compose interpolates `$`, so every literal `$` is doubled; strings are double-quoted
-YAML with every non-printable character escaped.
+Both are built as data and written by the YAML emitter (`export.yamlout`), never by pasting
+strings, and both hold the same option groups as the scripts. vLLM turns a --config file back
+into argv key by key (`FlexibleArgumentParser.load_config_file`): `key: true` becomes `--key`,
+a string `--key value`, a list `--key v1 v2`; a `false` is silently dropped, so prefix caching
+off is written `disable-prefix-caching: true`. Compose interpolates `$`, so every literal `$`
+is doubled; only the export's own `${VAR:-default}` references are left to interpolate.
 """
 
 from __future__ import annotations
 
-import json
-import re
+from typing import Any
 
-from sparkadvisor.export.argv import Arg, EnvRef, resolve
-from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportError, ExportFile, Launch, NodeLaunch
-from sparkadvisor.export.text import comment, yaml_str
-
-NUMBER = re.compile(r"-?\d+(\.\d+)?")
-JSON_FLAGS = ("--speculative-config", "--compilation-config")
+from sparkadvisor.export.argv import Arg, EnvRef, Option, resolve
+from sparkadvisor.export.flags import long_name, option_name
+from sparkadvisor.export.spec import ADDRESS_PREFIX, CONTAINER_HF_HOME, ExportError, ExportFile, Launch, NodeLaunch
+from sparkadvisor.export.text import comment
+from sparkadvisor.export.yamlout import dump
 
 
 def _suffix(launch: Launch, node: NodeLaunch) -> str:
@@ -29,69 +29,85 @@ def _header(launch: Launch, node: NodeLaunch, what: str) -> list[str]:
     if len(launch.nodes) > 1:
         lines += comment(f"node {node.rank} of {len(launch.nodes)}, {node.host_hint}")
     lines += comment("No pre-flight checks run from this file: the sh export's scripts carry them.")
+    if launch.options.placeholder_head and len(launch.nodes) > 1:
+        lines += comment(f"{launch.head.default} and the other {ADDRESS_PREFIX}x addresses are examples: export "
+                         "again with --head-addr and --worker-addrs, or edit them here.")
     return lines + [c for n in launch.notes if n.loud for c in comment("WARNING: " + n.text)]
 
 
-def _yaml_value(flag: str, values: list[str]) -> str:
+def option_entry(option: Option) -> tuple[str, Any]:
+    """One option group as a --config key and value: `--flag=v` and `--flag v` both give `flag: "v"`."""
+    first = resolve(option[0])
+    flag = option_name(first)
+    values = [first.split("=", 1)[1]] if "=" in first else []
+    values += [resolve(a) for a in option[1:]]
+    key = long_name(flag).removeprefix("--")
     if not values:
-        return "true"
-    if flag in JSON_FLAGS and len(values) == 1:
-        return json.dumps(json.loads(values[0]), ensure_ascii=True)
-    if len(values) > 1:
-        return "[" + ", ".join(yaml_str(v) for v in values) + "]"
-    return values[0] if NUMBER.fullmatch(values[0]) else yaml_str(values[0])
+        return key, True
+    return key, values[0] if len(values) == 1 else values
 
 
-def _config_lines(argv: tuple[Arg, ...]) -> list[str]:
-    words = [resolve(a) for a in argv]
-    lines = [f"model: {yaml_str(words[0])}"]
-    groups: list[list[str]] = []
-    for word in words[1:]:
-        if word.startswith("-") and not NUMBER.fullmatch(word):
-            groups.append([word])
-        else:
-            groups[-1].append(word)
-    return lines + [f"{g[0].lstrip('-')}: {_yaml_value(g[0], g[1:])}" for g in groups]
+def config_mapping(node: NodeLaunch) -> dict[str, Any]:
+    """The --config file's content: the model, then every option of the node's `vllm serve`."""
+    data: dict[str, Any] = {"model": resolve(node.vllm_options[0][0])}
+    for option in node.vllm_options[1:]:
+        key, value = option_entry(option)
+        if key in data:
+            raise ExportError(f"--{key} appears twice in the arguments; a config file can hold it once")
+        data[key] = value
+    return data
 
 
 def render_yaml(launch: Launch) -> tuple[ExportFile, ...]:
     """A vLLM --config file for every node that runs `vllm serve`."""
     files = []
     for node in launch.nodes:
-        if not node.vllm_argv:
+        if not node.vllm_options:
             continue
         name = f"vllm-config{_suffix(launch, node)}.yaml"
         lines = _header(launch, node, "a vLLM --config file")
         lines += comment(f"Run inside the image {launch.image}: vllm serve --config {name}")
-        env = [f"export {k}={resolve(v)}" for k, v in node.env]
-        lines += [c for e in env for c in comment(e, "#   ")]
-        files.append(ExportFile(name, "\n".join(lines + _config_lines(node.vllm_argv)) + "\n"))
+        lines += [c for e in (f"export {k}={resolve(v)}" for k, v in node.env) for c in comment(e, "#   ")]
+        for use in launch.patches:
+            lines += comment(f"{'Needs' if use.needed else 'Optional'}: patch {use.patch.id} mounted into the "
+                             f"container ({', '.join(f.target for f in use.patch.files)}); the sh export does it.")
+        files.append(ExportFile(name, "\n".join(lines) + "\n" + dump(config_mapping(node))))
     return tuple(files)
 
 
 def _compose_str(arg: Arg) -> str:
+    """A compose value: an EnvRef interpolates with its default, a literal has every `$` doubled."""
     if isinstance(arg, EnvRef):
-        return f'"${{{arg.name}:-{arg.default}}}"'
-    return yaml_str(arg.replace("$", "$$"))
+        return f"${{{arg.name}:-{arg.default}}}"
+    return arg.replace("$", "$$")
 
 
-def _compose_service(launch: Launch, node: NodeLaunch) -> list[str]:
-    command = ["serve", *node.vllm_argv]
-    env = [f"      - {_env_entry(k, v)}" for k, v in node.env]
-    return ["services:", "  vllm:", f"    image: {_compose_str(launch.image)}",
-            f"    container_name: sparkadvisor-vllm-node{node.rank}", "    network_mode: host", "    ipc: host",
-            '    shm_size: "10.24gb"', '    entrypoint: ["vllm"]',
-            "    command:"] + [f"      - {_compose_str(a)}" for a in command] + [
-            "    environment:", "      - VLLM_API_KEY", *env,
-            "    volumes:", f'      - "${{HF_HOME:-${{HOME}}/.cache/huggingface}}:{CONTAINER_HF_HOME}"',
-            "    deploy:", "      resources:", "        reservations:", "          devices:",
-            "            - driver: nvidia", "              count: all", "              capabilities: [gpu]"]
+def _volumes(launch: Launch) -> list[str]:
+    volumes = [f"${{HF_HOME:-${{HOME}}/.cache/huggingface}}:{CONTAINER_HF_HOME}"]
+    for use in launch.patches:
+        checkout = f"${{{use.checkout_var}:?set {use.checkout_var} to a checkout of the recipe repository}}"
+        volumes += [f"{checkout}/{f.path}:{f.target}:ro" for f in use.patch.files]
+    return volumes
 
 
-def _env_entry(key: str, value: Arg) -> str:
-    if isinstance(value, EnvRef):
-        return f'"{key}=${{{value.name}:-{value.default}}}"'
-    return yaml_str(f"{key}={value}".replace("$", "$$"))
+def _environment(launch: Launch, node: NodeLaunch) -> list[str]:
+    env = ["VLLM_API_KEY"]
+    env += [f"{key}={_compose_str(value)}" for key, value in node.env]
+    env += [f"{key}={_compose_str(value)}" for use in launch.patches for key, value in use.patch.env.items()]
+    return env
+
+
+def compose_mapping(launch: Launch, node: NodeLaunch) -> dict[str, Any]:
+    """The compose file's content for one node."""
+    service = {
+        "image": _compose_str(launch.image), "container_name": f"sparkadvisor-vllm-node{node.rank}",
+        "network_mode": "host", "ipc": "host", "shm_size": "10.24gb", "entrypoint": ["vllm"],
+        "command": ["serve", *(_compose_str(a) for a in node.vllm_argv)],
+        "environment": _environment(launch, node), "volumes": _volumes(launch),
+        "deploy": {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]}}},
+    }
+    return {"services": {"vllm": service}}
 
 
 def render_compose(launch: Launch) -> tuple[ExportFile, ...]:
@@ -103,5 +119,7 @@ def render_compose(launch: Launch) -> tuple[ExportFile, ...]:
         name = f"compose{_suffix(launch, node)}.yaml"
         lines = _header(launch, node, f"docker compose -f {name} up")
         lines += comment("VLLM_API_KEY passes through by name when set in your shell; no token is written here.")
-        files.append(ExportFile(name, "\n".join(lines + _compose_service(launch, node)) + "\n"))
+        if launch.patches:
+            lines += comment("The recipe's patches mount from $RECIPE_DIR: compose refuses to start without it.")
+        files.append(ExportFile(name, "\n".join(lines) + "\n" + dump(compose_mapping(launch, node))))
     return tuple(files)

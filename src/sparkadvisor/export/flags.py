@@ -67,3 +67,17 @@ def dest_of(token: str) -> str:
 def unknown_options(argv: list[str] | tuple[str, ...]) -> list[str]:
     """Options in an argument list that vLLM 0.33 does not accept."""
     return [t for t in argv if t.startswith("-") and not is_known(t)]
+
+
+@cache
+def _long_names() -> dict[str, str]:
+    names: dict[str, str] = {}
+    for flag, info in flag_data()["flags"].items():
+        names.update({alias: flag for alias in info.get("aliases", [])})
+    return names
+
+
+def long_name(token: str) -> str:
+    """The `--long-form` of an option, so `-tp` becomes `--tensor-parallel-size` (a config key needs it)."""
+    name = option_name(token)
+    return _long_names().get(name, name)

@@ -51,6 +51,18 @@ def _caveats(launch: Launch) -> list[str]:
     return lines or ["- none known"]
 
 
+def _patches(launch: Launch) -> list[str]:
+    lines = []
+    for use in launch.patches:
+        patch, commit = use.patch, use.patch.commit or "no pinned commit"
+        lines += [f"- **{md_cell(patch.title)}** (`{patch.id}`, {'needed' if use.needed else 'optional'}: "
+                  f"{md_cell(use.why)}): without it {md_cell(patch.breaks)}.",
+                  f"  From <{patch.repo}> at `{commit}`; the sh export mounts "
+                  + ", ".join(f"`{f.path}` over `{f.target}`" for f in patch.files)
+                  + f" from the checkout named by `{use.checkout_var}`."]
+    return lines
+
+
 def _commands(launch: Launch) -> list[str]:
     lines = []
     for node in launch.nodes:
@@ -80,6 +92,8 @@ def render_md(launch: Launch, ranked: tuple[Ranked, ...], sources: Mapping[str, 
              "## The ranking at this moment", ""]
     lines += _table(ranked, plan.build.id) + ["", "## The arithmetic", ""]
     lines += [f"- **{s.title}** [{s.basis}]: {md_cell(s.text)}" for s in explain(plan) if s.key != "caveat"]
-    lines += ["", "## Caveats", ""] + _caveats(launch) + ["", "## Sources", ""] + _sources(launch, sources)
+    lines += ["", "## Caveats", ""] + _caveats(launch)
+    lines += (["", "## Patches", ""] + _patches(launch)) if launch.patches else []
+    lines += ["", "## Sources", ""] + _sources(launch, sources)
     lines += ["", "## Commands", ""] + _commands(launch)
     return (ExportFile("report.md", "\n".join(lines) + "\n"),)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB
-from sparkadvisor.export.argv import Arg, EnvRef, max_model_len, resolve
-from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note
+from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
+from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note, PatchUse
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
 SIZE_TOLERANCE = 0.10
@@ -89,24 +89,20 @@ def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
               f"CONTAINER=sparkadvisor-vllm-node{node.rank}", f"IMAGE={sh_arg(launch.image)}",
               f"MODEL={sh_arg(launch.downloads[0])}"]
     lines += [f"DRAFT={sh_arg(d)}" for d in launch.downloads[1:2]]
-    if node.vllm_argv:
-        lines += _array("VLLM_ARGS", launch, node.vllm_argv)
+    lines += [f'{var}="${{{var}:-}}"  # a checkout of the recipe repository (its patches mount from it)'
+              for var in dict.fromkeys(u.checkout_var for u in launch.patches)]
+    if node.vllm_options:
+        lines += _array("VLLM_ARGS", launch, node.vllm_options)
     if node.ray_argv:
         lines += [f"RAY_ARGS=({sh_words(node.ray_argv)})"]
     return lines
 
 
-def _array(name: str, launch: Launch, argv: tuple[Arg, ...]) -> list[str]:
+def _array(name: str, launch: Launch, options: tuple[Option, ...]) -> list[str]:
     lines = [f"{name}=("]
-    groups: list[list[Arg]] = []
-    for arg in argv:
-        if isinstance(arg, EnvRef) or not arg.startswith("-") and groups:
-            groups[-1].append(arg)
-        else:
-            groups.append([arg])
-    for group in groups:
-        lines += [f"  {c}" for c in _flag_comments(launch, resolve(group[0]))]
-        lines.append("  " + sh_words(group))
+    for option in options:
+        lines += [f"  {c}" for c in _flag_comments(launch, resolve(option[0]))]
+        lines.append("  " + sh_words(option))
     return lines + [")"]
 
 
@@ -125,9 +121,10 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
 
 def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
-    lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud]
+    lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud and n.kind != "patch"]
     lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
-    return lines + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch) + _model(launch) + [""]
+    return (lines + _patches(launch) + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch)
+            + _model(launch) + [""])
 
 
 def _swap(launch: Launch) -> list[str]:
@@ -188,6 +185,35 @@ def _model(launch: Launch) -> list[str]:
     return lines
 
 
+def _patches(launch: Launch) -> list[str]:
+    """Each patch's files checked in its checkout and mounted; a missing one the plan needs fails."""
+    lines = ["", "PATCH_ARGS=()"] if launch.patches else []
+    for use in launch.patches:
+        lines += _patch_check(use)
+    return lines
+
+
+def _patch_check(use: PatchUse) -> list[str]:
+    patch, var = use.patch, use.checkout_var
+    dest = f"~/sparkadvisor-recipes/{patch.repo.rsplit('/', 1)[-1]}"
+    lines = [""] + comment(f"Patch {patch.id}: {patch.title} ({'needed' if use.needed else 'optional'}: {use.why}).")
+    lines += comment(f"Without it {patch.breaks}.") + [f"# Get it (then run with {var}=DIR):"]
+    lines += [f"#   {command}" for command in use.clone_command(dest).split(" && ")]
+    files = [f'"${var}"/{sh_arg(f.path)}' for f in patch.files]
+    present = " && ".join(f"[ -f {path} ]" for path in files)
+    mounts = " ".join(f'-v "${var}"/{sh_arg(f"{f.path}:{f.target}:ro")}' for f in patch.files)
+    envs = " ".join(f"-e {sh_arg(f'{k}={v}')}" for k, v in patch.env.items())
+    missing = (f"patch {patch.id} ({patch.title}) is missing: {var} must name a checkout of {patch.repo}. "
+               f"Without it {patch.breaks}. Get it: {use.clone_command(dest)}; then run this script with "
+               f"{var}={dest}")
+    lines += [f'if [ -n "${var}" ] && {present}; then', f"  PATCH_ARGS+=({mounts}{' ' + envs if envs else ''})"]
+    if patch.commit:
+        lines += [f'  if [ "$(git -C "${var}" rev-parse HEAD 2>/dev/null)" != {patch.commit} ]; then',
+                  f'    warn "${var} is not at commit {patch.commit}, where the catalog read patch {patch.id}"',
+                  "  fi"]
+    return lines + ["else", f"  {'fail' if use.needed else 'warn'} {sh_arg(missing)}", "fi"]
+
+
 def _docker_args(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [c for n in notes_of(launch, "custom-image", "patch-required") for c in comment(n.text)]
     lines += ['if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi', "",
@@ -195,6 +221,7 @@ def _docker_args(launch: Launch, node: NodeLaunch) -> list[str]:
               "DOCKER_ARGS=(", '  --name "$CONTAINER" --network host --ipc host --gpus all --shm-size 10.24g',
               f'  -v "$HF_CACHE:{CONTAINER_HF_HOME}"', "  -e VLLM_API_KEY"]
     lines += [f"  -e {_env_word(k, v)}" for k, v in node.env]
+    lines += ['  "${PATCH_ARGS[@]}"'] if launch.patches else []
     return lines + [")", ""]
 
 

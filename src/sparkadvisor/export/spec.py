@@ -10,8 +10,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.schema import Patch
 from sparkadvisor.core.units import fmt_seconds
-from sparkadvisor.export.argv import Arg, EnvRef, extra_args, launcher_args, model_args
+from sparkadvisor.export import addresses
+from sparkadvisor.export.argv import (
+    Arg,
+    EnvRef,
+    Option,
+    extra_args,
+    flatten,
+    is_option,
+    launcher_options,
+    max_model_len,
+    model_options,
+)
 from sparkadvisor.export.flags import vllm_version
 
 Launcher = Literal["native", "ray"]
@@ -31,12 +43,16 @@ CONTAINER_HF_HOME = "/root/.cache/huggingface"
 
 
 class ExportError(ValueError):
-    """A plan that cannot be exported, said in one sentence."""
+    """A plan that cannot be exported as asked, said in one sentence (a usage error)."""
+
+
+class ExportRefused(ExportError):
+    """The plan itself cannot run (it does not fit): nothing to launch, whatever the options."""
 
 
 @dataclass(frozen=True, slots=True)
 class ExportOptions:
-    """Choices the plan does not make: how to launch, where Claude Code connects, which port."""
+    """Choices the plan does not make: how to launch, the addresses and NIC, where Claude Code connects."""
 
     launcher: Launcher = "native"
     """native or ray."""
@@ -46,6 +62,15 @@ class ExportOptions:
     """The API port on the head node."""
     head_addr: str | None = None
     """The head node's address as Claude Code and the workers reach it; None keeps the example address."""
+    worker_addrs: tuple[str, ...] = ()
+    """Each worker's ConnectX-7 address, rank 1 first; empty keeps the example addresses."""
+    nic: str | None = None
+    """The ConnectX-7 netdev NCCL and Gloo use; None keeps NVIDIA's playbook default."""
+
+    @property
+    def placeholder_head(self) -> bool:
+        """True when no head address was given and the example one stands in."""
+        return self.head_addr is None
 
 
 DEFAULT_OPTIONS = ExportOptions()
@@ -74,10 +99,35 @@ class NodeLaunch:
     address: EnvRef
     env: tuple[tuple[str, Arg], ...]
     """Environment of the vLLM (and Ray) processes."""
-    vllm_argv: tuple[Arg, ...]
-    """Arguments after `vllm serve`, model first; empty on a Ray worker."""
+    vllm_options: tuple[Option, ...]
+    """`vllm serve`'s arguments as [flag, values...] groups, the model first; empty on a Ray worker."""
     ray_argv: tuple[Arg, ...]
     """Arguments after `ray` (Ray launcher only)."""
+
+    @property
+    def vllm_argv(self) -> tuple[Arg, ...]:
+        """The arguments after `vllm serve`, model first."""
+        return flatten(self.vllm_options)
+
+
+@dataclass(frozen=True, slots=True)
+class PatchUse:
+    """A recipe patch as this plan needs it: mounted from a checkout of its repository."""
+
+    patch: Patch
+    needed: bool
+    """The plan breaks without it, so a missing file fails the pre-flight."""
+    why: str
+    """Why it is needed or optional, in a sentence."""
+    checkout_var: str
+    """The environment variable naming the local checkout (RECIPE_DIR for the first repository)."""
+
+    def clone_command(self, dest: str) -> str:
+        """The commands that make the checkout in `dest` (the checkout only when a commit is pinned)."""
+        clone = f"git clone {self.patch.repo} {dest}"
+        if self.patch.commit is None:
+            return f"{clone} (no commit is pinned: check the files against the recipe's README)"
+        return f"{clone} && git -C {dest} checkout {self.patch.commit}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +143,8 @@ class Launch:
     notes: tuple[Note, ...]
     downloads: tuple[str, ...]
     """Repos every node downloads before loading: the model, then any draft model."""
+    patches: tuple[PatchUse, ...] = ()
+    """The recipe's patches, each mounted from a checkout of its repository."""
 
 
 def served_model_name(plan: Plan) -> str:
@@ -106,21 +158,48 @@ def build_launch(plan: Plan, options: ExportOptions = DEFAULT_OPTIONS) -> Launch
     nodes = plan.cluster.nodes
     head = EnvRef("HEAD_ADDR", options.head_addr or f"{ADDRESS_PREFIX}10")
     served = served_model_name(plan)
-    common = model_args(plan, served)
+    common = model_options(plan, served)
     extra, dropped = extra_args(plan, common)
     launches = tuple(_node(plan, options, rank, head, common + extra) for rank in range(nodes))
     spec = plan.recipe.speculative if plan.recipe else None
     downloads = (plan.build.repo,) + ((spec.draft_repo,) if spec and spec.draft_repo else ())
     image = plan.recipe.image if plan.recipe and plan.recipe.image else DEFAULT_IMAGE
     _check_values([image, *downloads], launches)
-    return Launch(plan, options, image, served, head, launches, _notes(plan, dropped, image), downloads)
+    patches = patch_uses(plan)
+    return Launch(plan, options, image, served, head, launches, _notes(plan, dropped, image, patches), downloads,
+                  patches)
+
+
+def patch_uses(plan: Plan) -> tuple[PatchUse, ...]:
+    """The recipe's patches, each with whether this plan needs it and the checkout variable it is read from."""
+    patches = plan.recipe.requires.patches if plan.recipe else []
+    repos = list(dict.fromkeys(p.repo for p in patches))
+    uses = []
+    for patch in patches:
+        number = repos.index(patch.repo) + 1
+        var = "RECIPE_DIR" if number == 1 else f"RECIPE_DIR_{number}"
+        uses.append(PatchUse(patch, *_needed(plan, patch), var))
+    return tuple(uses)
+
+
+def _needed(plan: Plan, patch: Patch) -> tuple[bool, str]:
+    if patch.fit_depends:
+        return True, f"the plan fits {plan.cluster.label} only with it"
+    limit, served = patch.fails_past_context_tokens, max_model_len(plan)[0]
+    if limit is not None and served is None:
+        return True, f"no --max-model-len is written, so vLLM may serve past the ~{limit:,} tokens stock vLLM survives"
+    if limit is not None and served is not None and served > limit:
+        return True, f"--max-model-len {served:,} is past the ~{limit:,} tokens stock vLLM survives"
+    if limit is not None:
+        return False, f"--max-model-len {served:,} stays within the ~{limit:,} tokens stock vLLM survives"
+    return False, "the recipe applies it; this plan does not depend on it"
 
 
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
     if not plan.fits:
         hint = f"; it needs {plan.nodes_needed} nodes (--nodes {plan.nodes_needed})" if plan.nodes_needed else ""
-        raise ExportError(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}")
+        raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}")
     if plan.budget.utilization > hw.max_gpu_memory_utilization:
         raise ExportError(f"gpu-memory-utilization {plan.budget.utilization:g} is above the "
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; choose at most that")
@@ -128,6 +207,26 @@ def _check(plan: Plan, options: ExportOptions) -> None:
         raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plan.cluster.nodes} node(s) of one GPU each")
     if options.launcher not in LAUNCHERS:
         raise ExportError(f"unknown launcher {options.launcher!r}; valid: {', '.join(LAUNCHERS)}")
+    _check_options(options, plan.cluster.nodes)
+
+
+def _check_options(options: ExportOptions, nodes: int) -> None:
+    """Addresses, NIC and gateway through the same checks as the CLI's; one sentence for the first bad one."""
+    if options.worker_addrs and len(options.worker_addrs) != nodes - 1:
+        raise ExportError(f"{len(options.worker_addrs)} worker address(es) for {nodes - 1} worker(s); give one "
+                          "per worker, rank 1 first")
+    try:
+        for value in (options.head_addr, *options.worker_addrs):
+            if value is not None:
+                addresses.address(value)
+        if options.nic is not None:
+            addresses.netdev(options.nic)
+        if options.gateway_url is not None:
+            addresses.gateway_url(options.gateway_url)
+    except ValueError as error:
+        raise ExportError(str(error)) from None
+    if not 1 <= options.port <= 65535:
+        raise ExportError(f"port {options.port} is not a TCP port (1-65535)")
 
 
 def _check_values(positional: list[str], launches: tuple[NodeLaunch, ...]) -> None:
@@ -140,34 +239,48 @@ def _check_values(positional: list[str], launches: tuple[NodeLaunch, ...]) -> No
         for arg in (*node.vllm_argv, *node.ray_argv):
             if "\0" in str(arg):
                 raise ExportError("a catalog value contains a NUL character, which no command line can carry")
+        for option in node.vllm_options[1:]:
+            flag, eq, joined = str(option[0]).partition("=")
+            for value in ([joined] if eq else []) + list(option[1:]):
+                if isinstance(value, str) and is_option(value):
+                    raise ExportError(f"the catalog value {value!r} for {flag} starts with '-': vLLM's parser "
+                                      "would read it as an option of its own, in a script and in a config file")
 
 
 def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: list[str]) -> NodeLaunch:
     nodes = plan.cluster.nodes
-    address = EnvRef("NODE_ADDR", f"{ADDRESS_PREFIX}{10 + rank}")
+    given = options.head_addr if rank == 0 else _worker_addr(options, rank)
+    address = EnvRef("NODE_ADDR", given or f"{ADDRESS_PREFIX}{10 + rank}")
     role: Literal["head", "worker"] = "head" if rank == 0 else "worker"
     ray = options.launcher == "ray" and nodes > 1
-    serve: tuple[Arg, ...] = ()
+    serve: tuple[Option, ...] = ()
     if rank == 0 or not ray:
-        serve = (*common[:1], *launcher_args(nodes, rank, options.launcher, head), *common[1:])
+        serve = (*common[:1], *launcher_options(nodes, rank, options.launcher, head), *common[1:])
         if rank == 0:
-            serve += ("--host", "0.0.0.0", "--port", str(options.port))
+            serve += (("--host", "0.0.0.0"), ("--port", str(options.port)))
     ray_argv: tuple[Arg, ...] = ()
     if ray:
         ray_argv = (("start", "--block", "--head", f"--port={RAY_PORT}", "--node-ip-address", address) if rank == 0
                     else ("start", "--block", "--address",
                           EnvRef("RAY_HEAD", f"{head.default}:{RAY_PORT}", f"$HEAD_ADDR:{RAY_PORT}"),
                           "--node-ip-address", address))
-    hint = (f"spark-{rank + 1} (head: serves the API at {head.default}:{options.port})" if rank == 0
+    at = f"$HEAD_ADDR:{options.port}, example {head.default}" if options.placeholder_head else \
+        f"{head.default}:{options.port}"
+    hint = (f"spark-{rank + 1} (head: serves the API at {at})" if rank == 0
             else f"spark-{rank + 1} (worker {rank}, {address.default})")
-    return NodeLaunch(rank, role, hint, address, _env(nodes, ray, head, address), serve, ray_argv)
+    return NodeLaunch(rank, role, hint, address, _env(nodes, ray, head, address, options), serve, ray_argv)
 
 
-def _env(nodes: int, ray: bool, head: EnvRef, address: EnvRef) -> tuple[tuple[str, Arg], ...]:
+def _worker_addr(options: ExportOptions, rank: int) -> str | None:
+    return options.worker_addrs[rank - 1] if len(options.worker_addrs) >= rank else None
+
+
+def _env(nodes: int, ray: bool, head: EnvRef, address: EnvRef,
+         options: ExportOptions) -> tuple[tuple[str, Arg], ...]:
     env: list[tuple[str, Arg]] = [("HF_HOME", CONTAINER_HF_HOME), ("HF_HUB_OFFLINE", "1")]
     if nodes == 1:
         return tuple(env)
-    netdev = EnvRef("CX7_NETDEV", CX7_NETDEV)
+    netdev = EnvRef("CX7_NETDEV", options.nic or CX7_NETDEV)
     env += [("VLLM_HOST_IP", address), ("MASTER_ADDR", head)]
     env += [(name, netdev) for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME",
                                         "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include")]
@@ -177,7 +290,7 @@ def _env(nodes: int, ray: bool, head: EnvRef, address: EnvRef) -> tuple[tuple[st
     return tuple(env)
 
 
-def _notes(plan: Plan, dropped: list[str], image: str) -> tuple[Note, ...]:
+def _notes(plan: Plan, dropped: list[str], image: str, patches: tuple[PatchUse, ...]) -> tuple[Note, ...]:
     notes = [Note(f"{c.kind} ({c.severity}): {c.explanation}", c.severity == "critical", c.kind, True)
              for c in plan.caveats]
     if not plan.prefix_caching:
@@ -192,9 +305,7 @@ def _notes(plan: Plan, dropped: list[str], image: str) -> tuple[Note, ...]:
         notes.append(Note("no tool-call parser is known for this build: an agent's tool calls need "
                           "--tool-call-parser NAME --enable-auto-tool-choice; add them before pointing "
                           "Claude Code at it", True, "export"))
-    notes += [Note(f"the recipe applies a patch this export does not: {p.title} ({p.files[0].path})", True,
-                   "patch-required")
-              for p in (plan.recipe.requires.patches if plan.recipe else [])]
+    notes += [_patch_note(use) for use in patches]
     notes += [Note(f"left out of the recipe's arguments: {d}", True, "export") for d in dropped]
     if image == DEFAULT_IMAGE:
         notes.append(Note(f"no recipe names an image: using {DEFAULT_IMAGE}, the vLLM whose flags this export "
@@ -203,6 +314,14 @@ def _notes(plan: Plan, dropped: list[str], image: str) -> tuple[Note, ...]:
         notes.append(Note("the arithmetic says the build does not fit; it runs only as the recipe runs it",
                           True, "export"))
     return tuple(notes)
+
+
+def _patch_note(use: PatchUse) -> Note:
+    patch = use.patch
+    where = f"{patch.repo} at {patch.commit[:12]}" if patch.commit else f"{patch.repo} (no pinned commit)"
+    head = "PATCH REQUIRED" if use.needed else "patch (optional here)"
+    return Note(f"{head}: {patch.title}, from {where}, mounted from the checkout named by {use.checkout_var}; "
+                f"without it {patch.breaks}; {use.why}", use.needed, "patch")
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,23 +35,6 @@ def sh_words(args: list[Arg] | tuple[Arg, ...]) -> str:
     return " ".join(sh_arg(a) for a in args)
 
 
-def yaml_str(value: str) -> str:
-    """A YAML double-quoted scalar that reads back as exactly `value` (non-printables escaped)."""
-    out = []
-    for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable() and ch != "\x85":
-            out.append(ch)
-        elif ord(ch) <= 0xFF:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) <= 0xFFFF:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    return '"' + "".join(out) + '"'
-
-
 def md_cell(text: str) -> str:
     """Text safe inside a Markdown table cell."""
     return one_line(text).replace("\\", "\\\\").replace("|", "\\|")

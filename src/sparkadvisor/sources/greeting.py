@@ -12,20 +12,18 @@ from urllib.parse import urlsplit
 
 from sparkadvisor.core.safetext import safe_text
 
-GREETING_SHARE = 0.1
-"""Share of a request's time budget kept back to listen for a greeting."""
-GREETING_MOST_S = 0.5
-"""Longest listen: a service that greets does so as soon as the connection opens."""
+
+def listen_while_waiting(url: str, timeout_s: float) -> asyncio.Task[bytes | None]:
+    """A task that, once half of a request's `timeout_s` has passed without an answer, opens a
+    second connection and listens for a greeting until the timeout; cancel it when the answer comes.
+    The request keeps its whole time budget and a fast answer costs no second connection."""
+    return asyncio.ensure_future(greeting(url, timeout_s / 2, after_s=timeout_s / 2))
 
 
-def greeting_budget_s(timeout_s: float) -> float:
-    """Seconds kept back from a request's `timeout_s` to listen for a greeting."""
-    return min(GREETING_MOST_S, timeout_s * GREETING_SHARE)
-
-
-async def greeting(url: str, wait_s: float) -> bytes | None:
-    """The first bytes the server at `url`'s host and port sends unasked within `wait_s`,
-    or None (silence, refusal, or a URL without a host)."""
+async def greeting(url: str, wait_s: float, after_s: float = 0.0) -> bytes | None:
+    """The first bytes the server at `url`'s host and port sends unasked within `wait_s`
+    (starting `after_s` from now), or None (silence, refusal, or a URL without a host)."""
+    await asyncio.sleep(after_s)
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)

@@ -12,17 +12,21 @@ repo seen once online needs neither its weights nor the network.
 from __future__ import annotations
 
 import json
+import math
 import os
+import queue
 import re
 import struct
+import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sparkadvisor.core.derive import TensorMeta
 from sparkadvisor.sources import hubmeta
+from sparkadvisor.sources.deadline import Deadline, DeadlineExceeded
+from sparkadvisor.sources.hubfaults import HubError, check_endpoint, endpoint, malformed, stalled, translated
 from sparkadvisor.sources.hubmeta import Headers
 
 Progress = Callable[[str, int, int], None]
@@ -32,11 +36,9 @@ INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
 MAX_HEADER_BYTES = 25_000_000
 """Largest safetensors header accepted (huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH)."""
+DEFAULT_TIMEOUT_S = 60.0
+"""Longest a whole online import may take (every request and retry in it)."""
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
-
-
-class HubError(Exception):
-    """A repo that cannot be read, said in one sentence a person can act on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +71,6 @@ def is_repo_id(text: str) -> bool:
     return bool(_REPO_ID.match(text))
 
 
-def endpoint() -> str:
-    """The hub's address: HF_ENDPOINT when set, else huggingface.co."""
-    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
-
-
 def offline() -> bool:
     """HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set, now or when the library was imported."""
     flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
@@ -95,38 +92,55 @@ def cache_dir() -> str:
     return constants.HF_HUB_CACHE
 
 
-def fetch_repo(repo: str, revision: str | None = None, *, timeout_s: float = 10.0, max_workers: int = 16,
-               progress: Progress | None = None) -> RepoFiles:
-    """config.json and every safetensors header of `repo` at `revision`, online or from the cache."""
+def fetch_repo(repo: str, revision: str | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+               max_workers: int = 16, progress: Progress | None = None) -> RepoFiles:
+    """config.json and every safetensors header of `repo` at `revision`, online or from the cache.
+
+    Online, the whole read (model info, config.json, every header, the library's retries)
+    ends within `timeout_s`."""
     if not is_repo_id(repo):
         raise HubError(f"{repo!r} is not a Hugging Face repo id; give it as ORG/NAME, e.g. openai/gpt-oss-120b")
-    from huggingface_hub.utils import disable_progress_bars
-
-    disable_progress_bars()
+    if not (isinstance(timeout_s, int | float) and math.isfinite(timeout_s) and timeout_s > 0):
+        raise HubError(f"the timeout must be a number of seconds above 0 (got {timeout_s!r})")
+    deadline = Deadline(timeout_s)
+    check_endpoint()
+    _quiet_library()
     report = progress or (lambda what, done, total: None)
     if offline():
         return _from_cache(repo, revision, report)
-    return _from_hub(repo, revision, timeout_s, max_workers, report)
+    try:
+        return deadline.run(lambda: _from_hub(repo, revision, deadline, max_workers, report))
+    except DeadlineExceeded:
+        waiting = ", ".join(deadline.waiting()[:3]) or "the metadata"
+        raise HubError(stalled(repo, waiting, timeout_s)) from None
+
+
+def _quiet_library() -> None:
+    """No progress bars and no retry chatter ("Trying to resume download...") on the terminal."""
+    from huggingface_hub.utils import disable_progress_bars, logging
+
+    disable_progress_bars()
+    logging.set_verbosity_error()
 
 
 # --- online -------------------------------------------------------------------
 
 
-def _from_hub(repo: str, revision: str | None, timeout_s: float, workers: int, report: Progress) -> RepoFiles:
+def _from_hub(repo: str, revision: str | None, deadline: Deadline, workers: int, report: Progress) -> RepoFiles:
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=endpoint())
     report("model info", 0, 1)
-    with _translated(repo, revision, "its model info"):
-        info = api.model_info(repo, revision=revision, timeout=timeout_s)
+    with translated(repo, revision, "its model info", deadline):
+        info = api.model_info(repo, revision=revision, timeout=deadline.left())
     siblings = {s.rfilename for s in info.siblings or ()}
-    config_path = _download(repo, "config.json", revision or "main", timeout_s)
+    config_path = _download(repo, "config.json", revision or "main", deadline)
     commit = Path(config_path).parent.name
     config_text = _read_text(repo, config_path, "config.json")
     config = _parse_config(repo, config_text)
     index_text = None
     if INDEX_FILE in siblings or not siblings:
-        index_path = _download(repo, INDEX_FILE, commit, timeout_s, missing_ok=not siblings)
+        index_path = _download(repo, INDEX_FILE, commit, deadline, missing_ok=not siblings)
         index_text = _read_text(repo, index_path, INDEX_FILE) if index_path else None
         shards = _shards_from_index(repo, index_text)
     else:
@@ -134,21 +148,21 @@ def _from_hub(repo: str, revision: str | None, timeout_s: float, workers: int, r
     if not shards:
         raise HubError(f"{repo} has no safetensors weights ({SINGLE_FILE} or {INDEX_FILE}); "
                        "only safetensors repos can be imported")
-    parse = _remote_header(api, repo, commit, timeout_s)
+    parse = _remote_header(api, repo, commit, deadline)
     headers = _parse_all(shards, parse, workers, report)
     hubmeta.save(repo, revision or "main", commit, config_text, index_text, headers)
     return RepoFiles(repo, revision or "main", commit, config, _merged(headers), shards, False)
 
 
-def _download(repo: str, filename: str, revision: str, timeout_s: float, missing_ok: bool = False) -> str | None:
+def _download(repo: str, filename: str, revision: str, deadline: Deadline, missing_ok: bool = False) -> str | None:
     """A small file through the hub cache (so an offline import can reuse it)."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
     try:
-        with _translated(repo, revision, filename):
+        with translated(repo, revision, filename, deadline):
             return hf_hub_download(repo, filename, revision=revision, endpoint=endpoint(), cache_dir=cache_dir(),
-                                   etag_timeout=timeout_s)
+                                   etag_timeout=deadline.left())
     except HubError as error:
         if missing_ok and isinstance(error.__cause__, EntryNotFoundError):
             return None
@@ -183,44 +197,58 @@ def _shards_from_index(repo: str, text: str | None) -> tuple[str, ...]:
         raise HubError(f"{INDEX_FILE} of {repo} is malformed (it needs a weight_map of tensor -> shard)") from None
 
 
-def _remote_header(api: Any, repo: str, commit: str, timeout_s: float) -> Callable[[str], dict[str, TensorMeta]]:
+def _remote_header(api: Any, repo: str, commit: str, deadline: Deadline) -> Callable[[str], dict[str, TensorMeta]]:
     from huggingface_hub.errors import SafetensorsParsingError
 
     def parse(filename: str) -> dict[str, TensorMeta]:
-        with _translated(repo, commit, filename):
+        with translated(repo, commit, filename, deadline):
             try:
-                meta = api.parse_safetensors_file_metadata(repo, filename, revision=commit, timeout=timeout_s)
+                meta = api.parse_safetensors_file_metadata(repo, filename, revision=commit, timeout=deadline.left())
                 return {name: TensorMeta(t.dtype, tuple(t.shape)) for name, t in meta.tensors.items()}
             except (SafetensorsParsingError, TypeError, AttributeError, ValueError) as error:
-                raise _malformed(repo, filename, error) from None
+                raise malformed(repo, filename, error) from None
 
     return parse
 
 
-def _malformed(repo: str, filename: str, error: Exception) -> HubError:
-    reason = str(error).split("): ", 1)[-1].split(". ")[0].rstrip(".") or type(error).__name__
-    return HubError(f"the safetensors header of {filename} in {repo} is malformed ({reason})")
-
-
 def _parse_all(shards: Iterable[str], parse: Callable[[str], dict[str, TensorMeta]], workers: int,
                report: Progress) -> Headers:
-    """Every shard's header, at most `workers` at a time; a failure (or a cancel) drops the rest."""
+    """Every shard's header, at most `workers` at a time; a failure (or a cancel) drops the rest.
+
+    Daemon threads, not a ThreadPoolExecutor: a read abandoned at the deadline must not
+    hold the process open at exit while the library waits out its own retries."""
     shards = list(shards)
     report("safetensors headers", 0, len(shards))
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(shards)))) as pool:
-        futures = [pool.submit(parse, shard) for shard in shards]
-        try:
-            pending, done_count = set(futures), 0
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for future in done:
-                    future.result()
-                    done_count += 1
-                    report("safetensors headers", done_count, len(shards))
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    return {shard: future.result() for shard, future in zip(shards, futures, strict=True)}
+    todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for shard in shards:
+        todo.put(shard)
+    done: queue.SimpleQueue[tuple[str, dict[str, TensorMeta] | None, BaseException | None]] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                shard = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((shard, parse(shard), None))
+            except BaseException as error:  # noqa: BLE001  (handed to the collecting thread)
+                done.put((shard, None, error))
+
+    for _ in range(max(1, min(workers, len(shards)))):
+        threading.Thread(target=worker, name="sparkadvisor-hub-header", daemon=True).start()
+    headers: Headers = {}
+    try:
+        while len(headers) < len(shards):
+            shard, tensors, error = done.get()
+            if error is not None:
+                raise error
+            headers[shard] = tensors  # type: ignore[assignment]
+            report("safetensors headers", len(headers), len(shards))
+    finally:
+        stop.set()
+    return {shard: headers[shard] for shard in shards}
 
 
 def _merged(headers: Headers) -> dict[str, TensorMeta]:
@@ -296,84 +324,4 @@ def _local_header(repo: str, filename: str, path: str) -> dict[str, TensorMeta]:
             header = json.loads(handle.read(length))
         return {name: TensorMeta(t["dtype"], tuple(t["shape"])) for name, t in header.items() if name != "__metadata__"}
     except (struct.error, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise _malformed(repo, filename, error) from None
-
-
-# --- errors -------------------------------------------------------------------
-
-
-class _translated:
-    """A context that turns whatever huggingface_hub or the network raises into one HubError."""
-
-    def __init__(self, repo: str, revision: str | None, what: str):
-        self.repo, self.revision, self.what = repo, revision or "main", what
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type | None, error: BaseException | None, tb: Any) -> bool:
-        if error is None or isinstance(error, (HubError, KeyboardInterrupt)):
-            return False
-        if isinstance(error, Exception):
-            raise explain(error, self.repo, self.revision, self.what) from error
-        return False
-
-
-def explain(error: Exception, repo: str, revision: str, what: str) -> HubError:
-    """One sentence for a failure while reading `what` of `repo` at `revision`."""
-    from huggingface_hub import errors
-
-    url = f"https://huggingface.co/{repo}"
-    for cause in _chain(error):
-        if isinstance(cause, errors.GatedRepoError):
-            return HubError(_gated(repo, url))
-        if isinstance(cause, errors.RevisionNotFoundError):
-            return HubError(f"{repo} has no revision {revision!r}; give a branch, tag or commit that exists")
-        if isinstance(cause, errors.RepositoryNotFoundError):
-            return HubError(f"no model repo {repo} on {endpoint()} (or it is private and your token cannot see it)")
-        if isinstance(cause, errors.EntryNotFoundError):
-            return HubError(f"{repo} has no {what} at revision {revision}; only transformer repos with a "
-                            "config.json and safetensors weights can be imported")
-        if isinstance(cause, errors.OfflineModeIsEnabled):
-            return HubError(f"offline (HF_HUB_OFFLINE=1) and {what} of {repo} is not in the hub cache")
-        if found := _network(cause, repo, what):
-            return found
-    return HubError(f"reading {what} of {repo} failed: {_first_line(error)}")
-
-
-def _gated(repo: str, url: str) -> str:
-    from huggingface_hub import get_token
-
-    if get_token() is None:
-        return (f"{repo} is gated and no Hugging Face token was found: accept its terms at {url}, "
-                "then set HF_TOKEN or run `hf auth login`")
-    return f"{repo} is gated and your token has no access to it yet: accept its terms at {url} with that account"
-
-
-def _network(cause: BaseException, repo: str, what: str) -> HubError | None:
-    from huggingface_hub.errors import HfHubHTTPError
-    from huggingface_hub.utils import httpx  # httpx2 under huggingface_hub 2.x
-
-    if isinstance(cause, httpx.TimeoutException):
-        return HubError(f"{endpoint()} stopped answering while sending {what} of {repo} (timed out); "
-                        "try again later, or raise the timeout")
-    if isinstance(cause, (httpx.TransportError, ConnectionError)):
-        return HubError(f"cannot reach {endpoint()} ({_first_line(cause) or type(cause).__name__}); check the "
-                        "network, or set HF_HUB_OFFLINE=1 to use what the hub cache holds")
-    if isinstance(cause, HfHubHTTPError) and cause.response is not None:
-        return HubError(f"{endpoint()} answered HTTP {cause.response.status_code} for {what} of {repo}; "
-                        "try again later")
-    return None
-
-
-def _chain(error: BaseException) -> Iterable[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:200]
+        raise malformed(repo, filename, error) from None

@@ -22,7 +22,7 @@ import httpx
 from sparkadvisor.core.checkup import Finding, ServedModel, Target, claude_target, same_service
 from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape, parse_prometheus, window
 from sparkadvisor.sources.claude import ClaudeSettings, claude_findings, read_claude_settings
-from sparkadvisor.sources.greeting import greeting, greeting_budget_s, not_http_sentence
+from sparkadvisor.sources.greeting import listen_while_waiting, not_http_sentence
 from sparkadvisor.urls import redact_urls
 
 
@@ -70,14 +70,15 @@ class Answer:
 async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: float, **kwargs: Any) -> Answer:
     """One request bounded by `timeout_s` in total; every failure becomes an `Answer.problem`.
 
-    A little of the budget is kept to tell a hung server from one that is not HTTP at all."""
-    listen_s = greeting_budget_s(timeout_s)
+    A slow answer is also listened for on a second connection, to tell a hung server from one
+    that is not HTTP at all (an SSH server greets first)."""
+    listener = listen_while_waiting(url, timeout_s)
     try:
-        async with asyncio.timeout(timeout_s - listen_s):
+        async with asyncio.timeout(timeout_s):
             response = await client.request(method, url, **kwargs)
             return Answer(url, response.status_code, response.text)
     except (TimeoutError, httpx.TimeoutException):
-        first_bytes = await greeting(url, listen_s)
+        first_bytes = listener.result() if listener.done() and not listener.cancelled() else None
         if first_bytes:
             return Answer(url, problem=not_http_sentence(url, first_bytes))
         return Answer(url, problem=f"{url} did not answer within {timeout_s:g} s: the server is hung, "
@@ -92,6 +93,8 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: flo
         return Answer(url, problem=f"{url} broke off the exchange ({type(error).__name__})")
     except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError, OverflowError):
         return Answer(url, problem=f"{url} is not a valid http:// or https:// URL")
+    finally:
+        listener.cancel()
 
 
 def _json(answer: Answer) -> Any:

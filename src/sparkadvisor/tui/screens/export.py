@@ -15,7 +15,10 @@ from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, render
+from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, addresses, render
+from sparkadvisor.export.spec import CX7_NETDEV
+
+ADDRESS_FIELDS = ("export-head", "export-workers", "export-nic", "export-gateway")
 
 
 def default_folder(plan: Plan) -> Path:
@@ -53,6 +56,15 @@ class ExportScreen(ModalScreen[None]):
                              id="export-format")
                 yield Select([("native launcher", "native"), ("Ray launcher", "ray")], value="native",
                              allow_blank=False, id="export-launcher")
+            with Horizontal(id="export-addresses"):
+                yield Input(placeholder="head address (placeholder if empty)", id="export-head",
+                            tooltip="The head node's address as Claude Code and the workers reach it")
+                yield Input(placeholder="worker addresses, comma-separated", id="export-workers",
+                            tooltip="Each worker's ConnectX-7 address, rank 1 first")
+                yield Input(placeholder=f"NIC ({CX7_NETDEV})", id="export-nic",
+                            tooltip="The ConnectX-7 netdev NCCL uses (the '(Up)' one in ibdev2netdev)")
+                yield Input(placeholder="gateway URL (none: vLLM itself)", id="export-gateway",
+                            tooltip="A gateway Claude Code talks to instead of vLLM")
             with Horizontal(id="export-target"):
                 yield Input(str(default_folder(self.plan)), id="export-folder")
                 yield Checkbox("overwrite", id="export-force")
@@ -65,15 +77,26 @@ class ExportScreen(ModalScreen[None]):
     def on_select_changed(self, _: Select.Changed) -> None:
         self.refresh_text()
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id in ADDRESS_FIELDS:
+            self.refresh_text()
+
+    def options(self) -> ExportOptions:
+        """The dialog's choices, each field through the CLI's own check (ValueError names the bad one)."""
+        launcher = str(self.query_one("#export-launcher", Select).value)
+        head, workers, nic, gateway = (self.query_one(f"#{i}", Input).value.strip() for i in ADDRESS_FIELDS)
+        return ExportOptions(launcher, addresses.gateway_url(gateway) if gateway else None,  # type: ignore[arg-type]
+                             head_addr=addresses.address(head) if head else None,
+                             worker_addrs=addresses.addresses(workers) if workers else (),
+                             nic=addresses.netdev(nic) if nic else None)
+
     def refresh_text(self) -> None:
         """Render the chosen format; an export that cannot be made says why in place of the text."""
         fmt = str(self.query_one("#export-format", Select).value)
-        launcher = str(self.query_one("#export-launcher", Select).value)
         try:
-            self.files = render(fmt, self.plan, ExportOptions(launcher), self.ranked,  # type: ignore[arg-type]
-                                self.index.catalog.sources)
+            self.files = render(fmt, self.plan, self.options(), self.ranked, self.index.catalog.sources)
             text = preview(self.files)
-        except ExportError as error:
+        except (ExportError, ValueError) as error:
             self.files, text = (), f"Cannot export: {error}"
         self.query_one("#export-text", TextArea).load_text(text)
 

@@ -3,7 +3,12 @@
 # article's gateway was off for days and Claude Code silently used the cloud.
 # Merge claude-settings.json into ~/.claude/settings.json; export VLLM_API_KEY in your shell if the server
 # requires a token (it is never written to a file).
-# WARNING: the recipe applies a patch this export does not: sparse-attention indexer top-k fix for SM121
-# (docker/sparse_attn_indexer_kpool_sm121.py)
+# WARNING: PATCH REQUIRED: sparse-attention indexer top-k fix for SM121, from
+# https://github.com/tonyd2wild/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark at 06b681991fb7, mounted from the
+# checkout named by RECIPE_DIR; without it both published images still carry a decode-time top-k kernel that
+# hard-kills the engine on any decode past ~24K context on GB10; --max-model-len 262,144 is past the ~24,000
+# tokens stock vLLM survives
+# head-address-placeholder.invalid is a placeholder: export again with --head-addr ADDR (or set
+# ANTHROPIC_BASE_URL in the settings) before you rely on this.
 set -u
-if curl -fsS --max-time 120 http://192.168.100.10:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "glm-5.3-flash-nvfp4-redhat", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://192.168.100.10:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi
+if curl -fsS --max-time 120 http://head-address-placeholder.invalid:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "glm-5.3-flash-nvfp4-redhat", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://head-address-placeholder.invalid:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi

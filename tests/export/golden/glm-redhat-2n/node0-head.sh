@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # sparkadvisor export: GLM-5.3-Flash (RedHatAI/GLM-5.3-Flash-NVFP4) on 2 x DGX Spark, Agentic (Claude Code)
 # workload.
-# This script: node 0 of 2, spark-1 (head: serves the API at 192.168.100.10:8000). Run each node's script on
-# its own Spark; launcher: native.
+# This script: node 0 of 2, spark-1 (head: serves the API at $HEAD_ADDR:8000, example 192.168.100.10). Run
+# each node's script on its own Spark; launcher: native.
 # Recipe: tonyd2wild: GLM-5.3-Flash NVFP4 + DFlash2, TP2 [glm-5.3-flash-tonyd2wild-tp2].
 #
 # The plan (the numbers sparkadvisor showed):
@@ -36,6 +36,7 @@ CONTAINER=sparkadvisor-vllm-node0
 IMAGE=ghcr.io/tonyd2wild/vllm-glm53-flash:sm121-v11-dflash2
 MODEL=RedHatAI/GLM-5.3-Flash-NVFP4
 DRAFT=incoai/GLM-5.3-Flash-DFlash2
+RECIPE_DIR="${RECIPE_DIR:-}"  # a checkout of the recipe repository (its patches mount from it)
 VLLM_ARGS=(
   RedHatAI/GLM-5.3-Flash-NVFP4
   --nnodes 2
@@ -73,9 +74,26 @@ fail() {
 }
 
 say '== pre-flight checks: node 0 of 2 (head)'
-warn 'the recipe applies a patch this export does not: sparse-attention indexer top-k fix for SM121 (docker/sparse_attn_indexer_kpool_sm121.py)'
 
 if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi
+
+PATCH_ARGS=()
+
+# Patch glm-indexer-topk-sm121: sparse-attention indexer top-k fix for SM121 (needed: --max-model-len 262,144
+# is past the ~24,000 tokens stock vLLM survives).
+# Without it both published images still carry a decode-time top-k kernel that hard-kills the engine on any
+# decode past ~24K context on GB10.
+# Get it (then run with RECIPE_DIR=DIR):
+#   git clone https://github.com/tonyd2wild/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark ~/sparkadvisor-recipes/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark
+#   git -C ~/sparkadvisor-recipes/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark checkout 06b681991fb7ca6743c4fba535cdc7e8df78cd4b
+if [ -n "$RECIPE_DIR" ] && [ -f "$RECIPE_DIR"/docker/sparse_attn_indexer_kpool_sm121.py ]; then
+  PATCH_ARGS+=(-v "$RECIPE_DIR"/docker/sparse_attn_indexer_kpool_sm121.py:/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/sparse_attn_indexer_kpool.py:ro)
+  if [ "$(git -C "$RECIPE_DIR" rev-parse HEAD 2>/dev/null)" != 06b681991fb7ca6743c4fba535cdc7e8df78cd4b ]; then
+    warn "$RECIPE_DIR is not at commit 06b681991fb7ca6743c4fba535cdc7e8df78cd4b, where the catalog read patch glm-indexer-topk-sm121"
+  fi
+else
+  fail 'patch glm-indexer-topk-sm121 (sparse-attention indexer top-k fix for SM121) is missing: RECIPE_DIR must name a checkout of https://github.com/tonyd2wild/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark. Without it both published images still carry a decode-time top-k kernel that hard-kills the engine on any decode past ~24K context on GB10. Get it: git clone https://github.com/tonyd2wild/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark ~/sparkadvisor-recipes/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark && git -C ~/sparkadvisor-recipes/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark checkout 06b681991fb7ca6743c4fba535cdc7e8df78cd4b; then run this script with RECIPE_DIR=~/sparkadvisor-recipes/GLM-5.3-Flash-NVFP4-DFlash2-2x-DGX-Spark'
+fi
 
 # swap-required (warning): swap must be on with vm.swappiness=0 or the worker dies during the MoE repack at
 # load; a machine-wide policy change (with swap on, an overrun pages for hours instead of an honest CUDA OOM)
@@ -111,8 +129,6 @@ hf download "$DRAFT" --quiet >/dev/null
 # patch-required (warning): stock vLLM's sparse-attention indexer top-k kernel kills the engine past ~24K
 # context on GB10; the recipe bind-mounts a patched sparse_attn_indexer_kpool.py
 # custom-image (info): needs the recipe's own sm121 vLLM image with the DFlash2 drafter
-# the recipe applies a patch this export does not: sparse-attention indexer top-k fix for SM121
-# (docker/sparse_attn_indexer_kpool_sm121.py)
 if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi
 
 # VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.
@@ -131,6 +147,7 @@ DOCKER_ARGS=(
   -e "OMPI_MCA_btl_tcp_if_include=$CX7_NETDEV"
   -e "NCCL_IB_HCA=$NCCL_IB_HCA"
   -e NCCL_IB_DISABLE=0
+  "${PATCH_ARGS[@]}"
 )
 
 # slow-cold-load (info): a cold load takes about 15 minutes (shard loading dominates)

@@ -8,7 +8,11 @@
 # whole prompt
 # WARNING: PREFIX CACHING IS OFF: every turn recomputes all 100,000 prompt tokens, 61 s before each first
 # token; fine for chat, unfit for an agent
-# WARNING: the recipe applies a patch this export does not: PLE table on disk (mmap), rows read on demand
-# (single-spark-vllm-tp1/patch/ple_layer.py)
+# WARNING: PATCH REQUIRED: PLE table on disk (mmap), rows read on demand, from
+# https://github.com/tonyd2wild/Qwen3.8-Flash-Next-NVFP4-DGX-Spark at 0d507df43a5a, mounted from the checkout
+# named by RECIPE_DIR; without it stock vLLM holds the 47.68 GiB PLE table in memory, and the build no longer
+# fits one Spark; the plan fits 1 x DGX Spark only with it
+# head-address-placeholder.invalid is a placeholder: export again with --head-addr ADDR (or set
+# ANTHROPIC_BASE_URL in the settings) before you rely on this.
 set -u
-if curl -fsS --max-time 120 http://192.168.100.10:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "qwen3.8-flash-next-nvfp4", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://192.168.100.10:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi
+if curl -fsS --max-time 120 http://head-address-placeholder.invalid:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "qwen3.8-flash-next-nvfp4", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://head-address-placeholder.invalid:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi

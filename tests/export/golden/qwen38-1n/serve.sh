@@ -29,6 +29,7 @@ IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
 CONTAINER=sparkadvisor-vllm-node0
 IMAGE=vllm/vllm-openai:nightly-8a728663c1c3eeace834a95f5654fa653cc1998c
 MODEL=nvidia/Qwen3.8-Flash-Next-NVFP4
+RECIPE_DIR="${RECIPE_DIR:-}"  # a checkout of the recipe repository (its patches mount from it)
 VLLM_ARGS=(
   nvidia/Qwen3.8-Flash-Next-NVFP4
   --served-model-name qwen3.8-flash-next-nvfp4
@@ -65,9 +66,25 @@ fail() {
 say '== pre-flight checks: node 0 of 1 (head)'
 warn 'prefix-caching-disabled (critical): prefix caching crashes the engine in the GDN path on GB10 (vLLM #54173; the article reports wrong answers), so the recipes turn it off and every agent turn recomputes the whole prompt'
 warn 'PREFIX CACHING IS OFF: every turn recomputes all 100,000 prompt tokens, 61 s before each first token; fine for chat, unfit for an agent'
-warn 'the recipe applies a patch this export does not: PLE table on disk (mmap), rows read on demand (single-spark-vllm-tp1/patch/ple_layer.py)'
 
 if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi
+
+PATCH_ARGS=()
+
+# Patch qwen38-ple-mmap: PLE table on disk (mmap), rows read on demand (needed: the plan fits 1 x DGX Spark
+# only with it).
+# Without it stock vLLM holds the 47.68 GiB PLE table in memory, and the build no longer fits one Spark.
+# Get it (then run with RECIPE_DIR=DIR):
+#   git clone https://github.com/tonyd2wild/Qwen3.8-Flash-Next-NVFP4-DGX-Spark ~/sparkadvisor-recipes/Qwen3.8-Flash-Next-NVFP4-DGX-Spark
+#   git -C ~/sparkadvisor-recipes/Qwen3.8-Flash-Next-NVFP4-DGX-Spark checkout 0d507df43a5ad3c7e35db8a48a91ad037c114239
+if [ -n "$RECIPE_DIR" ] && [ -f "$RECIPE_DIR"/single-spark-vllm-tp1/patch/ple_layer.py ] && [ -f "$RECIPE_DIR"/single-spark-vllm-tp1/patch/ple_mmap.py ]; then
+  PATCH_ARGS+=(-v "$RECIPE_DIR"/single-spark-vllm-tp1/patch/ple_layer.py:/usr/local/lib/python3.12/dist-packages/vllm/models/qwen4_exp/nvidia/ple_layer.py:ro -v "$RECIPE_DIR"/single-spark-vllm-tp1/patch/ple_mmap.py:/usr/local/lib/python3.12/dist-packages/vllm/models/qwen4_exp/nvidia/ops/ple_mmap.py:ro -e QWEN4EXP_PLE_MMAP=1 -e QWEN4EXP_PLE_MMAP_THREADS=64)
+  if [ "$(git -C "$RECIPE_DIR" rev-parse HEAD 2>/dev/null)" != 0d507df43a5ad3c7e35db8a48a91ad037c114239 ]; then
+    warn "$RECIPE_DIR is not at commit 0d507df43a5ad3c7e35db8a48a91ad037c114239, where the catalog read patch qwen38-ple-mmap"
+  fi
+else
+  fail 'patch qwen38-ple-mmap (PLE table on disk (mmap), rows read on demand) is missing: RECIPE_DIR must name a checkout of https://github.com/tonyd2wild/Qwen3.8-Flash-Next-NVFP4-DGX-Spark. Without it stock vLLM holds the 47.68 GiB PLE table in memory, and the build no longer fits one Spark. Get it: git clone https://github.com/tonyd2wild/Qwen3.8-Flash-Next-NVFP4-DGX-Spark ~/sparkadvisor-recipes/Qwen3.8-Flash-Next-NVFP4-DGX-Spark && git -C ~/sparkadvisor-recipes/Qwen3.8-Flash-Next-NVFP4-DGX-Spark checkout 0d507df43a5ad3c7e35db8a48a91ad037c114239; then run this script with RECIPE_DIR=~/sparkadvisor-recipes/Qwen3.8-Flash-Next-NVFP4-DGX-Spark'
+fi
 
 if [ -n "$(swapon --show --noheadings)" ]; then warn 'swap is on: an overrun will page for hours instead of failing with an honest CUDA OOM'; fi
 
@@ -90,8 +107,6 @@ fi
 
 # patch-required (warning): on one Spark the recipe patches vLLM to keep the 47.68 GiB PLE table on disk and
 # read the rows each token needs
-# the recipe applies a patch this export does not: PLE table on disk (mmap), rows read on demand
-# (single-spark-vllm-tp1/patch/ple_layer.py)
 if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi
 
 # VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.
@@ -101,6 +116,7 @@ DOCKER_ARGS=(
   -e VLLM_API_KEY
   -e HF_HOME=/root/.cache/huggingface
   -e HF_HUB_OFFLINE=1
+  "${PATCH_ARGS[@]}"
 )
 
 say "when it has loaded: curl -fsS http://$HEAD_ADDR:8000/health"

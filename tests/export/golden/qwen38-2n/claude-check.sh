@@ -8,5 +8,7 @@
 # whole prompt
 # WARNING: PREFIX CACHING IS OFF: every turn recomputes all 100,000 prompt tokens, 37 s before each first
 # token; fine for chat, unfit for an agent
+# head-address-placeholder.invalid is a placeholder: export again with --head-addr ADDR (or set
+# ANTHROPIC_BASE_URL in the settings) before you rely on this.
 set -u
-if curl -fsS --max-time 120 http://192.168.100.10:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "qwen3.8-flash-next-nvfp4", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://192.168.100.10:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi
+if curl -fsS --max-time 120 http://head-address-placeholder.invalid:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "qwen3.8-flash-next-nvfp4", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://head-address-placeholder.invalid:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi

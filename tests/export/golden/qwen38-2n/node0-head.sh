@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # sparkadvisor export: Qwen3.8-Flash-Next (nvidia/Qwen3.8-Flash-Next-NVFP4) on 2 x DGX Spark, Agentic (Claude
 # Code) workload.
-# This script: node 0 of 2, spark-1 (head: serves the API at 192.168.100.10:8000). Run each node's script on
-# its own Spark; launcher: native.
+# This script: node 0 of 2, spark-1 (head: serves the API at $HEAD_ADDR:8000, example 192.168.100.10). Run
+# each node's script on its own Spark; launcher: native.
 # Recipe: tonyd2wild: Qwen3.8-Flash-Next NVFP4, TP2 SPEED profile [qwen3.8-flash-next-tonyd2wild-tp2].
 #
 # The plan (the numbers sparkadvisor showed):

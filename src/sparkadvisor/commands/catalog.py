@@ -1,0 +1,146 @@
+"""`sparkadvisor catalog update|info|rollback`: a newer catalog from the project's repository; which is in use."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sparkadvisor.commands.common import number_above_zero
+from sparkadvisor.core.safetext import safe_text
+
+NAME = "catalog"
+HELP = "update the catalog from the project's repository, say which catalog is in use, or put the previous one back"
+SHOWN_IDS = 8
+"""Ids listed per kind in a change report before 'and N more'."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="catalog_action", metavar="ACTION", required=True)
+    update = sub.add_parser("update", help="download the newest catalog, check it and install it",
+                            description="Download the newest catalog, check it as `check` does, and install it "
+                                        "in your data folder, keeping the one it replaces.")
+    update.add_argument("--url", help="where to fetch it (default: $SPARKADVISOR_CATALOG_URL, else the "
+                                      "project's repository)")
+    update.add_argument("--timeout", type=number_above_zero(600, "s"), default=30.0, metavar="SECONDS",
+                        help="give up when the download takes longer than this (default: 30)")
+    update.add_argument("--force", action="store_true", help="install it even when it is older than the one in use")
+    update.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    info = sub.add_parser("info", help="which catalog is in use, its date and what it holds")
+    info.add_argument("--json", action="store_true", help="print it as JSON")
+    sub.add_parser("rollback", help="put the catalog the last update replaced back in use")
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"update": _update, "info": _info, "rollback": _rollback}[args.catalog_action](args)
+
+
+def _update(args: argparse.Namespace) -> int:
+    from sparkadvisor.commands.common import print_json
+    from sparkadvisor.sources.catalog_update import UpdateError, catalog_url, update
+
+    url = catalog_url(args.url)
+    try:
+        outcome = update(url, args.timeout, force=args.force)
+    except UpdateError as error:
+        print(f"sparkadvisor: {safe_text(error)}; {_still_in_use()}.", file=sys.stderr)
+        return 1
+    if args.json:
+        print_json(_update_json(outcome))
+        return 0
+    for line in _update_lines(outcome):
+        print(safe_text(line))
+    return 0
+
+
+def _still_in_use() -> str:
+    from sparkadvisor.catalogs import active_catalog
+
+    active = active_catalog()
+    which = "the updated catalog" if active.updated else "the bundled catalog"
+    return f"still using {which} dated {active.date or 'unknown'}"
+
+
+def _update_lines(outcome: Any) -> list[str]:
+    before = outcome.before
+    was = f"the {'updated' if before.updated else 'bundled'} catalog dated {before.date or 'unknown'}"
+    if not outcome.installed:
+        return [f"Already up to date: {outcome.url} holds the catalog in use ({was})."]
+    lines = [f"Installed the catalog dated {outcome.date} from {outcome.url}; it replaces {was}."]
+    lines += [f"  {change.kind:<9} {_change_text(change)}" for change in outcome.changes]
+    lines.append(f"In use: {outcome.path}. `sparkadvisor catalog rollback` puts the previous one back.")
+    return lines
+
+
+def _change_text(change: Any) -> str:
+    if not (change.added or change.removed or change.changed):
+        return "unchanged"
+    parts = [f"{len(ids)} {word} ({_ids(ids)})" for word, ids in (("added", change.added), ("removed", change.removed))
+             if ids]
+    if change.changed:
+        parts.append(f"{len(change.changed)} changed")
+    return ", ".join(parts)
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOWN_IDS])
+    return shown + (f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
+
+
+def _update_json(outcome: Any) -> dict[str, Any]:
+    return {"installed": outcome.installed, "url": outcome.url, "catalog_date": outcome.date,
+            "path": str(outcome.path), "replaced": {"updated": outcome.before.updated, "date": outcome.before.date,
+                                                    "path": str(outcome.before.path)},
+            "changes": {c.kind: {"added": c.added, "removed": c.removed, "changed": c.changed}
+                        for c in outcome.changes}}
+
+
+def _info(args: argparse.Namespace) -> int:
+    from sparkadvisor import __version__, paths
+    from sparkadvisor.catalogs import active_catalog, read_catalog
+    from sparkadvisor.commands.common import print_json
+    from sparkadvisor.sources.catalog_update import KINDS, origin
+
+    active = active_catalog()
+    catalog = read_catalog(active.path)
+    counts = {kind: len(getattr(catalog, kind)) for kind in KINDS}
+    came_from = origin() if active.updated else {}
+    previous = paths.catalog_updates_dir() / "previous.toml"
+    user = paths.user_catalog_path()
+    if args.json:
+        print_json({"updated": active.updated, "catalog_date": active.date, "path": str(active.path),
+                    "bundled_date": active.bundled_date, "version": __version__, "origin": came_from,
+                    "counts": counts, "previous": str(previous) if previous.is_file() else None,
+                    "user_catalog": str(user) if user.is_file() else None})
+        return 0
+    if active.updated:
+        when, where = came_from.get("installed_at", "(time unknown)"), came_from.get("url", "(address unknown)")
+        head = f"Catalog in use: the update dated {active.date}, installed {when} from {where}."
+    else:
+        head = f"Catalog in use: the bundled catalog dated {active.date or 'unknown'} (sparkadvisor {__version__})."
+    lines = [head, f"  file      {active.path}",
+             "  holds     " + ", ".join(f"{n} {kind}" for kind, n in counts.items())]
+    if active.updated:
+        lines.append(f"  bundled   dated {active.bundled_date or 'unknown'} (sparkadvisor {__version__})")
+    elif (paths.catalog_updates_dir() / "catalog.toml").is_file():
+        lines.append("  update    an older update is installed; the bundled catalog is newer and wins")
+    if previous.is_file():
+        lines.append(f"  previous  {previous} (what the last update replaced)")
+    if user.is_file():
+        lines.append(f"  yours     {user} (your imports, merged over it)")
+    for line in lines:
+        print(safe_text(line))
+    return 0
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    from sparkadvisor.sources.catalog_update import UpdateError, rollback
+
+    try:
+        active = rollback()
+    except UpdateError as error:
+        print(f"sparkadvisor: {safe_text(error)}.", file=sys.stderr)
+        return 1
+    which = "the updated catalog" if active.updated else "the bundled catalog"
+    print(safe_text(f"Now using {which} dated {active.date or 'unknown'} ({active.path})."))
+    return 0

@@ -1,0 +1,139 @@
+"""Catalog records: frozen stdlib dataclasses, and their plain (JSON-ready) form.
+
+A catalog table is declared once, in `core.schema`, with `@record` and `checked(...)`.
+At run time it is a plain frozen dataclass: building the index from the cache costs no
+pydantic import. When a catalog file changes, `core.validation` hands the same classes
+to pydantic, which reads the limits `checked` stores in each field's metadata
+(`gt`, `ge`, `le`, `lt`, `min_length`) and the config `record` attaches.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
+from typing import Any, TypeVar, dataclass_transform
+
+T = TypeVar("T")
+
+PYDANTIC_CONFIG = {"extra": "forbid", "allow_inf_nan": False}
+"""What pydantic enforces on every record: unknown keys refused, no inf or nan."""
+
+
+def checked(default: Any = MISSING, *, default_factory: Any = MISSING, **limits: Any) -> Any:
+    """A field with limits that validation enforces (`gt=0`, `min_length=1`, `pattern=...`)."""
+    return field(default=default, default_factory=default_factory, metadata=limits)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field, checked))
+def record(cls: type[T]) -> type[T]:
+    """A catalog table: frozen, keyword-only, slotted; pydantic refuses unknown keys."""
+    cls.__pydantic_config__ = PYDANTIC_CONFIG  # type: ignore[attr-defined]
+    return dataclass(frozen=True, slots=True, kw_only=True)(cls)
+
+
+def field_names(cls: type) -> list[str]:
+    """The keys a table accepts, in declaration order."""
+    return [f.name for f in fields(cls)]
+
+
+def iter_tables(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every record in a catalog object, depth first, with its field path."""
+    yield path, obj
+    for name in field_names(type(obj)):
+        value = getattr(obj, name)
+        child = f"{path}.{name}" if path else name
+        if is_dataclass(value):
+            yield from iter_tables(value, child)
+        elif isinstance(value, tuple | list):
+            for position, item in enumerate(value):
+                if is_dataclass(item):
+                    label = f"{child}[{position}]"
+                    if isinstance(getattr(item, "id", None), str):
+                        label += f' "{item.id}"'
+                    yield from iter_tables(item, label)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if is_dataclass(item):
+                    yield from iter_tables(item, f"{child}.{key}")
+
+
+# --- plain form ---------------------------------------------------------------
+
+
+def to_plain(obj: Any, drop_defaults: bool = False, drop_none: bool = False) -> Any:
+    """Records as dicts, tuples as lists: what json.dumps and tomli_w take."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for spec in fields(obj):
+            value = getattr(obj, spec.name)
+            if (drop_none and value is None) or (drop_defaults and _is_default(spec, value)):
+                continue
+            out[spec.name] = to_plain(value, drop_defaults, drop_none)
+        return out
+    if isinstance(obj, tuple | list):
+        return [to_plain(item, drop_defaults, drop_none) for item in obj]
+    if isinstance(obj, dict):
+        return {key: to_plain(item, drop_defaults, drop_none) for key, item in obj.items()}
+    return obj
+
+
+def _is_default(spec: Field[Any], value: Any) -> bool:
+    if spec.default is not MISSING:
+        return bool(value == spec.default)
+    if spec.default_factory is not MISSING:
+        return bool(value == spec.default_factory())
+    return False
+
+
+def from_plain(cls: type[T], data: Mapping[str, Any]) -> T:
+    """A record rebuilt from `to_plain` output, without validation (the data was validated once)."""
+    decoders = _decoders(cls)
+    kwargs = {key: decoders[key](value) if key in decoders else value for key, value in data.items()}
+    return cls(**kwargs)
+
+
+_DECODERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
+"""Per record class, how to rebuild each field that holds records or tuples (filled on first use)."""
+
+
+def _decoders(cls: type) -> dict[str, Callable[[Any], Any]]:
+    found = _DECODERS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        found = {name: decode for name, hint in hints.items() if (decode := _decoder(hint)) is not None}
+        _DECODERS[cls] = found
+    return found
+
+
+def _decoder(hint: Any) -> Callable[[Any], Any] | None:
+    """How to rebuild a value of type `hint` from its plain form; None when it is already right."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if is_dataclass(hint):
+        return lambda value: from_plain(hint, value)  # type: ignore[arg-type]
+    if origin is tuple:
+        inner = _decoder(args[0])
+        return (lambda value: tuple(map(inner, value))) if inner else tuple
+    if origin is dict:
+        inner = _decoder(args[1])
+        return (lambda value: {k: inner(v) for k, v in value.items()}) if inner else None
+    if origin in (typing.Union, _UnionType):
+        options = [(a, _decoder(a)) for a in args if a is not type(None)]
+        return _union_decoder(options)
+    return None
+
+
+_UnionType = type(int | None)
+
+
+def _union_decoder(options: list[tuple[Any, Callable[[Any], Any] | None]]) -> Callable[[Any], Any] | None:
+    """`X | None` decodes as X; `str | tuple[str, ...]` decodes a list as the tuple."""
+    active = [(hint, decode) for hint, decode in options if decode is not None]
+    if not active:
+        return None
+    if len(active) > 1:
+        raise TypeError(f"cannot decode a union of several record types: {options}")
+    decode = active[0][1]
+    assert decode is not None
+    return lambda value: None if value is None else (decode(value) if isinstance(value, dict | list) else value)

@@ -1,0 +1,65 @@
+"""Addresses an export writes: the head and workers, the ConnectX-7 netdev, the gateway URL.
+
+Each check returns the value or raises ValueError with one sentence a person can act on;
+the CLI and the TUI's export dialog use the same checks.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+NETDEV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
+"""Linux interface names: at most 15 characters (IFNAMSIZ 16 with the NUL), no '/', ':' or spaces."""
+
+
+def address(text: str) -> str:
+    """An IPv4 or IPv6 address, or a host name (RFC 1123 labels)."""
+    value = text.strip()
+    try:
+        return str(ipaddress.ip_address(value.strip("[]")))
+    except ValueError:
+        pass
+    labels = value.rstrip(".").split(".")
+    if value and len(value) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels) \
+            and not labels[-1].isdigit():
+        return value
+    raise ValueError(f"{text!r} is not an IP address or host name (e.g. 192.168.100.10 or spark-1)")
+
+
+def addresses(text: str) -> tuple[str, ...]:
+    """A comma-separated list of addresses (the workers, rank 1 first)."""
+    parts = [p for p in (part.strip() for part in text.split(",")) if p]
+    if not parts:
+        raise ValueError(f"{text!r} names no address; give the workers' addresses separated by commas")
+    return tuple(address(part) for part in parts)
+
+
+def netdev(text: str) -> str:
+    """A network interface name such as enp1s0f1np1."""
+    if not NETDEV.fullmatch(text):
+        raise ValueError(f"{text!r} is not a network interface name (up to 15 letters, digits, '.', '_' or '-', "
+                         "e.g. enp1s0f1np1 from ibdev2netdev)")
+    return text
+
+
+def gateway_url(text: str) -> str:
+    """An http:// or https:// URL with a host and no credentials (tokens go in environment variables)."""
+    try:
+        parts = urlsplit(text)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok \
+            or any(ch.isspace() or not ch.isprintable() for ch in text):
+        shown = re.sub(r"//[^/]*@", "//***@", text)
+        raise ValueError(f"{shown!r} is not an http:// or https:// URL such as http://127.0.0.1:8082")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("the gateway URL carries credentials; give the URL without them and put the token "
+                         "in an environment variable")
+    if parts.query or parts.fragment:
+        raise ValueError(f"the gateway URL {parts.scheme}://{parts.netloc}{parts.path} must not carry a query "
+                         "or fragment: Claude Code appends /v1/messages to it")
+    return text.rstrip("/")

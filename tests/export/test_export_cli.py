@@ -1,0 +1,88 @@
+"""`sparkadvisor export` as a script sees it: stdout for one-file formats, messages on stderr,
+exit 0 done / 1 refused / 2 usage, addresses validated, the placeholder head always named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from sparkadvisor.cli import main
+from sparkadvisor.export.claude import PLACEHOLDER_HOST
+
+QWEN = ["export", "qwen3.8-flash-next-nvfp4", "--nodes", "1"]
+GLM = ["export", "glm-5.3-flash-nvfp4-redhat", "--nodes", "2"]
+
+
+@pytest.mark.parametrize("out", [[], ["--out", "-"]])
+def test_a_one_file_format_prints_valid_json_to_stdout(capsys, tmp_path, monkeypatch, out):
+    monkeypatch.chdir(tmp_path)
+    assert main([*QWEN, "--format", "json", *out]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["build"] == "qwen3.8-flash-next-nvfp4"
+    assert captured.err == ""
+    assert not list(tmp_path.iterdir()), "no folder named '-' or anything else is created"
+
+
+def test_a_one_node_yaml_prints_a_config_vllm_can_load(capsys):
+    assert main([*QWEN, "--format", "yaml", "--out", "-"]) == 0
+    config = yaml.safe_load(capsys.readouterr().out)
+    assert config["model"] == "nvidia/Qwen3.8-Flash-Next-NVFP4" and config["disable-prefix-caching"] is True
+
+
+def test_several_files_to_stdout_is_a_usage_error_naming_out(capsys):
+    assert main([*GLM, "--format", "sh"]) == 2
+    err = capsys.readouterr().err
+    assert "writes 2 files" in err and "--out DIR" in err
+
+
+def test_writing_a_folder_says_so_on_stderr_only(capsys, tmp_path):
+    assert main([*QWEN, "--format", "json", "--out", str(tmp_path / "d")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"wrote {tmp_path / 'd' / 'plan.json'}" in captured.err
+
+
+def test_refusals_exit_1_and_usage_errors_exit_2(capsys, tmp_path):
+    assert main(["export", "deepseek-v4.1-flash", "--nodes", "2", "--format", "json"]) == 1
+    assert "does not fit" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main([*GLM, "--format", "sh", "--head-addr", "spark 1; rm -rf ~"])
+    assert usage.value.code == 2
+    assert "is not an IP address or host name" in capsys.readouterr().err
+    assert main([*GLM, "--format", "sh", "--worker-addrs", "10.0.0.2,10.0.0.3", "--out", str(tmp_path)]) == 2
+    assert "2 worker address(es) for 1 worker(s)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", ["http://user:secret@gw:8082", "ftp://gw", "http://gw:8082/?x=1"])
+def test_a_bad_gateway_url_is_refused_without_echoing_credentials(capsys, bad):
+    with pytest.raises(SystemExit):
+        main([*GLM, "--format", "claude", "--gateway-url", bad])
+    assert "secret" not in capsys.readouterr().err
+
+
+def test_the_placeholder_head_never_reaches_claude_settings_unnamed(capsys, tmp_path):
+    assert main([*GLM, "--format", "claude", "--out", str(tmp_path)]) == 0
+    assert "placeholder" in capsys.readouterr().err
+    settings_text = (tmp_path / "claude-settings.json").read_text(encoding="utf-8")
+    base = json.loads(settings_text)["env"]["ANTHROPIC_BASE_URL"]
+    assert base == f"http://{PLACEHOLDER_HOST}:8000" and "192.168.100.10" not in settings_text
+    check = (tmp_path / "claude-check.sh").read_text(encoding="utf-8")
+    assert check.endswith("\n") and "is a placeholder" in check
+
+
+def test_given_addresses_and_nic_reach_every_file(tmp_path):
+    args = [*GLM, "--head-addr", "10.0.0.1", "--worker-addrs", "10.0.0.2", "--nic", "enp1s0f0np0"]
+    assert main([*args, "--format", "claude", "--out", str(tmp_path / "c")]) == 0
+    settings = json.loads((tmp_path / "c" / "claude-settings.json").read_text(encoding="utf-8"))
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://10.0.0.1:8000"
+    assert main([*args, "--format", "sh", "--out", str(tmp_path / "s")]) == 0
+    worker = (tmp_path / "s" / "node1-worker.sh").read_text(encoding="utf-8")
+    assert 'HEAD_ADDR="${HEAD_ADDR:-10.0.0.1}"' in worker and 'NODE_ADDR="${NODE_ADDR:-10.0.0.2}"' in worker
+    assert 'CX7_NETDEV="${CX7_NETDEV:-enp1s0f0np0}"' in worker
+
+
+def test_a_gateway_is_where_claude_code_points(tmp_path):
+    assert main([*GLM, "--format", "claude", "--gateway-url", "http://127.0.0.1:8082/", "--out", str(tmp_path)]) == 0
+    settings = json.loads((tmp_path / "claude-settings.json").read_text(encoding="utf-8"))
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8082"
