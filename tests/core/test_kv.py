@@ -53,3 +53,44 @@ def test_linear_attention_hybrid_qwen3_next(index):
 def test_fp8_kv_halves_bf16(index):
     assert shape(index, "llama-3.3-70b", dtype="fp8").bytes_per_token * 2 == \
         shape(index, "llama-3.3-70b").bytes_per_token
+
+
+def test_nemotron_h_counts_only_the_blocks_that_keep_kv(index):
+    # 88 blocks: 8 GQA attention (2 KV heads x 128), 40 Mamba-2, 40 MoE-only blocks that keep nothing.
+    kv = shape(index, "nemotron-3-super-120b-a12b")
+    assert kv.full_layers == 8
+    assert kv.bytes_per_token == 8 * 2 * 2 * 128 * BF16 == 8 * 1024  # ~8 KiB per token
+    # Mamba-2: 128 heads x 64 x state 128, conv over 128*64 + 2*8*128 channels, 3 steps.
+    state = (128 * 64 * 128 + 3 * (128 * 64 + 2 * 8 * 128)) * BF16
+    assert kv.state_bytes_per_sequence == 40 * state
+
+
+def test_deepseek_v4_caches_compressed_rows_and_a_window(index):
+    # 43 layers keep a 128-token window of the 512-wide latent; 21 CSA layers add one row per 4
+    # tokens and an indexer key per row; 20 HCA layers add one row per 128 tokens.
+    kv = shape(index, "deepseek-v4-flash-0731")
+    row = 512 * BF16
+    assert kv.full_layers == 0
+    assert kv.window_tokens == 128
+    assert kv.bytes_per_token == pytest.approx(21 * (row + 132) / 4 + 20 * row / 128)
+    assert kv.bytes_per_sequence(1000) == pytest.approx(1000 * kv.bytes_per_token + 43 * 128 * row)
+
+
+def test_fp8_ds_mla_keeps_scales_and_a_bf16_rope_part(index):
+    # vLLM's sparse-MLA layout: 512 FP8 + 4 FP32 scales + 64 BF16 = 656 bytes, plus the indexer's 132.
+    kv = shape(index, "deepseek-v3.2", dtype="fp8_ds_mla")
+    assert kv.bytes_per_token == 61 * (656 + 132)
+
+
+def test_sparse_attention_reads_a_bounded_number_of_rows(index):
+    # A top-k layer reads at most k rows of the latent, but every indexer key to choose them.
+    kv = shape(index, "deepseek-v3.2")
+    row, key = (512 + 64) * BF16, 132
+    assert kv.bytes_read(1000) == pytest.approx(61 * 1000 * (row + key))
+    assert kv.bytes_read(100_000) == pytest.approx(61 * (2048 * row + 100_000 * key))
+    assert kv.bytes_read(100_000) < kv.bytes_per_sequence(100_000) / 4
+
+
+def test_dense_attention_reads_everything_it_keeps(index):
+    kv = shape(index, "llama-3.3-70b")
+    assert kv.bytes_read(50_000) == kv.bytes_per_sequence(50_000)

@@ -28,7 +28,7 @@ def test_layers_that_do_not_add_up_are_refused():
                      'sliding_layers = 5\nsource = "x"\n')
     with pytest.raises(CatalogError) as error:
         parse_catalog(text, "odd.toml")
-    assert "sliding_layers + linear.layers = 5 but layers = 4" in str(error.value)
+    assert "sliding_layers + linear.layers + ffn_layers = 5 but layers = 4" in str(error.value)
 
 
 def test_catalog_text_is_printed_literally(tmp_path, capsys):

@@ -37,6 +37,10 @@ class VllmState:
     ttft_per_scrape: tuple[float, ...] = (0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     """New TTFT observations per bucket (len(TTFT_BOUNDS) + 1, the last is +Inf) on each scrape."""
     spec: bool = True
+    spec_positions: int = 0
+    """Tokens proposed per pass, exposed as vLLM's per-position acceptance counters (0: none exposed)."""
+    cache_config: dict[str, str] | None = None
+    """Labels of vllm:cache_config_info (CacheConfig.metrics_info(): str() of each field), when exposed."""
     scrapes: int = 0
     seen_auth: list[str] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
@@ -66,6 +70,11 @@ class VllmState:
         if self.spec:
             lines += [f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {70 * n}",
                       f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {52 * n}"]
+            lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="{i}"}} {5 * n}'
+                      for i in range(self.spec_positions)]
+        if self.cache_config is not None:
+            info = ",".join(f'{k}="{v}"' for k, v in self.cache_config.items())
+            lines += ["# TYPE vllm:cache_config_info gauge", f"vllm:cache_config_info{{{info}}} 1.0"]
         return "\n".join(lines) + "\n"
 
 

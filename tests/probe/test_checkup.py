@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkadvisor.core.advisor import evaluate_build
-from sparkadvisor.core.checkup import ServedModel, claude_target, match_build, plan_findings
+from sparkadvisor.core.checkup import ServedModel, build_findings, claude_target, match_build, workload_findings
 from sparkadvisor.core.metrics import Latency, MetricsWindow
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.units import fmt_seconds
@@ -26,6 +26,12 @@ def _plan_and_replan(index, build_id: str):
     return evaluate_build(index, build, cluster, AGENTIC), replan
 
 
+def plan_findings(plan, served, metrics, replan):
+    """Every finding against one plan: the workload's and the build's."""
+    return (workload_findings(plan.workload, served, metrics, [plan], lambda _, rate: replan(rate))
+            + build_findings([plan], metrics))
+
+
 def _texts(findings, severity: str) -> list[str]:
     return [f.text for f in findings if f.severity == severity]
 
@@ -42,8 +48,8 @@ def test_the_served_model_finds_its_build(index, served: ServedModel, build_id: 
 
 def test_an_ambiguous_served_name_asks_for_build(index) -> None:
     match = match_build(index, [ServedModel("GLM-5.3-Flash-NVFP4", "/models/GLM-5.3-Flash-NVFP4", None)])
-    assert match.build is None
-    assert "pass --build ID" in match.how and "glm-5.3-flash-nvfp4-redhat" in match.how
+    assert match.build is None and len(match.builds) == 3
+    assert "fits 3 builds" in match.how and "glm-5.3-flash-nvfp4-redhat" in match.how
 
 
 def test_an_unknown_model_says_so(index) -> None:
@@ -66,7 +72,7 @@ def test_low_hit_rate_gives_the_first_token_from_the_plans_prefill_rate(index) -
     expected_s = 100_000 * (1 - 0.12) / plan.prefill_tok_s
     [warning] = _texts(findings, "warning")
     assert warning.startswith("prefix-cache hit rate 12% where an agent should see ~95%: "
-                              f"first tokens will take ~{fmt_seconds(expected_s)} at 100k context")
+                              f"first tokens take ~{fmt_seconds(expected_s)} at 100k context; the plan expects")
     assert 60 < expected_s < 70
 
 

@@ -72,7 +72,7 @@ def test_a_low_hit_rate_warns_with_the_first_token_time(capsys, settings_file) -
     finally:
         server.close()
     assert data["prefix_cache_hit_rate"] == pytest.approx(0.12)
-    assert any(t.startswith("prefix-cache hit rate 12% where an agent should see ~95%: first tokens will take ~64 s")
+    assert any(t.startswith("prefix-cache hit rate 12% where an agent should see ~95%: first tokens take ~64 s")
                for t in texts(data, "warning"))
     assert code == 0
 
@@ -94,7 +94,7 @@ def test_a_stalled_server_ends_within_the_timeout(capsys, settings_file) -> None
         code, out, _ = probe(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()), stalled=True)
     finally:
         server.close()
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3.0, "a 0.3 s timeout, not the server's 30 s stall (slack for a loaded CI box)"
     assert code == 1
     assert f"vLLM is down: {server.url}/health did not answer within 0.3 s: the server is hung" in out
 

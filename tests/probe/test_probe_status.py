@@ -57,9 +57,9 @@ async def test_the_line_shows_the_hit_rate_between_polls(settings_file) -> None:
         async with StatusApp(status).run_test() as pilot:
             await _wait_for(status, "prefix hits 30%")
             await pilot.pause()
-            assert status.status.startswith("vLLM up · RedHatAI/GLM-5.3-Flash-NVFP4 · 262,144 ctx · prefix hits 30% · "
-                                            "KV 31% · 1 running, 0 waiting · Claude Code -> vllm")
-            assert status.has_class("-ok")
+            assert status.status == ("prefix hits 30% (agent: ~95%) · vLLM up · RedHatAI/GLM-5.3-Flash-NVFP4 · "
+                                     "262,144 ctx · KV 31% · 1 running, 0 waiting · Claude Code -> vllm")
+            assert status.has_class("-warning"), "30% is far below what an agent reuses"
     finally:
         server.close()
 
@@ -109,3 +109,17 @@ async def test_a_port_that_is_not_vllm_is_down_in_the_line(settings_file) -> Non
             assert "is this port vLLM?" in status.status
     finally:
         server.close()
+
+
+def test_the_status_line_leads_with_the_probes_findings_most_severe_first() -> None:
+    from sparkadvisor.core.metrics import Latency, MetricsWindow
+    from sparkadvisor.core.workload import AGENTIC, CHAT
+
+    none = Latency(None, None, None, 0, "none")
+    window = MetricsWindow(5.0, 0.12, 0.5, 1000.0, 0.3, 1.0, 0.0, none, none, None, None, None, True)
+    up = QuickCheck("http://x", True, None, ServedModel("glm-5.3-flash", None, 32768), None, 0.0, "vllm", True)
+    line, severity = status_text(up, window, AGENTIC)
+    assert severity == "critical"
+    assert line.startswith("max_model_len 33k < 100k! · prefix hits 12% (agent: ~95%) · vLLM up · glm-5.3-flash")
+    assert line.count("prefix hits") == 1
+    assert status_text(up, window, CHAT)[1] == "ok", "a chat workload needs neither the context nor the reuse"

@@ -92,34 +92,43 @@ def _token(name: str | None) -> str | None:
 
 
 def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: Any, settings: Any,
-                       build_id: str | None) -> tuple[BuildMatch | None, Plan | None, list[Finding]]:
-    """The plan for the build vLLM serves, and where the service strays from it."""
+                       build_id: str | None) -> tuple[BuildMatch | None, list[Plan], list[Finding]]:
+    """The plans for the builds vLLM may be serving, and where the service strays from them: findings
+    that need only the workload always, those that need the build against each matching plan."""
     from sparkadvisor.core.advisor import evaluate_build
-    from sparkadvisor.core.checkup import BuildMatch, Finding, match_build, plan_findings
+    from sparkadvisor.core.checkup import BuildMatch, Finding, build_findings, match_build, narrow, workload_findings
 
-    models = report.vllm.models
+    models, metrics = report.vllm.models, report.vllm.metrics
     if build_id is not None:
-        match = BuildMatch(index.builds[build_id], f"--build {build_id}", models[0] if models else None)
+        match = BuildMatch((index.builds[build_id],), f"--build {build_id}", models[0] if models else None)
     elif models:
         match = match_build(index, models)
     else:
-        return None, None, []
-    if match.build is None:
-        return match, None, [Finding("info", match.how)]
-    build = match.build
+        return None, [], []
 
-    def replan(hit_rate: float) -> Plan:
-        return evaluate_build(index, build, cluster, workload.changed(prefix_reuse=hit_rate), settings)
+    def replan(plan: Plan, hit_rate: float) -> Plan:
+        return evaluate_build(index, plan.build, cluster, workload.changed(prefix_reuse=hit_rate), settings)
 
-    plan = evaluate_build(index, build, cluster, workload, settings)
-    return match, plan, plan_findings(plan, match.served, report.vllm.metrics, replan)
+    plans = [evaluate_build(index, build, cluster, workload, settings) for build in match.builds]
+    said: list[str] = []
+    if len(plans) > 1 and metrics is not None:
+        plans, said = narrow(plans, metrics.config)
+        if said:
+            match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
+                               match.served)
+    findings = workload_findings(workload, match.served, metrics, plans, replan) + build_findings(plans, metrics)
+    if len(plans) != 1:
+        more = ("; findings that need the build are given against each one's plan; pass --build ID to compare "
+                "with one") if plans else ""
+        findings.append(Finding("info", match.how + more))
+    return match, plans, findings
 
 
 def _rounded(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _json(report: ProbeReport, match: BuildMatch | None, plan: Plan | None, findings: list[Finding]) -> dict[str, Any]:
+def _json(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], findings: list[Finding]) -> dict[str, Any]:
     from sparkadvisor.core.checkup import worst
 
     vllm, metrics = report.vllm, report.vllm.metrics
@@ -136,8 +145,10 @@ def _json(report: ProbeReport, match: BuildMatch | None, plan: Plan | None, find
         "claude_code_settings_source": report.claude.source,
         **_metrics_json(metrics),
         "build": match.build.id if match and match.build else None,
+        "builds": [p.build.id for p in plans],
         "build_match": match.how if match else None,
-        "plan": _plan_json(plan),
+        "plan": _plan_json(plans[0]) if len(plans) == 1 else None,
+        "plans": [_plan_json(p) for p in plans],
         "findings": [f.as_dict() for f in findings],
     }
     return data
@@ -165,18 +176,18 @@ def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
             "prefix_caching": plan.prefix_caching, "context_tokens": plan.workload.context_tokens}
 
 
-def _print(report: ProbeReport, match: BuildMatch | None, plan: Plan | None, findings: list[Finding]) -> None:
-    from sparkadvisor.core.checkup import SEVERITY_ORDER
+def _print(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], findings: list[Finding]) -> None:
+    from sparkadvisor.core.checkup import most_severe_first
     from sparkadvisor.core.safetext import safe_text
 
-    for line in _summary(report, match, plan):
+    for line in _summary(report, match, plans):
         print(safe_text(redact_urls(line)))
     print("findings:")
-    for finding in sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity]):
+    for finding in most_severe_first(findings):
         print(f"  {MARKS[finding.severity]} {safe_text(redact_urls(finding.text))}")
 
 
-def _summary(report: ProbeReport, match: BuildMatch | None, plan: Plan | None) -> list[str]:
+def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -> list[str]:
     vllm, gateway = report.vllm, report.gateway
     served = ", ".join(m.id for m in vllm.models) or "nothing"
     lines = [f"vLLM        {'up' if vllm.up else 'DOWN'} at {vllm.url}" + (f" · {vllm.version}" if vllm.version else "")
@@ -188,8 +199,12 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plan: Plan | None) -
     lines.append(f"Claude Code -> {report.claude_target} ({where})")
     if vllm.metrics is not None:
         lines.append("metrics     " + _metrics_line(vllm.metrics))
-    if plan is not None and match is not None:
+    if len(plans) == 1 and match is not None:
+        plan = plans[0]
         lines.append(f"plan        {plan.build.id} on {plan.cluster.label}, {plan.workload.label} ({match.how})")
+    elif plans:
+        lines.append(f"plans       {', '.join(p.build.id for p in plans)} on {plans[0].cluster.label}, "
+                     f"{plans[0].workload.label}: vLLM's answers fit each of them")
     return lines
 
 

@@ -15,10 +15,11 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from sparkadvisor.core.catalog import CatalogIndex
-from sparkadvisor.core.metrics import MetricsWindow
+from sparkadvisor.core.metrics import MetricsWindow, ServedConfig
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Build
 from sparkadvisor.core.units import fmt_seconds, fmt_tokens
+from sparkadvisor.core.workload import Workload
 
 Severity = Literal["ok", "info", "warning", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"ok": 0, "info": 1, "warning": 2, "critical": 3}
@@ -40,6 +41,8 @@ class Finding:
 
     severity: Severity
     text: str
+    brief: str = ""
+    """A few words for the TUI's status line; empty when the finding does not belong there."""
 
     def as_dict(self) -> dict[str, str]:
         """JSON shape: {"severity": ..., "text": ...}."""
@@ -49,6 +52,11 @@ class Finding:
 def worst(findings: Sequence[Finding]) -> Severity:
     """The most serious severity among `findings` ("ok" when there are none)."""
     return max((f.severity for f in findings), key=SEVERITY_ORDER.__getitem__, default="ok")
+
+
+def most_severe_first(findings: Sequence[Finding]) -> list[Finding]:
+    """`findings` ordered critical, warning, info, ok (stable within a severity)."""
+    return sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity])
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,51 +72,125 @@ class ServedModel:
 
 @dataclass(frozen=True, slots=True)
 class BuildMatch:
-    """Which catalog build a served model is, and how that was decided."""
+    """Which catalog builds a served model may be, and how that was decided."""
 
-    build: Build | None
+    builds: tuple[Build, ...]
+    """One build when it is known; several when the name fits more; none when nothing fits."""
     how: str
     """A sentence: "vLLM loaded RedHatAI/..., the repo of build ..." or why nothing matched."""
     served: ServedModel | None = None
     """The served model that matched."""
+
+    @property
+    def build(self) -> Build | None:
+        """The build, when exactly one matches."""
+        return self.builds[0] if len(self.builds) == 1 else None
 
 
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
 
 
+def _tail(name: str) -> str:
+    return name.rstrip("/").rsplit("/", 1)[-1]
+
+
 def match_build(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildMatch:
-    """The build whose repo or id equals a served id or root; else the only build of a model
-    whose name the served id spells; else None with the reason."""
+    """The build whose repo or id equals a served id or root; else the builds the root path's last
+    component names (a local copy of a repo); else those whose model the served name spells."""
     for model in served:
         for name in (model.id, model.root):
             if not name:
                 continue
             for build in index.catalog.builds:
                 if name.lower() == build.repo.lower() or name.rstrip("/").lower().endswith("/" + build.repo.lower()):
-                    return BuildMatch(build, f"vLLM loaded {name}, the repo of build {build.id}", model)
+                    return BuildMatch((build,), f"vLLM loaded {name}, the repo of build {build.id}", model)
                 if _norm(name) == _norm(build.id):
-                    return BuildMatch(build, f"the served name {name} is build {build.id}", model)
-    return _match_by_name(index, served)
+                    return BuildMatch((build,), f"the served name {name} is build {build.id}", model)
+    return _match_by_root(index, served) or _match_by_name(index, served)
+
+
+def _match_by_root(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildMatch | None:
+    """A local path such as /models/GLM-5.3-Flash-NVFP4-redhat: repo names it starts with, narrowed by
+    an organisation the rest of it spells (redhat for RedHatAI)."""
+    for model in served:
+        if not model.root or not model.root.startswith(("/", ".", "~")):
+            continue
+        tail = _norm(_tail(model.root))
+        builds = [b for b in index.catalog.builds if tail.startswith(_norm(_tail(b.repo)))]
+        if not builds:
+            continue
+        words = {w for w in tail.split("-") if len(w) >= 3}
+        by_org = [b for b in builds if any(_norm(b.repo.split("/", 1)[0]).startswith(w) for w in words)]
+        chosen = by_org or builds
+        names = ", ".join(b.id for b in chosen)
+        how = (f"vLLM loaded {model.root}, a local copy of {chosen[0].repo} (build {chosen[0].id})" if len(chosen) == 1
+               else f"vLLM loaded {model.root}, whose name fits {len(chosen)} builds ({names})")
+        return BuildMatch(tuple(chosen), how, model)
+    return None
 
 
 def _match_by_name(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildMatch:
     names = [(n, m) for m in served for n in (m.id, m.root) if n]
     for name, model in names:
-        tail = _norm(name.rstrip("/").rsplit("/", 1)[-1])
+        tail = _norm(_tail(name))
         builds = [b for b in index.catalog.builds
-                  if tail in (_norm(b.repo.rsplit("/", 1)[-1]), _norm(b.model), _norm(index.models[b.model].name))]
+                  if tail in (_norm(_tail(b.repo)), _norm(b.model), _norm(index.models[b.model].name))]
         served_by_vllm = [b for b in builds if "vllm" in b.engines]
-        if len(builds) > 1 and len(served_by_vllm) == 1:
-            builds = served_by_vllm
+        builds = served_by_vllm or builds
         if len(builds) == 1:
-            return BuildMatch(builds[0], f"the served name {name} matches only build {builds[0].id}", model)
+            return BuildMatch((builds[0],), f"the served name {name} matches only build {builds[0].id}", model)
         if builds:
             ids = ", ".join(b.id for b in builds)
-            return BuildMatch(None, f"the served name {name} fits several builds ({ids}); pass --build ID")
+            return BuildMatch(tuple(builds), f"the served name {name} fits {len(builds)} builds ({ids})", model)
     shown = ", ".join(dict.fromkeys(n for n, _ in names)) or "nothing"
-    return BuildMatch(None, f"no catalog build matches what vLLM serves ({shown}); pass --build ID "
-                            "to compare it with a plan")
+    return BuildMatch((), f"no catalog build matches what vLLM serves ({shown}); pass --build ID "
+                          "to compare it with a plan", served[0] if served else None)
+
+
+def narrow(plans: Sequence[Plan], config: ServedConfig) -> tuple[list[Plan], list[str]]:
+    """The plans whose settings agree with how the engine was started (KV dtype, block size, prefix
+    caching, speculation, memory share); a test no plan passes is skipped, not applied."""
+    kept, said = list(plans), []
+    for what, agrees in _config_tests(config):
+        if len(kept) < 2:
+            break
+        passing = [p for p in kept if agrees(p)]
+        if passing and len(passing) < len(kept):
+            said.append(f"{what} leaves {', '.join(p.build.id for p in passing)}")
+            kept = passing
+    return kept, said
+
+
+def _config_tests(config: ServedConfig) -> list[tuple[str, Callable[[Plan], bool]]]:
+    tests: list[tuple[str, Callable[[Plan], bool]]] = []
+    if config.kv_cache_dtype:
+        served = _dtype(config.kv_cache_dtype)
+        tests.append((f"KV dtype {config.kv_cache_dtype}", lambda p: _dtype(p.kv_cache_dtype) == served))
+    if config.block_size and config.block_size_chosen is not False:
+        tests.append((f"block size {config.block_size}",
+                      lambda p: bool(p.recipe and p.recipe.block_size == config.block_size)))
+    if config.block_size_chosen is False:
+        tests.append(("vLLM's own block size", lambda p: not (p.recipe and p.recipe.block_size)))
+    if config.prefix_caching is not None:
+        tests.append((f"prefix caching {'on' if config.prefix_caching else 'off'}",
+                      lambda p: p.prefix_caching == config.prefix_caching))
+    if config.speculating is not None:
+        tests.append(("speculative decoding " + ("on" if config.speculating else "off"),
+                      lambda p: bool(p.recipe and p.recipe.speculative) == config.speculating))
+    if config.speculative_tokens:
+        tests.append((f"{config.speculative_tokens} speculative tokens per pass",
+                      lambda p: bool(p.recipe and p.recipe.speculative
+                                     and p.recipe.speculative.tokens_per_pass == config.speculative_tokens)))
+    if config.gpu_memory_utilization:
+        tests.append((f"gpu-memory-utilization {config.gpu_memory_utilization:g}",
+                      lambda p: abs(p.budget.utilization - config.gpu_memory_utilization) < 0.005))  # type: ignore[operator]
+    return tests
+
+
+def _dtype(name: str) -> str:
+    """KV dtypes that are one thing: vLLM's fp8 is fp8_e4m3 on CUDA."""
+    return {"fp8": "fp8_e4m3"}.get(name, name)
 
 
 # --- where Claude Code points -------------------------------------------------
@@ -154,66 +236,124 @@ def is_local(url: str) -> bool:
 # --- the plan against the measurements --------------------------------------------
 
 
-def plan_findings(plan: Plan, served: ServedModel | None, metrics: MetricsWindow | None,
-                  replan: Callable[[float], Plan]) -> list[Finding]:
-    """Sentences where the service strays from `plan`; `replan(hit_rate)` is the same plan
-    evaluated with the measured hit rate as the workload's prefix reuse."""
-    findings = _context_findings(plan, served)
+Replan = Callable[[Plan, float], Plan]
+"""The same plan evaluated with another prefix reuse (the measured hit rate)."""
+
+
+def workload_findings(workload: Workload, served: ServedModel | None, metrics: MetricsWindow | None,
+                      plans: Sequence[Plan] = (), replan: Replan | None = None) -> list[Finding]:
+    """What holds whatever the build: the context vLLM accepts and its prefix cache against the workload.
+    `plans` (the matching builds' plans) only add first-token times to the sentences."""
+    findings = _context_findings(workload, served)
     if metrics is not None:
-        findings += _cache_findings(plan, metrics, replan)
-        findings += _decode_findings(plan, metrics)
-        findings += _acceptance_findings(plan, metrics)
+        findings += _caching_off_findings(workload, metrics)
+        findings += _cache_findings(workload, metrics, plans, replan)
     return findings
 
 
-def _context_findings(plan: Plan, served: ServedModel | None) -> list[Finding]:
-    needed = plan.workload.context_tokens
+def build_findings(plans: Sequence[Plan], metrics: MetricsWindow | None) -> list[Finding]:
+    """What needs the build: decode speed against the plan and speculative acceptance against the recipe,
+    against each matching build's plan as a spread when several match."""
+    if metrics is None or not plans:
+        return []
+    return _decode_findings(plans, metrics) + _acceptance_findings(plans, metrics)
+
+
+def _spread(values: Sequence[float], fmt: str) -> str:
+    low, high = min(values), max(values)
+    return format(low, fmt) if format(low, fmt) == format(high, fmt) else f"{low:{fmt}}-{high:{fmt}}"
+
+
+def _seconds_spread(values: Sequence[float]) -> str:
+    low, high = fmt_seconds(min(values)), fmt_seconds(max(values))
+    return low if low == high else f"{low}-{high}"
+
+
+def _matching(plans: Sequence[Plan]) -> str:
+    return "the plan" if len(plans) == 1 else f"the plans for the {len(plans)} matching builds"
+
+
+def _expect(plans: Sequence[Plan]) -> str:
+    return f"{_matching(plans)} {'expects' if len(plans) == 1 else 'expect'}"
+
+
+def _context_findings(workload: Workload, served: ServedModel | None) -> list[Finding]:
+    needed = workload.context_tokens
     if served is None or served.max_model_len is None:
         return []
     if served.max_model_len < needed:
-        return [Finding("critical", f"max_model_len {served.max_model_len:,} but the "
-                        f"{plan.workload.kind} workload needs {needed:,}: longer prompts are refused; "
-                        f"restart vLLM with --max-model-len {needed} or more")]
+        return [Finding("critical", f"max_model_len {served.max_model_len:,} but the {workload.kind} workload "
+                        f"needs {needed:,}: longer prompts are refused; restart vLLM with --max-model-len {needed} "
+                        "or more", f"max_model_len {fmt_tokens(served.max_model_len)} < {fmt_tokens(needed)}!")]
     return [Finding("ok", f"max_model_len {fmt_tokens(served.max_model_len)} covers the "
-                    f"{fmt_tokens(needed)} the {plan.workload.kind} workload needs")]
+                    f"{fmt_tokens(needed)} the {workload.kind} workload needs")]
 
 
-def _cache_findings(plan: Plan, metrics: MetricsWindow, replan: Callable[[float], Plan]) -> list[Finding]:
-    rate, workload = metrics.prefix_cache_hit_rate, plan.workload
+def _caching_off_findings(workload: Workload, metrics: MetricsWindow) -> list[Finding]:
+    if metrics.config.prefix_caching is not False or workload.kind != "agentic":
+        return []
+    return [Finding("critical", f"vLLM runs with prefix caching off (vllm:cache_config_info): every agent turn "
+                    f"recomputes its whole {workload.context_tokens:,}-token prompt; fine for chat, unfit for an "
+                    "agent", "prefix caching OFF!")]
+
+
+def _cache_findings(workload: Workload, metrics: MetricsWindow, plans: Sequence[Plan],
+                    replan: Replan | None) -> list[Finding]:
+    rate = metrics.prefix_cache_hit_rate
     if rate is None:
         return [Finding("info", note) for note in metrics.notes]
-    measured = replan(rate)
-    at = f"at {fmt_tokens(workload.context_tokens)} context"
-    ttft = (f"first tokens will take ~{fmt_seconds(measured.ttft_s)} {at}" if measured.ttft_s is not None
-            else "the first-token time is unknown (the plan has no prefill rate for this build)")
+    ttft = _ttft_at(workload, rate, plans, replan)
     if rate < workload.prefix_reuse * LOW_HIT_RATE_SHARE and workload.kind == "agentic":
-        planned = f" (the plan's {fmt_seconds(plan.ttft_s)})" if plan.ttft_s else ""
         return [Finding("warning", f"prefix-cache hit rate {rate:.0%} where an agent should see "
-                        f"~{workload.prefix_reuse:.0%}: {ttft}{planned}; check that Claude Code sets "
-                        "CLAUDE_CODE_ATTRIBUTION_HEADER=0 and that prefix caching is on")]
+                        f"~{workload.prefix_reuse:.0%}{ttft}; check that Claude Code sets "
+                        "CLAUDE_CODE_ATTRIBUTION_HEADER=0 and that prefix caching is on",
+                        f"prefix hits {rate:.0%} (agent: ~{workload.prefix_reuse:.0%})")]
     return [Finding("ok", f"prefix-cache hit rate {rate:.0%} over the last {metrics.interval_s:g} s "
-                    f"(plan assumes ~{workload.prefix_reuse:.0%}); " + ttft.replace("will take", "take"))]
+                    f"(the workload assumes ~{workload.prefix_reuse:.0%}){ttft}")]
 
 
-def _decode_findings(plan: Plan, metrics: MetricsWindow) -> list[Finding]:
-    expected, measured = plan.decode_tok_s, metrics.generation_tok_s
-    if expected is None or measured is None:
+def _ttft_at(workload: Workload, rate: float, plans: Sequence[Plan], replan: Replan | None) -> str:
+    """", first tokens take ~X at 100k context (...)" from each plan at the measured rate, or ""."""
+    if not plans or replan is None:
+        return ""
+    at = f"at {fmt_tokens(workload.context_tokens)} context"
+    measured = [t for t in (replan(p, rate).ttft_s for p in plans) if t is not None]
+    if not measured:
+        return f"; the first-token time is unknown ({_matching(plans)} {'has' if len(plans) == 1 else 'have'} " \
+               "no prefill rate)"
+    planned = [p.ttft_s for p in plans if p.ttft_s is not None]
+    took = _seconds_spread(measured)
+    expected = f"; {_expect(plans)} {_seconds_spread(planned)}" if planned else ""
+    return f": first tokens take ~{took} {at}{expected}"
+
+
+def _decode_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[Finding]:
+    expected = [p.decode_tok_s for p in plans if p.decode_tok_s is not None]
+    measured = metrics.generation_tok_s
+    if not expected or measured is None:
         return []
     if not metrics.single_stream:
         return [Finding("info", f"{measured:.0f} tok/s per request with ~{metrics.requests_running:.0f} running; "
-                        f"the plan's {expected:.0f} tok/s is for one stream, so they are not compared")]
-    severity: Severity = "warning" if measured < expected * SLOW_DECODE_SHARE else "ok"
-    return [Finding(severity, f"{measured:.0f} tok/s measured against {expected:.0f} expected "
-                    f"({measured / expected:.0%}) for one stream")]
+                        f"{_expect(plans)} {_spread(expected, '.0f')} tok/s for one stream, so they are "
+                        "not compared")]
+    severity: Severity = "warning" if measured < min(expected) * SLOW_DECODE_SHARE else "ok"
+    brief = f"decode {measured:.0f} tok/s (plan {_spread(expected, '.0f')})" if severity != "ok" else ""
+    if len(expected) == 1:
+        return [Finding(severity, f"{measured:.0f} tok/s measured against {expected[0]:.0f} expected "
+                        f"({measured / expected[0]:.0%}) for one stream", brief)]
+    return [Finding(severity, f"decode {measured:.0f} tok/s: {_expect(plans)} {_spread(expected, '.0f')}",
+                    brief)]
 
 
-def _acceptance_findings(plan: Plan, metrics: MetricsWindow) -> list[Finding]:
-    spec = plan.recipe.speculative if plan.recipe else None
+def _acceptance_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[Finding]:
+    published = [p.recipe.speculative.acceptance for p in plans
+                 if p.recipe and p.recipe.speculative and p.recipe.speculative.acceptance is not None]
     rate = metrics.spec_acceptance
-    if spec is None or spec.acceptance is None or rate is None:
+    if not published or rate is None:
         return []
-    if rate < spec.acceptance * LOW_ACCEPTANCE_SHARE:
-        return [Finding("warning", f"speculative decoding accepts {rate:.0%} of drafted tokens against the "
-                        f"recipe's {spec.acceptance:.0%}: decode will fall short of the plan")]
-    return [Finding("ok", f"speculative decoding accepts {rate:.0%} of drafted tokens "
-                    f"(recipe: {spec.acceptance:.0%})")]
+    recipes = "the recipe's" if len(published) == 1 else f"the recipes of the {len(published)} matching builds:"
+    shown = _spread([a * 100 for a in published], ".0f") + "%"
+    if rate < min(published) * LOW_ACCEPTANCE_SHARE:
+        return [Finding("warning", f"speculative decoding accepts {rate:.0%} of drafted tokens against {recipes} "
+                        f"{shown}: decode will fall short of the plan", f"spec accept {rate:.0%} ({shown})")]
+    return [Finding("ok", f"speculative decoding accepts {rate:.0%} of drafted tokens ({recipes} {shown})")]

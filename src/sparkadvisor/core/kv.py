@@ -8,7 +8,16 @@
 - Linear-attention (Gated DeltaNet, KDA) and Mamba-2 layers hold a fixed state per sequence.
 - A sparse-attention indexer (DeepSeek DSA) caches an FP8 key per token per full layer
   with one FP32 scale per 128 values (vLLM's indexer cache: head_dim + head_dim/128 x 4 bytes).
+- Compressed layers (DeepSeek-V4's CSA and HCA) cache one row per `ratio` tokens, and an
+  indexer key per row where an indexer picks among them.
+- Feed-forward-only blocks (Nemotron-H's MoE blocks) keep nothing.
+- `fp8_ds_mla` (vLLM's DeepSeek sparse-MLA layout) stores the latent in FP8 with one FP32
+  scale per 128 values and the RoPE part in BF16: 512 + 16 + 128 = 656 bytes for DeepSeek-V3.2.
 Pipeline parallelism gives each rank 1/pp of the layers.
+
+What a decode step reads is bounded where the attention is: a top-k sparse layer reads at most
+`sparse_topk` rows (plus every indexer key, which is how it chooses them), a sliding layer its
+window, a compressed layer its rows, a linear layer its state.
 """
 
 from __future__ import annotations
@@ -45,6 +54,18 @@ class KvShape:
     """Bytes per cached element at the KV dtype."""
     kv_heads_per_rank: int
     """GQA/MHA: KV heads each rank keeps (0 for MLA, whose latent is whole on every rank)."""
+    row_bytes: float = 0.0
+    """One token's K and V (or latent) in one layer on this rank."""
+    indexer_row_bytes: float = 0.0
+    """One indexer key (per token of a full layer, per row of an indexed compressed layer)."""
+    sparse_topk: int | None = None
+    """Rows a sparse layer reads per query (None: every row)."""
+    full_layer_share: float = 0.0
+    """Full-attention layers on this rank (fractional under pipeline parallelism)."""
+    sliding_layer_share: float = 0.0
+    """Sliding-window layers on this rank."""
+    compressed: tuple[tuple[float, int, bool], ...] = ()
+    """(layers on this rank, ratio, indexed) of each compressed group."""
 
     def bytes_per_sequence(self, context_tokens: int) -> float:
         """KV bytes one sequence of `context_tokens` occupies on this rank."""
@@ -55,20 +76,41 @@ class KvShape:
             + self.state_bytes_per_sequence
         )
 
+    def bytes_read(self, context_tokens: int) -> float:
+        """KV and state bytes one decode step reads for one sequence at `context_tokens` on this rank."""
+        ctx = context_tokens
+        full = self.full_layer_share * (self._picked(ctx) * self.row_bytes + self._indexed(ctx))
+        window = self.sliding_layer_share * min(ctx, self.window_tokens) * self.row_bytes
+        compressed = 0.0
+        for layers, ratio, indexed in self.compressed:
+            rows = ctx / ratio
+            picked = min(rows, self.sparse_topk) if indexed and self.sparse_topk else rows
+            compressed += layers * (picked * self.row_bytes + (rows * self.indexer_row_bytes if indexed else 0.0))
+        return full + window + compressed + self.state_bytes_per_sequence
+
+    def _picked(self, ctx: int) -> float:
+        return min(ctx, self.sparse_topk) if self.sparse_topk else ctx
+
+    def _indexed(self, ctx: int) -> float:
+        return ctx * self.indexer_row_bytes
+
 
 def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvShape | None:
     """KV cost per rank for a model, or None when config.json lacks what is needed."""
     element = kv_dtype_bytes(kv_cache_dtype)
-    per_layer = _per_layer_token_bytes(attention, element, tp)
+    per_layer = _per_layer_token_bytes(attention, element, tp, kv_cache_dtype)
     if per_layer is None:
         return None
     linear_layers = attention.linear.layers if attention.linear else 0
-    full_layers = attention.layers - attention.sliding_layers - linear_layers
+    full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers
     indexer = _indexer_bytes(attention.indexer_head_dim)
     state = _linear_state_bytes(attention.linear, tp) if attention.linear else 0.0
     window = attention.sliding_window or 0 if attention.sliding_layers else 0
+    compressed = tuple((c.layers / pp, c.ratio, c.indexed) for c in attention.compressed)
+    compressed_per_token = sum(layers * (per_layer + (indexer if indexed else 0.0)) / ratio
+                               for layers, ratio, indexed in compressed)
     return KvShape(
-        bytes_per_token=full_layers * (per_layer + indexer) / pp,
+        bytes_per_token=full_layers * (per_layer + indexer) / pp + compressed_per_token,
         window_bytes_per_token=attention.sliding_layers * per_layer / pp,
         window_tokens=window,
         state_bytes_per_sequence=linear_layers * state / pp,
@@ -77,6 +119,12 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvS
         linear_layers=math.ceil(linear_layers / pp),
         element_bytes=element,
         kv_heads_per_rank=_kv_heads_per_rank(attention, tp),
+        row_bytes=per_layer,
+        indexer_row_bytes=indexer,
+        sparse_topk=attention.sparse_topk,
+        full_layer_share=full_layers / pp,
+        sliding_layer_share=attention.sliding_layers / pp,
+        compressed=compressed,
     )
 
 
@@ -86,11 +134,15 @@ def _kv_heads_per_rank(attention: Attention, tp: int) -> int:
     return max(1, attention.kv_heads // tp)
 
 
-def _per_layer_token_bytes(attention: Attention, dtype_bytes: float, tp: int) -> float | None:
+def _per_layer_token_bytes(attention: Attention, dtype_bytes: float, tp: int,
+                           kv_cache_dtype: str = "auto") -> float | None:
     if attention.design == "mla":
         if attention.kv_lora_rank is None:
             return None
-        return (attention.kv_lora_rank + (attention.qk_rope_head_dim or 0)) * dtype_bytes
+        rope = attention.qk_rope_head_dim or 0
+        if kv_cache_dtype == "fp8_ds_mla":
+            return attention.kv_lora_rank + math.ceil(attention.kv_lora_rank / 128) * 4 + rope * 2
+        return (attention.kv_lora_rank + rope) * dtype_bytes
     if attention.kv_heads is None or attention.head_dim is None:
         return None
     return 2 * _kv_heads_per_rank(attention, tp) * attention.head_dim * dtype_bytes

@@ -23,6 +23,10 @@ TTFT = "vllm:time_to_first_token_seconds"
 ITL = "vllm:inter_token_latency_seconds"
 SPEC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 SPEC_DRAFTED = "vllm:spec_decode_num_draft_tokens_total"
+SPEC_DRAFTS = "vllm:spec_decode_num_drafts_total"
+SPEC_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+CACHE_CONFIG = "vllm:cache_config_info"
+"""An info gauge whose labels are CacheConfig.metrics_info(): str() of every field (`vllm/config/cache.py`)."""
 
 _SAMPLE = re.compile(
     r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+-?\d+)?\s*$")
@@ -147,6 +151,55 @@ class Latency:
 
 
 @dataclass(frozen=True, slots=True)
+class ServedConfig:
+    """How the engine was started, as its metrics tell it: what identifies a build beyond its name."""
+
+    block_size: int | None = None
+    block_size_chosen: bool | None = None
+    """True when --block-size was given (vLLM's user_specified_block_size); vLLM may pick its own otherwise."""
+    kv_cache_dtype: str | None = None
+    prefix_caching: bool | None = None
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    speculating: bool | None = None
+    """Speculative decoding on: vLLM registers the spec_decode counters only when it is configured."""
+    speculative_tokens: int | None = None
+    """Tokens proposed per pass: the positions of the per-position counter, else drafted / drafts."""
+
+
+def served_config(scrape: Scrape) -> ServedConfig:
+    """The engine's settings from `vllm:cache_config_info` and the speculative-decoding counters."""
+    labels = next((dict(lb) for name, lb, _ in scrape.samples if name == CACHE_CONFIG), {})
+    positions = {dict(lb).get("position") for name, lb, _ in scrape.samples if name == SPEC_PER_POSITION}
+    drafts, drafted = scrape.total(SPEC_DRAFTS), scrape.total(SPEC_DRAFTED)
+    tokens = len(positions - {None}) or (round(drafted / drafts) if drafts and drafted else None)
+    spec = any(name.startswith("vllm:spec_decode_") for name, _, _ in scrape.samples)
+    return ServedConfig(
+        block_size=_label_int(labels.get("block_size")), block_size_chosen=_label_bool(labels.get(
+            "user_specified_block_size")), kv_cache_dtype=labels.get("cache_dtype"),
+        prefix_caching=_label_bool(labels.get("enable_prefix_caching")),
+        gpu_memory_utilization=_label_float(labels.get("gpu_memory_utilization")),
+        kv_cache_memory_bytes=_label_int(labels.get("kv_cache_memory_bytes")),
+        speculating=spec if scrape.has_vllm else None, speculative_tokens=tokens)
+
+
+def _label_bool(text: str | None) -> bool | None:
+    return {"True": True, "False": False}.get(text or "")
+
+
+def _label_int(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None
+
+
+def _label_float(text: str | None) -> float | None:
+    try:
+        value = float(text) if text else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass(frozen=True, slots=True)
 class MetricsWindow:
     """What vLLM's metrics say over the probe's interval (two scrapes `interval_s` apart)."""
 
@@ -173,6 +226,8 @@ class MetricsWindow:
     """Exactly one request ran at both scrapes and none waited: comparable with a single-stream figure."""
     notes: tuple[str, ...] = field(default=())
     """Sentences about figures the window could not give."""
+    config: ServedConfig = field(default=ServedConfig())
+    """How the engine was started, from the second scrape."""
 
 
 def window(before: Scrape, after: Scrape, interval_s: float) -> MetricsWindow:
@@ -195,6 +250,7 @@ def window(before: Scrape, after: Scrape, interval_s: float) -> MetricsWindow:
         generation_tok_s=_per_stream_rate(generated, running, interval_s),
         single_stream=single,
         notes=_notes(after, queries),
+        config=served_config(after),
     )
 
 

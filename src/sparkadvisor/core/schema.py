@@ -215,6 +215,21 @@ class LinearAttention:
 
 
 @record
+class CompressedLayers:
+    """Layers that cache one compressed row per `ratio` tokens (DeepSeek-V4's CSA and HCA),
+    beside the raw sliding window they may also keep (counted in `sliding_layers`)."""
+
+    layers: int = checked(ge=1)
+    """How many decoder layers compress at this ratio."""
+    ratio: int = checked(ge=1)
+    """Tokens folded into one cached row (compress_ratios in config.json)."""
+    source: SourceRef
+    """config.json or the model card."""
+    indexed: bool = False
+    """An indexer picks `sparse_topk` of the rows for each query and caches its own key per row."""
+
+
+@record
 class Attention:
     """What config.json says about attention: enough to compute KV bytes per token."""
 
@@ -244,14 +259,22 @@ class Attention:
     """Sparse attention: tokens each query attends to (index_topk), bounding prefill attention."""
     linear: LinearAttention | None = None
     """Linear-attention or Mamba layers, when the model is a hybrid."""
+    ffn_layers: int = checked(0, ge=0)
+    """Blocks with only a feed-forward or MoE part and no token mixer (Nemotron-H's E and - blocks):
+    they keep no KV and no state."""
+    compressed: tuple[CompressedLayers, ...] = ()
+    """Layers that cache compressed rows instead of (or beside) every token (DeepSeek-V4)."""
     source: SourceRef
     """config.json."""
 
     def __post_init__(self) -> None:
-        special = self.sliding_layers + (self.linear.layers if self.linear else 0)
+        special = self.sliding_layers + (self.linear.layers if self.linear else 0) + self.ffn_layers
         if special > self.layers:
-            raise ValueError(f"sliding_layers + linear.layers = {special} but layers = {self.layers}; "
-                             "the sliding and linear layers are part of all the layers")
+            raise ValueError(f"sliding_layers + linear.layers + ffn_layers = {special} but layers = {self.layers}; "
+                             "the sliding, linear and feed-forward-only layers are part of all the layers")
+        compressed = sum(c.layers for c in self.compressed)
+        if compressed > self.layers:
+            raise ValueError(f"compressed layers add up to {compressed} but layers = {self.layers}")
 
 
 @record
@@ -524,7 +547,13 @@ class Measurement:
     streams: int = checked(1, ge=1)
     """Concurrent requests during the measurement."""
     context_tokens: int | None = checked(None, ge=1)
-    """Context length during the measurement, when stated."""
+    """Context length during the measurement, when stated: for decode, the tokens in the cache while
+    decoding; for prefill, the prompt length."""
+    depth_tokens: int | None = checked(None, ge=0)
+    """Tokens already cached before the measured prompt is prefilled (llama-bench `-d`): the prompt
+    attends to these as well as to itself."""
+    enforce_eager: bool | None = None
+    """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
     kv_gib: float | None = checked(None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
     cached_tokens: int | None = checked(None, ge=0)

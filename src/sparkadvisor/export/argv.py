@@ -137,6 +137,11 @@ def model_options(plan: Plan, served_name: str) -> list[Option]:
     return options + graph_options(plan) + parser_options(plan)
 
 
+def model_args(plan: Plan, served_name: str) -> list[Arg]:
+    """The same arguments as one flat list."""
+    return list(flatten(model_options(plan, served_name)))
+
+
 def is_option(token: str) -> bool:
     """A token vLLM's argparse reads as an option: it starts with '-', is not '-' alone and not a negative
     number (argparse's own `_parse_optional` rules, kept conservative)."""

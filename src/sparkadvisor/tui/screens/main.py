@@ -117,6 +117,8 @@ class MainScreen(Screen[None]):
     def _refresh_views(self) -> None:
         ranking = self.ranking
         self.query_one(ClusterHeader).show(ranking.cluster, self.scenario.workload, self.scenario.settings)
+        for status in self.query("ProbeStatus"):
+            status.workload = self.scenario.workload  # type: ignore[attr-defined]  # its findings' workload
         table = self.table
         shown = len(table.shown)
         title = f"Candidates ({shown} of {len(ranking.ranked)})" if self.filter_text else f"Candidates ({shown})"

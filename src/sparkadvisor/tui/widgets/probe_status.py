@@ -24,6 +24,7 @@ from sparkadvisor.urls import redact_urls
 
 if TYPE_CHECKING:
     from sparkadvisor.core.metrics import MetricsWindow
+    from sparkadvisor.core.workload import Workload
     from sparkadvisor.sources.probe import QuickCheck
 
 PROBE_SWITCH_ENV = "SPARKADVISOR_PROBE"
@@ -32,18 +33,27 @@ TIMEOUT_SECONDS = 2.0
 SEVERITIES = ("ok", "warning", "critical")
 
 
-def status_text(check: QuickCheck, since_last: MetricsWindow | None) -> tuple[str, str]:
-    """The line and its severity ("ok", "warning" or "critical") for one poll."""
+def status_text(check: QuickCheck, since_last: MetricsWindow | None,
+                workload: Workload | None = None) -> tuple[str, str]:
+    """The line and its severity ("ok", "warning" or "critical") for one poll: the probe's findings
+    against the workload (core.checkup, the same as `sparkadvisor probe`) first, most severe first."""
+    from sparkadvisor.core.checkup import most_severe_first, workload_findings, worst
+    from sparkadvisor.core.workload import AGENTIC
+
     claude, claude_severity = _claude_part(check)
     if not check.up:
         return f"vLLM down at {check.vllm_url}: {check.problem} · {claude}", "critical"
-    parts = [f"vLLM up · {check.served.id if check.served else 'serving ?'}"]
+    findings = [f for f in most_severe_first(workload_findings(workload or AGENTIC, check.served, since_last))
+                if f.brief and f.severity in ("warning", "critical")]
+    parts = [f.brief for f in findings]
+    parts.append(f"vLLM up · {check.served.id if check.served else 'serving ?'}")
     if check.served and check.served.max_model_len:
         parts.append(f"{check.served.max_model_len:,} ctx")
     if since_last is not None:
-        parts += _metrics_parts(since_last)
+        parts += [p for p in _metrics_parts(since_last) if not any(f.brief.startswith(p.split()[0]) for f in findings)]
     parts.append(claude)
-    return " · ".join(parts), claude_severity
+    severity = max(worst(findings), claude_severity, key=SEVERITIES.index)
+    return " · ".join(parts), severity
 
 
 def _metrics_parts(m: MetricsWindow) -> list[str]:
@@ -108,6 +118,8 @@ class ProbeStatus(Static):
         self.poll_s = poll_s
         self.timeout_s = timeout_s
         self.claude_settings = claude_settings
+        self.workload: Workload | None = None
+        """The workload the findings are judged against (the screen's; agentic until it says)."""
         self._last: QuickCheck | None = None
 
     def on_mount(self) -> None:
@@ -133,7 +145,7 @@ class ProbeStatus(Static):
         since_last = None
         if last is not None and last.scrape is not None and check.scrape is not None:
             since_last = window(last.scrape, check.scrape, round(check.scraped_at - last.scraped_at, 1))
-        self.post_message(self.Checked(*status_text(check, since_last)))
+        self.post_message(self.Checked(*status_text(check, since_last, self.workload)))
 
     def on_probe_status_checked(self, message: ProbeStatus.Checked) -> None:
         message.stop()
