@@ -79,17 +79,23 @@ class BenchSession:
                   progress)
 
     def _plan(self, info: ServerInfo) -> tuple[BuildMatch, Plan | None]:
+        """The build being served and its plan; several candidates are narrowed by how the engine
+        was started (KV dtype, block size, speculation), as the probe does."""
         from sparkadvisor.core.advisor import evaluate_build
-        from sparkadvisor.core.checkup import BuildMatch, match_build
+        from sparkadvisor.core.checkup import BuildMatch, match_build, narrow
 
         o = self.options
         if o.build_id is not None:
-            match = BuildMatch(self.index.builds[o.build_id], f"--build {o.build_id}", info.served)
+            match = BuildMatch((self.index.builds[o.build_id],), f"--build {o.build_id}", info.served)
         else:
             match = match_build(self.index, (info.served,))
-        if match.build is None:
-            return match, None
-        return match, evaluate_build(self.index, match.build, o.cluster, o.workload, o.settings)
+        plans = [evaluate_build(self.index, b, o.cluster, o.workload, o.settings) for b in match.builds]
+        if len(plans) > 1:
+            plans, said = narrow(plans, info.config)
+            if said:
+                match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
+                                   match.served)
+        return match, plans[0] if len(plans) == 1 else None
 
     def _check_budget(self) -> None:
         from sparkadvisor.sources.bench import BenchError
@@ -128,6 +134,7 @@ class BenchSession:
         """Add what was measured to the user's catalog (None when nothing was); a BenchError when
         no catalog build is known, a UserCatalogError when the file cannot be written."""
         from sparkadvisor.core.bench import figures
+        from sparkadvisor.core.plan import published_recipe
         from sparkadvisor.sources.bench import BenchError
         from sparkadvisor.usercatalog import record_bench
 
@@ -136,8 +143,8 @@ class BenchSession:
         if self.match is None or self.match.build is None:
             how = self.match.how if self.match else "no catalog build is known"
             raise BenchError(f"{how.split('; pass --build')[0]}; recording needs the catalog build: pass --build ID")
-        return record_bench(self.index, self.match.build, self.options.cluster, self.info, self.collected,
-                            self.plan.recipe if self.plan else None)
+        base = published_recipe(self.index, self.match.build, self.options.cluster)
+        return record_bench(self.index, self.match.build, self.options.cluster, self.info, self.collected, base)
 
 
 def spec_text(spec: BenchSpec) -> str:

@@ -66,7 +66,7 @@ def test_a_second_record_adds_runs_and_keeps_the_first(standin, capsys):
 
 def test_a_server_run_with_other_settings_starts_a_new_recipe(standin, capsys):
     assert main(["bench", "--vllm", standin.url, *RUN]) == 0
-    other = bench_server(overhead_s=0.1, block_size=32)
+    other = bench_server(overhead_s=0.1, block_size=32, spec=True)
     try:
         assert main(["bench", "--vllm", other.url, *RUN]) == 0
     finally:
@@ -74,6 +74,10 @@ def test_a_server_run_with_other_settings_starts_a_new_recipe(standin, capsys):
     recipes = user_recipes()
     assert [r["id"] for r in recipes] == [f"bench-{BUILD}-2x-dgx-spark", f"bench-{BUILD}-2x-dgx-spark-2"]
     assert [r["block_size"] for r in recipes] == [16, 32]
+    # Speculation: off on the first server (the catalog recipe's drafter is dropped), on for the second,
+    # with the method from the catalog recipe and the acceptance the counters measured (1.5 of 2 drafted).
+    assert "speculative" not in recipes[0]
+    assert recipes[1]["speculative"]["method"] == "dflash" and recipes[1]["speculative"]["acceptance"] == 0.75
     assert main(["show", BUILD, "--context", "4000", "--json"]) == 0
     out = capsys.readouterr().out
     assert json.loads(out[out.index("\n{") + 1:])["recipe"] == f"bench-{BUILD}-2x-dgx-spark-2"  # the newest

@@ -9,7 +9,6 @@ note says. `usercatalog.record_bench` writes these tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 BENCH_SETTINGS = ("max_model_len", "kv_cache_dtype", "block_size", "gpu_memory_utilization", "prefix_caching",
@@ -18,33 +17,25 @@ BENCH_SETTINGS = ("max_model_len", "kv_cache_dtype", "block_size", "gpu_memory_u
 
 
 def server_recipe_settings(info: Any) -> dict[str, Any]:
-    """The recipe fields the server states: max_model_len from /v1/models, the rest from the
-    labels of vllm:cache_config_info."""
+    """The recipe fields the server states: max_model_len from /v1/models, the rest from how
+    the engine was started (`core.metrics.served_config`)."""
     from sparkadvisor.core.formats import KV_DTYPE_BYTES
 
-    labels: dict[str, str] = info.settings
+    c = info.config
     found: dict[str, Any] = {}
     if info.served.max_model_len:
         found["max_model_len"] = info.served.max_model_len
-    if labels.get("cache_dtype") in KV_DTYPE_BYTES:
-        found["kv_cache_dtype"] = labels["cache_dtype"]
-    found.update(_label_number(labels, "block_size", int, lambda v: v >= 1))
-    found.update(_label_number(labels, "gpu_memory_utilization", float, lambda v: 0 < v <= 1))
-    pinned = _label_number(labels, "kv_cache_memory_bytes", int, lambda v: v > 0)
-    if pinned:
-        found["kv_cache_gib"] = pinned["kv_cache_memory_bytes"] / 2**30
-    if info.prefix_caching is not None:
-        found["prefix_caching"] = info.prefix_caching
+    if c.kv_cache_dtype in KV_DTYPE_BYTES:
+        found["kv_cache_dtype"] = c.kv_cache_dtype
+    if c.block_size:
+        found["block_size"] = c.block_size
+    if c.gpu_memory_utilization is not None and 0 < c.gpu_memory_utilization <= 1:
+        found["gpu_memory_utilization"] = c.gpu_memory_utilization
+    if c.kv_cache_memory_bytes:
+        found["kv_cache_gib"] = c.kv_cache_memory_bytes / 2**30
+    if c.prefix_caching is not None:
+        found["prefix_caching"] = c.prefix_caching
     return found
-
-
-def _label_number(labels: dict[str, str], key: str, kind: Callable[[str], Any],
-                  valid: Callable[[Any], bool]) -> dict[str, Any]:
-    try:
-        value = kind(labels[key])
-    except (KeyError, ValueError):
-        return {}
-    return {key: value} if valid(value) else {}
 
 
 def new_bench_recipe(build: Any, cluster: Any, info: Any, collected: Any, base: dict[str, Any] | None,
@@ -64,7 +55,7 @@ def new_bench_recipe(build: Any, cluster: Any, info: Any, collected: Any, base: 
     recipe.setdefault("prefix_caching", True)
     recipe.update(settings)
     spec = recipe.pop("speculative", None)
-    if info.speculative and spec is not None:
+    if info.config.speculating and spec is not None:
         share = acceptance(collected)
         recipe["speculative"] = {**spec, "source": source_id, **({"acceptance": round(share, 3)} if share else {})}
     recipe["source"] = source_id
@@ -75,13 +66,13 @@ def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, t
     """The source entry of one run: when, which vLLM and served name, and what the server said."""
     from sparkadvisor.core.bench import acceptance
 
-    labels = info.settings
+    labels = info.labels
     said = [f"{k} {labels[k]}" for k in ("block_size", "cache_dtype", "enable_prefix_caching",
                                          "gpu_memory_utilization", "num_gpu_blocks", "kv_cache_memory_bytes")
             if labels.get(k, "None") != "None"]
     share = acceptance(collected)
     said.append("speculative decoding on" + (f", {share:.0%} of drafted tokens accepted" if share else "")
-                if info.speculative else "no speculative decoding")
+                if info.config.speculating else "no speculative decoding")
     rest = (f"parallelism, CUDA graphs and the speculation method as in recipe {base_id} (not readable from "
             "the server)" if base_id is not None else f"TP={cluster.nodes} assumed (not readable from the server)")
     spec = collected.spec

@@ -186,6 +186,14 @@ def pick_recipe(index: CatalogIndex, build: Build, cluster: Cluster) -> Recipe |
     own = [r for r in candidates if measured_here(index, r)]
     if own:
         return own[-1]
+    return published_recipe(index, build, cluster)
+
+
+def published_recipe(index: CatalogIndex, build: Build, cluster: Cluster) -> Recipe | None:
+    """The best-measured published vLLM recipe for this build on exactly this cluster (a bench
+    run copies what a server cannot tell from it)."""
+    candidates = [r for r in vllm_recipes(index, build, cluster.hardware)
+                  if r.nodes == cluster.nodes and not measured_here(index, r)]
     return max(candidates, key=lambda r: len(r.measurements), default=None)
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import httpx
 
     from sparkadvisor.core.checkup import ServedModel
-    from sparkadvisor.core.metrics import Scrape
+    from sparkadvisor.core.metrics import Scrape, ServedConfig
 
 FILLER = (
     "The agent reads the repository, lists the files that changed, runs the tests, reads the "
@@ -79,20 +79,15 @@ class ServerInfo:
     url: str
     version: str | None
     served: ServedModel
-    settings: dict[str, str]
-    """vLLM's cache configuration labels (block size, KV dtype, prefix caching, ...)."""
-    speculative: bool
-    """Speculative-decoding counters are exposed (a drafter or MTP is configured)."""
-
-    @property
-    def prefix_caching(self) -> bool | None:
-        value = self.settings.get("enable_prefix_caching")
-        return None if value is None else value.lower() == "true"
+    config: ServedConfig
+    """How the engine was started, from vllm:cache_config_info and the speculation counters."""
+    labels: dict[str, str]
+    """vllm:cache_config_info's labels as the server wrote them, for the record's source note."""
 
 
 async def connect(config: BenchConfig) -> ServerInfo:
     """/health, /version and /v1/models through the probe, then /metrics for the settings."""
-    from sparkadvisor.core.metrics import SPEC_DRAFTED
+    from sparkadvisor.core.metrics import ServedConfig, served_config
     from sparkadvisor.sources.probe import ProbeConfig, probe_vllm
 
     state = await probe_vllm(ProbeConfig(config.vllm_url, interval_s=0.0, timeout_s=min(config.timeout_s, 10.0),
@@ -103,8 +98,8 @@ async def connect(config: BenchConfig) -> ServerInfo:
     served = _chosen(state.models, config.model, state.url)
     async with _client(config) as client:
         scrape = await _scrape(client, state.url, config.timeout_s)
-    speculative = scrape is not None and scrape.total(SPEC_DRAFTED) is not None
-    return ServerInfo(state.url, state.version, served, cache_settings(scrape), speculative)
+    engine = served_config(scrape) if scrape is not None else ServedConfig()
+    return ServerInfo(state.url, state.version, served, engine, cache_settings(scrape))
 
 
 def _chosen(models: tuple[ServedModel, ...], wanted: str | None, url: str) -> ServedModel:
