@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.schema import Build, Catalog, Model
 
 FORMATS = ("nvfp4-compressed-tensors", "nvfp4-modelopt", "mxfp4", "fp8", "bf16", "awq-int4", "gguf-q4_k_m")

@@ -134,7 +134,7 @@ class BenchSession:
         """Add what was measured to the user's catalog (None when nothing was); a BenchError when
         no catalog build is known, a UserCatalogError when the file cannot be written."""
         from sparkadvisor.core.bench import figures
-        from sparkadvisor.core.plan import published_recipe
+        from sparkadvisor.core.stages import published_recipe
         from sparkadvisor.sources.bench import BenchError
         from sparkadvisor.usercatalog import record_bench
 
@@ -143,7 +143,8 @@ class BenchSession:
         if self.match is None or self.match.build is None:
             how = self.match.how if self.match else "no catalog build is known"
             raise BenchError(f"{how.split('; pass --build')[0]}; recording needs the catalog build: pass --build ID")
-        base = published_recipe(self.index, self.match.build, self.options.cluster)
+        facts, cluster = self.index.facts.get(self.match.build.id), self.options.cluster
+        base = published_recipe(facts, cluster.hardware, cluster.nodes) if facts else None
         return record_bench(self.index, self.match.build, self.options.cluster, self.info, self.collected, base)
 
 

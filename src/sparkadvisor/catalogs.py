@@ -20,7 +20,8 @@ from typing import Any
 from sparkadvisor import __version__, paths
 from sparkadvisor.atomic import TEMP_SUFFIX, write_atomic
 from sparkadvisor.core import schema
-from sparkadvisor.core.catalog import CatalogError, CatalogIndex, Problem, check_references, merge, parse_catalog
+from sparkadvisor.core.catalog import CatalogError, Problem, check_references, merge, parse_catalog
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.records import from_plain, to_plain
 from sparkadvisor.core.schema import Catalog
 

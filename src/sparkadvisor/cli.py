@@ -13,20 +13,37 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from sparkadvisor import __version__
-from sparkadvisor.commands.common import UsageError, add_catalog_option
-from sparkadvisor.core.catalog import CatalogError
-from sparkadvisor.core.safetext import safe_text
 
-COMMANDS = ("rank", "show", "check", "export", "hub_import", "probe", "bench", "fidelity", "coverage", "catalog")
-"""Subcommand modules, in the order help lists them."""
+COMMANDS: dict[str, tuple[str, str]] = {
+    "rank": ("rank", "rank every build for a cluster and workload"),
+    "show": ("show", "the arithmetic for one build, step by step"),
+    "check": ("check", "validate a catalog file"),
+    "export": ("export", "write a launch recipe (scripts, vLLM config, compose, Claude Code settings, report, JSON)"),
+    "import": ("hub_import",
+               "add a Hugging Face repo to your catalog from its config.json and safetensors headers (no weights)"),
+    "probe": ("probe",
+              "check that vLLM, the gateway and Claude Code's settings are on, and compare the service with the plan"),
+    "bench": ("bench", "measure the served build on your cluster (cold and warm first token, decode) beside the "
+                       "plan's predictions; --record adds the results to your catalog"),
+    "fidelity": ("fidelity", "how far to trust the speed model: each measurement against its leave-one-out prediction"),
+    "coverage": ("coverage", "count models, builds, recipes, measurements, caveats and capability scores per family"),
+    "catalog": ("catalog", "update the catalog from the project's repository, say which catalog is in use, "
+                           "or put the previous one back"),
+}
+"""Each subcommand: the module in `sparkadvisor.commands` behind it, and its one line of help.
+In the order help lists them."""
 
 
-def _modules() -> list[ModuleType]:
-    return [importlib.import_module(f"sparkadvisor.commands.{name}") for name in COMMANDS]
+def command_module(name: str) -> ModuleType:
+    """The module that adds the arguments of subcommand `name` and runs it."""
+    return importlib.import_module(f"sparkadvisor.commands.{COMMANDS[name][0]}")
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
-    """The argument parser, and the module behind each subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser. With `only`, the other subcommands are listed but their modules
+    are not imported, so `--help` and a single command start without loading the rest."""
+    from sparkadvisor.commands.common import add_catalog_option
+
     parser = argparse.ArgumentParser(
         prog="sparkadvisor",
         description="Which LLM build fits your DGX Sparks, how fast it decodes, and what an agent turn costs. "
@@ -34,21 +51,38 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     parser.add_argument("--version", action="version", version=f"sparkadvisor {__version__}")
     add_catalog_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    by_name = {}
-    for module in _modules():
-        module.add_arguments(sub.add_parser(module.NAME, help=module.HELP, description=module.HELP))
-        by_name[module.NAME] = module
-    return parser, by_name
+    for name, (_, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or name == only:
+            command_module(name).add_arguments(command)
+    return parser
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in `argv`, found the way argparse will find it: the first word
+    that is neither an option nor the value of --catalog."""
+    words = iter(argv)
+    for word in words:
+        if word == "--catalog":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `sparkadvisor` script."""
-    parser, commands = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = chosen_command(argv)
+    args = build_parser(only=command or "").parse_args(argv)
+    from sparkadvisor.commands.common import UsageError
+    from sparkadvisor.core.catalog import CatalogError
+    from sparkadvisor.core.safetext import safe_text
+
     try:
         if args.command is None:
             return _open_tui(args)
-        return int(commands[args.command].run(args))
+        return int(command_module(args.command).run(args))
     except CatalogError as error:
         print(f"sparkadvisor: the catalog has {len(error.problems)} problem(s):", file=sys.stderr)
         for problem in error.problems:

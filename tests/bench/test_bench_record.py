@@ -20,10 +20,8 @@ def user_recipes() -> list[dict]:
 
 def constants():
     from sparkadvisor.catalogs import load_index
-    from sparkadvisor.core.advisor import constants_for
 
-    index = load_index()
-    return constants_for(index, index.hardware["dgx-spark"])
+    return load_index().constants["dgx-spark"]
 
 
 def test_recorded_runs_are_measured_in_show_and_move_the_calibration(standin, capsys):

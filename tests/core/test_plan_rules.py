@@ -9,7 +9,7 @@ from sparkadvisor.cli import main
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.catalog import CatalogError, parse_catalog
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.workload import AGENTIC
+from sparkadvisor.core.workload import AGENTIC, Settings
 
 SOURCE = '[sources.x]\ntitle = "t"\nurl = "https://example.org"\n'
 
@@ -47,3 +47,14 @@ def test_a_recipe_on_unknown_hardware_is_a_problem(tmp_path):
     with pytest.raises(CatalogError) as error:
         load_index([path], include_user=False)
     assert "names hardware 'abacus'" in str(error.value)
+
+
+@pytest.mark.parametrize("settings", [Settings(), Settings(gpu_memory_utilization=0.8)])
+def test_nodes_needed_is_the_smallest_cluster_the_fit_rule_accepts(index, settings):
+    """One rule answers "does it fit on n nodes" and "how many nodes does it need"."""
+    hardware = index.hardware["dgx-spark"]
+    for build in index.catalog.builds:
+        plans = [evaluate_build(index, build, Cluster(hardware, n), AGENTIC, settings)
+                 for n in range(1, hardware.max_nodes + 1)]
+        fitting = [p.cluster.nodes for p in plans if p.fits]
+        assert {p.nodes_needed for p in plans} == {min(fitting, default=None)}, build.id

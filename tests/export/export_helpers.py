@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from sparkadvisor.core.advisor import advise
-from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.workload import AGENTIC

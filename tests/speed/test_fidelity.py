@@ -10,9 +10,9 @@ import pytest
 from sparkadvisor.cli import main
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.calibration import calibrate
-from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.fidelity import SPEED_METRICS, fidelity
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.workload import AGENTIC
 

@@ -9,7 +9,7 @@ from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.catalog import CatalogError
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.workload import AGENTIC
-from sparkadvisor.export.argv import max_model_len, model_args
+from sparkadvisor.export.argv import flatten, max_model_len, model_options
 
 RECIPE = """
 [[recipes]]
@@ -51,11 +51,13 @@ def test_without_a_recipe_the_native_context_is_written_never_the_extension(inde
     p = plan(index, "qwen3-32b-nvfp4-nvidia", 2)
     length, why = max_model_len(p)
     assert length == 32768 and "native" in why and "needs a recipe" in why
+    options = flatten(model_options(p, "qwen"))
+    assert options[options.index("--max-model-len") + 1] == "32768"
 
 
 def test_an_unknown_context_leaves_the_flag_out(index):
     p = plan(index, "minimax-m2.7-awq-cyankiwi", 2)
     assert p.model.context is None
     assert max_model_len(p)[0] is None
-    assert "--max-model-len" not in model_args(p, "minimax")
+    assert "--max-model-len" not in flatten(model_options(p, "minimax"))
     assert "context window unknown" in p.unknowns

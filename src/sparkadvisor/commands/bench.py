@@ -28,10 +28,6 @@ if TYPE_CHECKING:
     from sparkadvisor.benchsession import BenchOptions, BenchSession, Progress
     from sparkadvisor.usercatalog import Recorded
 
-NAME = "bench"
-HELP = ("measure the served build on your cluster (cold and warm first token, decode) beside the plan's "
-        "predictions; --record adds the results to your catalog")
-
 MIN_CONTEXT = 64
 """Shortest prompt: room for the salt that makes every cold prompt unique."""
 

@@ -6,9 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-NAME = "check"
-HELP = "validate a catalog file"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", type=Path, help="catalog TOML (default: the catalog in use)")

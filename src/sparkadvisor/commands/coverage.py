@@ -16,8 +16,6 @@ from sparkadvisor.commands.common import add_catalog_option
 if TYPE_CHECKING:
     from sparkadvisor.core.schema import Catalog
 
-NAME = "coverage"
-HELP = "count models, builds, recipes, measurements, caveats and capability scores per family"
 
 COLUMNS = ("family", "models", "builds", "sizes stated", "KV from config", "context known", "scored", "recipes",
            "measurements", "caveats", "engines")

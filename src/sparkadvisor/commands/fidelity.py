@@ -6,9 +6,6 @@ import argparse
 
 from sparkadvisor.commands.common import add_catalog_option, load, print_json
 
-NAME = "fidelity"
-HELP = "how far to trust the speed model: each measurement against its leave-one-out prediction"
-
 METRIC_LABELS = {"decode_tok_s": "decode, 1 stream", "aggregate_tok_s": "aggregate, N streams",
                  "prefill_tok_s": "prefill", "all": "all speed figures"}
 

@@ -8,9 +8,6 @@ import sys
 from sparkadvisor.commands.common import number_above_zero
 from sparkadvisor.core.safetext import safe_text
 
-NAME = "import"
-HELP = "add a Hugging Face repo to your catalog from its config.json and safetensors headers (no weights)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("repo", metavar="ORG/NAME", help="Hugging Face repo id, e.g. openai/gpt-oss-120b")

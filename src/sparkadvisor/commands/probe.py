@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from sparkadvisor.core.plan import Plan
     from sparkadvisor.sources.probe import ProbeReport
 
-NAME = "probe"
-HELP = "check that vLLM, the gateway and Claude Code's settings are on, and compare the service with the plan"
 
 MARKS = {"ok": "ok  ", "info": "info", "warning": "WARN", "critical": "FAIL"}
 

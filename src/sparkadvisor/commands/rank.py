@@ -6,9 +6,6 @@ import argparse
 
 from sparkadvisor.commands.common import add_scenario_options, load, print_json, scenario, share
 
-NAME = "rank"
-HELP = "rank every build for a cluster and workload"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_scenario_options(parser)

@@ -6,9 +6,6 @@ import argparse
 
 from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, print_json, scenario
 
-NAME = "show"
-HELP = "the arithmetic for one build, step by step"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("build", help="build id (see `sparkadvisor rank`)")

@@ -9,41 +9,30 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sparkadvisor.core.calibration import calibrate
-from sparkadvisor.core.catalog import CatalogIndex, source_ids
+from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.explain import explain
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster, Plan, evaluate
 from sparkadvisor.core.ranking import Ranked, rank
-from sparkadvisor.core.schema import Build, Caveat, Hardware
-from sparkadvisor.core.speed import SpeedConstants
+from sparkadvisor.core.schema import Build, Caveat
 from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 
-def constants_for(index: CatalogIndex, hardware: Hardware) -> SpeedConstants:
-    """Speed constants for a hardware profile, calibrated once per catalog."""
-    key = ("constants", hardware.id)
-    if key not in index.memo:
-        index.memo[key] = calibrate(index, hardware)
-    return index.memo[key]  # type: ignore[return-value]
-
-
 def evaluate_build(index: CatalogIndex, build: Build, cluster: Cluster, workload: Workload,
                    settings: Settings = DEFAULT_SETTINGS) -> Plan:
     """The plan for one build."""
-    return evaluate(index, build, cluster, workload, constants_for(index, cluster.hardware), settings)
+    return evaluate(index, build, cluster, workload, settings)
 
 
 def advise(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings = DEFAULT_SETTINGS,
            builds: Iterable[Build] | None = None, min_capability: float | None = None) -> tuple[Ranked, ...]:
     """Every build (or `builds`) evaluated on `cluster` and ranked for `workload`; with
     `min_capability` (0-1), builds below it or of unknown capability are left out."""
-    constants = constants_for(index, cluster.hardware)
     chosen = index.catalog.builds if builds is None else builds
-    return rank((evaluate(index, b, cluster, workload, constants, settings) for b in chosen), workload,
-                min_capability)
+    return rank((evaluate(index, b, cluster, workload, settings) for b in chosen), workload, min_capability)
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

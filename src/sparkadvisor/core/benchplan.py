@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, figures
-from sparkadvisor.core.plan import Plan, decode_inputs, kv_bytes_read
+from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.speed import estimate_decode, estimate_prefill, prefill_range
+from sparkadvisor.core.stages import decode_inputs, kv_bytes_read
 
 Verdict = Literal["inside", "below", "above", "unknown"]
 
@@ -79,7 +80,8 @@ def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
 def _decode(plan: Plan, context: int, streams: int) -> Prediction | None:
     """Per stream for one stream, all streams together for several (as the figures are)."""
     kv_read = kv_bytes_read(plan.kv, plan.kv_bytes_per_token, context)
-    inputs = decode_inputs(plan.model, plan.build, plan.weights, plan.recipe, plan.tp, plan.pp, kv_read, streams)
+    inputs = decode_inputs(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, kv_read,
+                           streams)
     if inputs is None:
         return None
     d = estimate_decode(inputs, plan.cluster.hardware.memory_bandwidth_gb_s, plan.constants)

@@ -23,9 +23,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from sparkadvisor.core.catalog import CatalogIndex
-from sparkadvisor.core.memory import build_weights
-from sparkadvisor.core.plan import decode_inputs, recipe_kv_read
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.speed import (
     MIN_BAND,
@@ -36,12 +34,13 @@ from sparkadvisor.core.speed import (
     estimate_decode,
     estimate_prefill,
     link_ms,
-    peak_flops,
     prefill_flops_per_token,
     prefill_link_s_per_token,
     prefill_range,
     read_ms,
+    tensor_peak_flops,
 )
+from sparkadvisor.core.stages import decode_inputs, recipe_kv_read
 
 DEFAULT_DECODE_CONTEXT = 2_000
 """Context assumed for a decode measurement that does not state one (a short prompt)."""
@@ -76,8 +75,7 @@ class Observation:
 def calibrate(index: CatalogIndex, hardware: Hardware, engine: str = "vllm",
               exclude: frozenset[str] = frozenset()) -> SpeedConstants:
     """Constants for `hardware` and `engine`, fitted to every recipe measured there but `exclude`."""
-    recipes = [r for r in index.catalog.recipes if r.hardware == hardware.id and r.engine == engine
-               and r.id not in exclude and r.build in index.builds]
+    recipes = [r for r in index.recipes_on(hardware.id, engine) if r.id not in exclude]
     constants = _fit_prefill(index, recipes, default_constants(hardware))
     if not constants.basis["prefill_flops_per_node"].startswith("fitted"):
         constants = _borrow_prefill(index, hardware, engine, constants)
@@ -105,13 +103,12 @@ def observation(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Observat
 
 def recipe_inputs(index: CatalogIndex, recipe: Recipe, context: int | None, streams: int) -> DecodeInputs | None:
     """What one decode step of this recipe reads at `context` tokens with `streams` sequences."""
-    build = index.builds[recipe.build]
-    model = index.models.get(build.model)
-    if model is None:
+    facts = index.facts.get(recipe.build)
+    if facts is None:
         return None
-    weights = build_weights(build, model)
-    kv_read = recipe_kv_read(index, recipe, context or DEFAULT_DECODE_CONTEXT)
-    return decode_inputs(model, build, weights, recipe, recipe.tp, recipe.pp, kv_read, streams)
+    kv_read = recipe_kv_read(facts, recipe, index.hardware[recipe.hardware], context or DEFAULT_DECODE_CONTEXT)
+    return decode_inputs(facts.model, facts.build.format, facts.weights, recipe, recipe.tp, recipe.pp, kv_read,
+                         streams)
 
 
 def _fitted(count: int, suffix: str = "") -> str:
@@ -245,23 +242,19 @@ def _fit_prefill(index: CatalogIndex, recipes: list[Recipe], c: SpeedConstants) 
     return replace(c, prefill_flops_per_node=middle, prefill_band=band, basis=basis)
 
 
-def _peak(hardware: Hardware) -> float:
-    return max((peak_flops(hardware, p) or 0.0) for p in ("fp4", "fp8", "bf16"))
-
-
 def _borrow_prefill(index: CatalogIndex, hardware: Hardware, engine: str, c: SpeedConstants) -> SpeedConstants:
     """Without prefill measurements of its own, a hardware profile takes the share of the tensor
     peak that measured hardware reaches (the median over those profiles) times its own peak."""
-    own_peak = _peak(hardware)
+    own_peak = tensor_peak_flops(hardware)
     if not own_peak:
         return c
     shares, donors = [], []
     for other in index.catalog.hardware:
-        recipes = [r for r in index.catalog.recipes if r.hardware == other.id and r.engine == engine
-                   and r.build in index.builds]
+        recipes = index.recipes_on(other.id, engine)
         fitted = _fit_prefill(index, recipes, default_constants(other))
-        if other.id != hardware.id and _peak(other) and fitted.basis["prefill_flops_per_node"].startswith("fitted"):
-            shares.append(fitted.prefill_flops_per_node / _peak(other))  # type: ignore[operator]
+        peak = tensor_peak_flops(other)
+        if other.id != hardware.id and peak and fitted.basis["prefill_flops_per_node"].startswith("fitted"):
+            shares.append(fitted.prefill_flops_per_node / peak)  # type: ignore[operator]
             donors.append(other.name)
     if not shares:
         return c

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import re
 import typing
-from dataclasses import dataclass, field, is_dataclass, replace
+from dataclasses import dataclass, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.records import field_names, iter_tables
-from sparkadvisor.core.schema import Build, Catalog, Caveat, Context, Hardware, Model, Recipe
+from sparkadvisor.core.schema import Catalog, Context, Recipe
+from sparkadvisor.core.tomllines import TomlLines, index_lines
 
 if TYPE_CHECKING:
     import tomllib
+
+    from sparkadvisor.core.index import CatalogIndex
 
 __all__ = ["CatalogError", "CatalogIndex", "Problem", "check_references", "iter_tables", "merge", "parse_catalog",
            "source_ids"]
@@ -66,29 +69,41 @@ def parse_catalog(text: str, name: str = "catalog.toml") -> Catalog:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise CatalogError([_toml_problem(name, error)]) from None
+        raise CatalogError([_toml_problem(name, error, text)]) from None
     try:
         return validate_catalog(data)
     except ValidationError as error:
-        lines = _line_index(text)
+        lines = index_lines(text)
         raise CatalogError(
             [_validation_problem(name, lines, data, item) for item in error.errors()]
         ) from None
 
 
-def _toml_problem(name: str, error: tomllib.TOMLDecodeError) -> Problem:
-    match = re.search(r"\(at line (\d+), column (\d+)\)", str(error))
+def _toml_problem(name: str, error: tomllib.TOMLDecodeError, text: str) -> Problem:
+    """tomllib's reason with its line; "at end of document" becomes the line where the
+    string, array or table left open began (or the last line written)."""
+    message = str(error)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", message)
     line = int(match.group(1)) if match else None
-    reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
-    return Problem(name, line, "", f"not valid TOML: {reason[0].lower()}{reason[1:]}")
+    reason = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", message)
+    reason = f"{reason[0].lower()}{reason[1:]}"
+    if line is None and "at end of document" in message:
+        found = index_lines(text)
+        if found.unclosed:
+            line, what = found.unclosed
+            reason += f" ({what} opened here is never closed)"
+        else:
+            line = found.last_line or None
+            reason += " at the end of the file"
+    return Problem(name, line, "", f"not valid TOML: {reason}")
 
 
 def _validation_problem(
-    name: str, lines: dict[tuple[Any, ...], int], data: dict[str, Any], item: Any
+    name: str, lines: TomlLines, data: dict[str, Any], item: Any
 ) -> Problem:
     loc = tuple(item["loc"])
     where = loc[:-1] if item["type"] == "missing" else loc
-    return Problem(name, _find_line(lines, loc), _field_path(where, data), _message(loc, item))
+    return Problem(name, lines.find(loc), _field_path(where, data), _message(loc, item))
 
 
 def _message(loc: tuple[Any, ...], item: Any) -> str:
@@ -142,56 +157,6 @@ def _field_path(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
             parts.append(str(part))
             node = node.get(part) if isinstance(node, dict) else None
     return ".".join(parts).replace('" .', '" > ').replace('".', '" > ')
-
-
-# --- line numbers -------------------------------------------------------------
-
-_ARRAY_HEADER = re.compile(r"^\[\[\s*([^\]]+?)\s*\]\]")
-_TABLE_HEADER = re.compile(r"^\[\s*([^\]]+?)\s*\]")
-_KEY = re.compile(r"^([A-Za-z0-9_\-\"'.]+)\s*=")
-
-
-def _line_index(text: str) -> dict[tuple[Any, ...], int]:
-    """Map each table and key location to its line, for error messages."""
-    index: dict[tuple[Any, ...], int] = {}
-    last: dict[tuple[Any, ...], int] = {}
-    current: tuple[Any, ...] = ()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if match := _ARRAY_HEADER.match(line):
-            current = _resolve(_split_key(match.group(1)), last, array=True)
-        elif match := _TABLE_HEADER.match(line):
-            current = _resolve(_split_key(match.group(1)), last, array=False)
-        elif match := _KEY.match(line):
-            index.setdefault(current + tuple(_split_key(match.group(1))), number)
-            continue
-        else:
-            continue
-        index.setdefault(current, number)
-    return index
-
-
-def _split_key(dotted: str) -> list[str]:
-    return [part.strip().strip("\"'") for part in dotted.split(".")]
-
-
-def _resolve(names: list[str], last: dict[tuple[Any, ...], int], array: bool) -> tuple[Any, ...]:
-    loc: tuple[Any, ...] = ()
-    for position, name in enumerate(names):
-        loc += (name,)
-        if array and position == len(names) - 1:
-            last[loc] = last.get(loc, -1) + 1
-            loc += (last[loc],)
-        elif loc in last:
-            loc += (last[loc],)
-    return loc
-
-
-def _find_line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
-    for end in range(len(loc), 0, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return None
 
 
 # --- references ---------------------------------------------------------------
@@ -258,7 +223,7 @@ class _Locator:
         self.files = []
         for file_name, text in texts.items():
             try:
-                self.files.append((file_name, tomllib.loads(text), _line_index(text)))
+                self.files.append((file_name, tomllib.loads(text), index_lines(text)))
             except tomllib.TOMLDecodeError:
                 continue
         self.default_name = default_name
@@ -268,7 +233,7 @@ class _Locator:
             for position, item in enumerate(data.get(kind, [])):
                 if isinstance(item, dict) and item.get("id") == item_id:
                     loc = (kind, position, key)
-                    return Problem(file_name, _find_line(lines, loc), f'{kind}[{position}] "{item_id}" > {key}',
+                    return Problem(file_name, lines.find(loc), f'{kind}[{position}] "{item_id}" > {key}',
                                    message)
         return Problem(self.default_name, None, f'{kind} "{item_id}" > {key}', message)
 
@@ -323,26 +288,10 @@ def merge(base: Catalog, overlay: Catalog) -> Catalog:
     return replace(base, **merged)
 
 
-@dataclass(frozen=True, eq=False)
-class CatalogIndex:
-    """A catalog with lookups by id, built once and shared by every view."""
+def __getattr__(name: str) -> object:
+    """`CatalogIndex` lives in core.index; importing it from here still works."""
+    if name == "CatalogIndex":
+        from sparkadvisor.core.index import CatalogIndex
 
-    catalog: Catalog
-    hardware: dict[str, Hardware] = field(init=False)
-    models: dict[str, Model] = field(init=False)
-    builds: dict[str, Build] = field(init=False)
-    caveats: dict[str, Caveat] = field(init=False)
-    recipes_by_build: dict[str, tuple[Recipe, ...]] = field(init=False)
-    memo: dict[object, object] = field(init=False, default_factory=dict)
-    """Results derived from this catalog once (calibrated constants per hardware)."""
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "hardware", {h.id: h for h in self.catalog.hardware})
-        set_(self, "models", {m.id: m for m in self.catalog.models})
-        set_(self, "builds", {b.id: b for b in self.catalog.builds})
-        set_(self, "caveats", {c.id: c for c in self.catalog.caveats})
-        recipes: dict[str, list[Recipe]] = {}
-        for recipe in self.catalog.recipes:
-            recipes.setdefault(recipe.build, []).append(recipe)
-        set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})
+        return CatalogIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.metrics import MetricsWindow, ServedConfig
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Build

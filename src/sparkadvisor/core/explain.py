@@ -89,7 +89,7 @@ def _capability(plan: Plan) -> Step:
 
 def _cluster(plan: Plan) -> Step:
     hw, n = plan.cluster.hardware, plan.cluster.nodes
-    total = f"{n} x {hw.usable_memory_gib:g} GiB = {n * hw.usable_memory_gib:.1f} GiB usable" if n > 1 \
+    total = f"{n} x {hw.usable_memory_gib:g} GiB = {plan.cluster.usable_gib:.1f} GiB usable" if n > 1 \
         else f"{hw.usable_memory_gib:g} GiB usable"
     return Step("cluster", "cluster", f"{plan.cluster.label}: {total}, {hw.memory_bandwidth_gb_s:g} GB/s "
                 f"of rated memory bandwidth per node.", "stated")
@@ -240,7 +240,7 @@ def _decode(plan: Plan) -> list[Step]:
     if d is None:
         return [Step("ceiling", "decode ceiling", "Active parameters are unpublished: the decode ceiling is unknown.",
                      "unknown")]
-    bits = min(FORMATS[plan.build.format].nominal_bits, plan.weights.stored_bits)
+    bits = d.ceiling_bits
     per_token = p.active_b * bits / 8 if p.active_b else 0
     hw = plan.cluster.hardware
     ceiling = Step("ceiling", "decode ceiling",

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 
 from sparkadvisor.core.calibration import calibrate, recipe_decode, recipe_prefill
-from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.schema import Measurement, Recipe
 from sparkadvisor.core.speed import SpeedConstants
 

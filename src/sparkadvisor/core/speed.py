@@ -35,6 +35,32 @@ ACTIVATION_BYTES = 2
 MIN_BAND = 0.10
 """Narrowest relative range: the article's run-to-run sigma (57.54 +/- 5.61 tok/s, ~10%)."""
 
+# Starting values of the constants calibration fits (core.calibration). Each is a round
+# assumption, shown as "assumed" in `show`, until the catalog's own measurements replace it;
+# a hardware profile without measurements keeps them.
+
+ASSUMED_FIXED_MS_GRAPHS = 4.0
+"""Fixed cost of a decode step with CUDA graphs, ms: launches and the scheduler, a few ms in vLLM's step."""
+
+ASSUMED_FIXED_MS_EAGER = 8.0
+"""The same in eager mode, ms: every kernel launched from Python roughly doubles it."""
+
+ASSUMED_SPEC_MS = 15.0
+"""Extra cost of a speculative step, ms: drafter launches, rejection sampling, a host sync."""
+
+ASSUMED_BATCH_MS_PER_TOKEN = 1.0
+"""Extra cost per token a batched step verifies for each further stream, ms."""
+
+ASSUMED_ALLREDUCE_US = 20.0
+"""One small all-reduce between two nodes, us, when the link's latency is unpublished
+(NCCL's 48 KB all-reduce takes ~30 us on two Sparks; see `allreduce_us`)."""
+
+ASSUMED_ACCEPTANCE = 0.6
+"""Share of drafted tokens accepted when a recipe does not report it."""
+
+ASSUMED_BAND = 0.3
+"""Relative half-width of a range before the model's own errors size it."""
+
 
 @dataclass(frozen=True, slots=True)
 class SpeedConstants:
@@ -75,14 +101,17 @@ def default_constants(hardware: Hardware) -> SpeedConstants:
     if hardware.measured_bandwidth_gb_s:
         fraction = min(1.0, hardware.measured_bandwidth_gb_s / hardware.memory_bandwidth_gb_s)
         basis["bandwidth_fraction"] = "published read test"
-    latency, basis["allreduce_us"] = 20.0, "assumed"
+    latency, basis["allreduce_us"] = ASSUMED_ALLREDUCE_US, "assumed"
     if hardware.link and hardware.link.latency_us:
         latency, basis["allreduce_us"] = hardware.link.latency_us, "published link latency"
-    peak = max((peak_flops(hardware, p) or 0.0) for p in ("fp4", "fp8", "bf16"))
-    prefill = peak * ASSUMED_PREFILL_MFU if peak else None
+    peak = tensor_peak_flops(hardware)
     basis["prefill_flops_per_node"] = f"{ASSUMED_PREFILL_MFU:.0%} of the tensor peak (assumed)" if peak else "unknown"
-    link = hardware.link.bandwidth_gb_s if hardware.link else None
-    return SpeedConstants(fraction, 4.0, 8.0, 15.0, 1.0, latency, link, 0.6, prefill, 0.3, 0.3, basis)
+    return SpeedConstants(
+        bandwidth_fraction=fraction, fixed_ms_graphs=ASSUMED_FIXED_MS_GRAPHS, fixed_ms_eager=ASSUMED_FIXED_MS_EAGER,
+        spec_ms=ASSUMED_SPEC_MS, batch_ms_per_token=ASSUMED_BATCH_MS_PER_TOKEN, allreduce_us=latency,
+        link_gb_s=hardware.link.bandwidth_gb_s if hardware.link else None, acceptance=ASSUMED_ACCEPTANCE,
+        prefill_flops_per_node=peak * ASSUMED_PREFILL_MFU if peak else None, decode_band=ASSUMED_BAND,
+        prefill_band=ASSUMED_BAND, basis=basis)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +171,8 @@ class DecodeEstimate:
     allreduce_ms: float
     tokens_per_pass: float
     """Tokens one pass yields per stream."""
+    ceiling_bits: float = 0.0
+    """Bits per active weight the ceiling counts (`ceiling_bits`)."""
     streams: int = 1
     tables: str = ""
     """Per-token tables left out of the step (unknown bytes); "" for none."""
@@ -225,14 +256,15 @@ def _decode(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants, band
     batch_ms = (inputs.streams - 1) * (inputs.spec_tokens + 1) * c.batch_ms_per_token
     allreduce = link_ms(inputs, c)
     tokens = tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance)
-    ceiling = decode_ceiling(inputs.active_params, ceiling_bits(inputs), inputs.tp, bandwidth_gb_s)
+    bits = ceiling_bits(inputs)
+    ceiling = decode_ceiling(inputs.active_params, bits, inputs.tp, bandwidth_gb_s)
     step_ms = weights_ms + kv_ms + draft_ms + fixed_ms + spec_ms + batch_ms + allreduce
     expected = inputs.streams * tokens / step_ms * 1e3
     high = expected * (1 + band)
     if inputs.spec_tokens == 0 and inputs.streams == 1:
         high = min(high, max(ceiling, expected))
     return DecodeEstimate(ceiling, expected, expected / (1 + band), high, weights_ms, kv_ms, draft_ms, fixed_ms,
-                          spec_ms, batch_ms, allreduce, tokens, inputs.streams, inputs.tables)
+                          spec_ms, batch_ms, allreduce, tokens, bits, inputs.streams, inputs.tables)
 
 
 # --- prefill ------------------------------------------------------------------
@@ -248,6 +280,11 @@ def peak_flops(hardware: Hardware, precision: str) -> float | None:
     if not tflops:
         return None
     return tflops * 1e12 / (2 if compute.sparse else 1)
+
+
+def tensor_peak_flops(hardware: Hardware) -> float:
+    """The node's highest dense tensor peak over the precisions it publishes, FLOP/s (0 when none)."""
+    return max((peak_flops(hardware, p) or 0.0) for p in ("fp4", "fp8", "bf16"))
 
 
 def prefill_flops_per_token(active_params: float, attention: Attention | None, attended_tokens: float) -> float:

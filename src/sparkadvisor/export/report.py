@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.explain import explain
-from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.ranking import Ranked, capability_for
 from sparkadvisor.core.schema import Source
 from sparkadvisor.core.table import COLUMNS, row_cells
 from sparkadvisor.export.spec import ExportFile, Launch
@@ -28,12 +28,8 @@ def _table(ranked: tuple[Ranked, ...], chosen: str) -> list[str]:
 
 def _sources(launch: Launch, sources: Mapping[str, Source]) -> list[str]:
     plan = launch.plan
-    refs: list[str] = []
-    for table in (plan.model, plan.build, plan.build.size, plan.recipe, *plan.caveats):
-        if table is not None:
-            refs += source_ids(table.source)
     lines = []
-    for ref in dict.fromkeys(refs):
+    for ref in plan.source_ids(capability_for(plan.model, plan.workload)):
         source = sources.get(ref)
         if source is not None:
             link = f" <{one_line(source.url)}>" if source.url else ""
@@ -84,7 +80,7 @@ def render_md(launch: Launch, ranked: tuple[Ranked, ...], sources: Mapping[str, 
              + (f"recipe `{md_cell(plan.recipe.id)}`: {md_cell(plan.recipe.title)}." if plan.recipe
                 else "no community recipe: every flag comes from sparkadvisor's plan."), "",
              "## Cluster and workload", "",
-             f"- {plan.cluster.label}: {plan.cluster.nodes * hw.usable_memory_gib:.1f} GiB usable, "
+             f"- {plan.cluster.label}: {plan.cluster.usable_gib:.1f} GiB usable, "
              f"{hw.memory_bandwidth_gb_s:g} GB/s per node" + (f", link: {md_cell(hw.link.name)}" if hw.link else ""),
              f"- {w.label}: {w.context_tokens:,} tokens of prompt, {w.prefix_reuse:.0%} reused from the last turn, "
              f"{w.output_tokens} tokens out; targets: first token <= {w.first_token_target_s:g} s, turn <= "

@@ -12,7 +12,7 @@ from typing import Any
 
 from textual.app import App
 
-from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.workload import WORKLOADS
 from sparkadvisor.state import AppState, load_state, save_state
 from sparkadvisor.tui.model import Scenario

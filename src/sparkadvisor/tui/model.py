@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from threading import Lock
 
 from sparkadvisor.core.advisor import advise, evaluate_build
-from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster, Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.table import row_cells, sort_value

@@ -17,7 +17,8 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input
 
-from sparkadvisor.core.catalog import CatalogError, CatalogIndex
+from sparkadvisor.core.catalog import CatalogError
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COLUMNS
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload

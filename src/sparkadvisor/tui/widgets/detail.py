@@ -8,8 +8,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
-from sparkadvisor.core.catalog import CatalogIndex, source_ids
+from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.explain import explain
+from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Caveat, Recipe

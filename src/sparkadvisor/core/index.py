@@ -1,0 +1,93 @@
+"""The runtime index of a catalog: lookups by id, and what is known once per catalog.
+
+Built once from a `Catalog` and never changed afterwards, so the TUI's worker thread and
+its UI thread can share it. It holds the per-build facts (a build's weights, its vLLM
+recipes on each hardware, its own caveats) and the speed constants calibrated for each
+hardware; the per-cluster stages in `core.stages` start from these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparkadvisor.core.memory import Weights, build_weights
+from sparkadvisor.core.records import record
+from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
+from sparkadvisor.core.speed import SpeedConstants
+
+ENGINE = "vllm"
+"""The serving engine the plans, the speed model and the exported recipes are for."""
+
+
+@record
+class BuildFacts:
+    """What a build is, whatever the cluster: computed once per catalog."""
+
+    build: Build
+    model: Model
+    weights: Weights
+    """Bytes it holds, stated or derived (core.memory)."""
+    recipes: dict[str, tuple[Recipe, ...]]
+    """Its vLLM recipes, by hardware id (other engines' figures do not apply to a vLLM plan)."""
+    caveats: tuple[Caveat, ...]
+    """The caveats the build carries on every recipe."""
+    own_recipes: frozenset[str] = frozenset()
+    """Ids of its recipes a `sparkadvisor bench --record` run wrote (their source is kind "bench")."""
+
+    def recipes_on(self, hardware: Hardware) -> tuple[Recipe, ...]:
+        """Its vLLM recipes on this hardware."""
+        return self.recipes.get(hardware.id, ())
+
+
+@dataclass(frozen=True, eq=False)
+class CatalogIndex:
+    """A catalog with lookups by id, built once and shared by every view."""
+
+    catalog: Catalog
+    hardware: dict[str, Hardware] = field(init=False)
+    models: dict[str, Model] = field(init=False)
+    builds: dict[str, Build] = field(init=False)
+    caveats: dict[str, Caveat] = field(init=False)
+    recipes_by_build: dict[str, tuple[Recipe, ...]] = field(init=False)
+    """Every recipe of each build, any engine or hardware."""
+    facts: dict[str, BuildFacts] = field(init=False)
+    """Per-build facts, for every build whose model is in the catalog."""
+    constants: dict[str, SpeedConstants] = field(init=False)
+    """Speed constants for each hardware id, calibrated to the catalog's vLLM measurements."""
+
+    def __post_init__(self) -> None:
+        from sparkadvisor.core.calibration import calibrate
+
+        set_ = object.__setattr__
+        set_(self, "hardware", {h.id: h for h in self.catalog.hardware})
+        set_(self, "models", {m.id: m for m in self.catalog.models})
+        set_(self, "builds", {b.id: b for b in self.catalog.builds})
+        set_(self, "caveats", {c.id: c for c in self.catalog.caveats})
+        recipes: dict[str, list[Recipe]] = {}
+        for recipe in self.catalog.recipes:
+            recipes.setdefault(recipe.build, []).append(recipe)
+        set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})
+        set_(self, "facts", {b.id: self._facts(b) for b in self.catalog.builds if b.model in self.models})
+        set_(self, "constants", {h.id: calibrate(self, h) for h in self.catalog.hardware})
+
+    def _facts(self, build: Build) -> BuildFacts:
+        model = self.models[build.model]
+        by_hardware: dict[str, list[Recipe]] = {}
+        for recipe in self.recipes_by_build.get(build.id, ()):
+            if recipe.engine == ENGINE:
+                by_hardware.setdefault(recipe.hardware, []).append(recipe)
+        own = frozenset(r.id for rs in by_hardware.values() for r in rs if self._measured_here(r))
+        return BuildFacts(build=build, model=model, weights=build_weights(build, model),
+                          recipes={hw: tuple(rs) for hw, rs in by_hardware.items()},
+                          caveats=tuple(self.caveats[c] for c in dict.fromkeys(build.caveats) if c in self.caveats),
+                          own_recipes=own)
+
+    def _measured_here(self, recipe: Recipe) -> bool:
+        """The recipe records a `sparkadvisor bench` run on the user's own cluster."""
+        ids = (recipe.source,) if isinstance(recipe.source, str) else recipe.source
+        return any((s := self.catalog.sources.get(i)) is not None and s.kind == "bench" for i in ids)
+
+    def recipes_on(self, hardware_id: str, engine: str = ENGINE) -> list[Recipe]:
+        """Every recipe run on this hardware with this engine, for a build the catalog has."""
+        return [r for r in self.catalog.recipes if r.hardware == hardware_id and r.engine == engine
+                and r.build in self.builds]

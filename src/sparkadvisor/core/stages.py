@@ -1,0 +1,349 @@
+"""The per-cluster stages of a plan, in the order the arithmetic runs them.
+
+Each stage is a small frozen record made by one function from the build's facts, the
+cluster and the stages before it, passed by keyword:
+
+    fit_on        -> Fit         parallelism, the node's memory budget, does it fit
+    kv_pool_for   -> KvPool      KV bytes per token, the pool, sessions at the context
+    decode_speed  -> DecodeSpeed ceiling, expected speed and range, or the measurement
+    first_token   -> FirstToken  prefix caching, uncached tokens, prefill rate, TTFT
+
+`core.plan.evaluate` runs them and keeps their records in the `Plan`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.kv import KvShape, kv_shape, sessions_at
+from sparkadvisor.core.memory import Budget, Weights, node_budget, valid_parallelism
+from sparkadvisor.core.records import record
+from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
+from sparkadvisor.core.speed import DecodeEstimate, DecodeInputs, SpeedConstants, estimate_decode, estimate_prefill
+from sparkadvisor.core.units import GB, GiB
+from sparkadvisor.core.workload import Settings, Workload
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.index import BuildFacts
+
+PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
+"""Caveat kinds that force prefix caching off, whatever the recipe says."""
+
+
+def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
+    """The recipe's newest measurement of `metric` at `streams` concurrent requests (a later
+    bench run is listed after an earlier one; calibration still uses every run)."""
+    if recipe is None:
+        return None
+    return next((m for m in reversed(recipe.measurements) if m.metric == metric and m.streams == streams), None)
+
+
+def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: int) -> Measurement | None:
+    """The newest first token measured at this context with as many tokens from the prefix
+    cache as the workload reuses (within 2% of the prompt), or None."""
+    if recipe is None:
+        return None
+    cached = context_tokens - uncached_tokens
+    return next((m for m in reversed(recipe.measurements)
+                 if m.metric == "ttft_s" and m.context_tokens == context_tokens and m.cached_tokens is not None
+                 and abs(m.cached_tokens - cached) <= 0.02 * context_tokens), None)
+
+
+def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
+    """The vLLM recipe for this build on exactly `nodes` of this hardware: the newest one the
+    user's own `sparkadvisor bench` recorded, else the best-measured published one."""
+    candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes]
+    own = [r for r in candidates if r.id in facts.own_recipes]
+    return own[-1] if own else published_recipe(facts, hardware, nodes)
+
+
+def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
+    """The best-measured published vLLM recipe for this build on exactly `nodes` of this hardware
+    (a bench run copies from it what a server cannot tell)."""
+    candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes and r.id not in facts.own_recipes]
+    return max(candidates, key=lambda r: len(r.measurements), default=None)
+
+
+# --- fit ----------------------------------------------------------------------
+
+
+@record
+class Fit:
+    """Does the build run on these nodes, and what does each node's memory hold?"""
+
+    tp: int
+    pp: int
+    parallel_reason: str
+    """Why this split: the recipe's, or what the head counts allow."""
+    budget: Budget
+    """One node's memory: engine share, weights, reserve, KV cache."""
+    fits: bool
+    """The build runs here: by the arithmetic or, failing that, by a measured recipe."""
+    fit_by_recipe: bool
+    """Only a measured recipe shows it runs (the arithmetic says it is short)."""
+    nodes_needed: int | None
+    """Smallest cluster that fits by the same rule, or None beyond max_nodes."""
+    kv_cache_dtype: str
+    """--kv-cache-dtype in force: the user's override, else the recipe's, else auto."""
+
+
+def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
+           settings: Settings) -> Fit:
+    """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
+    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
+    budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
+    needed = nodes if fits and nodes == 1 else _nodes_needed(facts, hardware, settings)
+    return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
+               nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
+                                                                                 else "auto"))
+
+
+def _fits(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
+          ranks: int) -> tuple[Budget, bool, bool]:
+    """(budget, fits, fits only by a measured recipe). A recipe's measured decode proves it runs
+    only with the recipe's own memory settings, not under a user's override."""
+    overridden = settings.gpu_memory_utilization is not None
+    streams = bool(recipe and recipe.streams_tables)
+    pinned = recipe.kv_cache_gib if recipe and not overridden else None
+    budget = node_budget(hardware, facts.weights.resident_bytes(streams) / ranks,
+                         utilization(settings, recipe, hardware), pinned)
+    by_recipe = not budget.fits and not overridden and measured(recipe, "decode_tok_s") is not None
+    return budget, budget.fits or by_recipe, by_recipe
+
+
+def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings) -> int | None:
+    # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
+    for nodes in range(1, hardware.max_nodes + 1):
+        if _fits(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes)[1]:
+            return nodes
+    return None
+
+
+def utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
+    """--gpu-memory-utilization in force: the user's, else the recipe's, else the hardware default."""
+    if settings.gpu_memory_utilization is not None:
+        return settings.gpu_memory_utilization
+    if recipe is not None and recipe.gpu_memory_utilization is not None:
+        return recipe.gpu_memory_utilization
+    return hardware.gpu_memory_utilization
+
+
+def short_bytes(weights: Weights, fit: Fit) -> float:
+    """How far the whole build, split over the ranks, exceeds each node's usable memory."""
+    return max(0.0, weights.total_bytes / (fit.tp * fit.pp) - fit.budget.usable_bytes)
+
+
+# --- KV pool ------------------------------------------------------------------
+
+
+@record
+class KvPool:
+    """The KV cache: what a token costs, how many tokens and sessions the pool holds."""
+
+    shape: KvShape | None
+    """Per-rank KV cost from config.json; None when its attention facts are unpublished."""
+    basis: str
+    """"config" (computed), "measured pool" (derived from a recipe's pool) or "unknown"."""
+    bytes_per_token: float | None
+    """Per rank; from config.json or from a measured pool."""
+    pool_tokens: float | None
+    """Tokens the KV budget holds at bytes_per_token."""
+    measured: Measurement | None
+    """The recipe's measured pool, when it logged one."""
+    sessions: int | None
+    """Sequences of the workload's context that fit in the KV cache."""
+
+
+@lru_cache(maxsize=4096)
+def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvShape | None:
+    """`kv.kv_shape`, computed once per attention design, dtype and split."""
+    return kv_shape(attention, kv_cache_dtype, tp, pp)
+
+
+def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit,
+                workload: Workload) -> KvPool:
+    """The pool this fit leaves, at the workload's context."""
+    attention = facts.model.attention
+    shape = shape_for(attention, fit.kv_cache_dtype, fit.tp, fit.pp) if attention else None
+    basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
+    kv_bytes = fit.budget.kv_bytes
+    return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
+                  pool_tokens=kv_bytes / per_token if per_token and kv_bytes > 0 else None,
+                  measured=measured(recipe, "kv_pool_tokens"), sessions=_sessions(shape, per_token, kv_bytes, workload))
+
+
+def _kv_per_token(facts: BuildFacts, hardware: Hardware, shape: KvShape | None,
+                  tp: int, pp: int) -> tuple[str, float | None]:
+    """KV bytes per token per rank: from config.json, else from a recipe's measured pool."""
+    if shape is not None:
+        return "config", shape.bytes_per_token
+    for recipe in facts.recipes_on(hardware):
+        pool = measured(recipe, "kv_pool_tokens")
+        if pool is None:
+            continue
+        kv_bytes = pool.kv_gib * GiB if pool.kv_gib else _recipe_kv_bytes(recipe, facts.weights, hardware)
+        if kv_bytes > 0:
+            # Per rank, scaled from the recipe's split to this one, assuming the KV splits across ranks.
+            return "measured pool", kv_bytes / pool.value * (recipe.tp * recipe.pp) / (tp * pp)
+    return "unknown", None
+
+
+def _recipe_kv_bytes(recipe: Recipe, weights: Weights, hardware: Hardware) -> float:
+    """The KV memory per node a recipe had, by the budget arithmetic, when it does not say."""
+    used = recipe.gpu_memory_utilization or hardware.gpu_memory_utilization
+    resident = weights.resident_bytes(recipe.streams_tables)
+    return node_budget(hardware, resident / recipe.nodes, used, recipe.kv_cache_gib).kv_bytes
+
+
+def _sessions(shape: KvShape | None, per_token: float | None, kv_bytes: float, workload: Workload) -> int | None:
+    if shape is not None:
+        return sessions_at(shape, kv_bytes, workload.context_tokens)
+    if per_token:
+        return max(0, int(kv_bytes // (per_token * workload.context_tokens)))
+    return None
+
+
+def kv_bytes_read(shape: KvShape | None, per_token: float | None, context_tokens: int) -> float:
+    """KV bytes one rank reads per decoded token at `context_tokens`: from config.json facts,
+    else from a measured pool's bytes per token, else nothing (unknown, not counted)."""
+    if shape is not None:
+        return shape.bytes_per_sequence(context_tokens)
+    return (per_token or 0.0) * context_tokens
+
+
+def recipe_kv_read(facts: BuildFacts, recipe: Recipe, hardware: Hardware, context_tokens: int) -> float:
+    """`kv_bytes_read` for a recipe's own dtype and split (what calibration predicts with)."""
+    attention = facts.model.attention
+    shape = shape_for(attention, recipe.kv_cache_dtype, recipe.tp, recipe.pp) if attention else None
+    _, per_token = _kv_per_token(facts, hardware, shape, recipe.tp, recipe.pp)
+    return kv_bytes_read(shape, per_token, context_tokens)
+
+
+# --- decode -------------------------------------------------------------------
+
+
+@record
+class DecodeSpeed:
+    """Tokens per second for one stream: the model's estimate and the recipe's measurement."""
+
+    estimate: DecodeEstimate | None
+    """Ceiling, expected speed and range; None without active parameters."""
+    measured: Measurement | None
+    """The recipe's single-stream decode measurement."""
+
+    @property
+    def tok_s(self) -> float | None:
+        """The speed a turn is costed at: measured when the recipe measured it, else expected."""
+        if self.measured is not None:
+            return self.measured.value
+        return self.estimate.expected_tok_s if self.estimate else None
+
+
+def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, pool: KvPool,
+                 workload: Workload, constants: SpeedConstants) -> DecodeSpeed:
+    """The decode estimate at the workload's context, beside the recipe's measurement."""
+    kv_read = kv_bytes_read(pool.shape, pool.bytes_per_token, workload.context_tokens)
+    inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, fit.tp, fit.pp, kv_read)
+    estimate = estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants) if inputs else None
+    return DecodeSpeed(estimate=estimate, measured=measured(recipe, "decode_tok_s"))
+
+
+def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Recipe | None,
+                  tp: int, pp: int, kv_read: float, streams: int = 1) -> DecodeInputs | None:
+    """What a decode step reads and runs for this build under this recipe."""
+    params = model.params
+    if params.active_b is None:
+        return None
+    spec = recipe.speculative if recipe else None
+    attention = model.attention
+    return DecodeInputs(
+        active_params=params.active_b * 1e9,
+        total_params=params.total_b * 1e9,
+        routed_experts=params.routed_experts,
+        experts_per_token=params.experts_per_token,
+        nominal_bits=FORMATS[weight_format].nominal_bits,
+        stored_bits=weights.stored_bits,
+        tp=tp, pp=pp, kv_bytes_read=kv_read,
+        layers=attention.layers if attention else None,
+        eager=bool(recipe and recipe.enforce_eager),
+        spec_tokens=spec.tokens_per_pass if spec else 0,
+        draft_bytes_per_pass=_draft_bytes(spec, weights, params.active_b / params.total_b, tp) if spec else 0.0,
+        acceptance=spec.acceptance if spec else None,
+        hidden_size=attention.hidden_size if attention else None,
+        streams=streams,
+        tables=" + ".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables)),
+    )
+
+
+def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: int) -> float:
+    """Bytes the drafter reads per pass on one node. An MTP head is one more layer of the
+    model, so each proposed token reads its active share (the model's active / total); a
+    DFlash or DSpark drafter proposes the whole block in one pass; other drafts run per token."""
+    if spec.method == "mtp":
+        return weights.mtp_bytes * min(active_share, 1.0) / tp * spec.tokens_per_pass
+    draft = (spec.draft_size_gb or 0.0) * GB / tp
+    return draft if spec.method in ("dflash", "dspark") else draft * spec.tokens_per_pass
+
+
+# --- first token --------------------------------------------------------------
+
+
+@record
+class FirstToken:
+    """The wait before the first token: what prefix caching saves, and the prefill rate."""
+
+    prefix_caching: bool
+    """Prefix caching is on for this recipe and build."""
+    prefix_caching_note: str
+    """Why it is on or off, in a sentence."""
+    uncached_tokens: int
+    """Prompt tokens computed afresh each turn."""
+    prefill_tok_s: float | None
+    """Prompt tokens per second across the cluster."""
+    prefill_basis: str
+    """"measured", "estimated" or "unknown"."""
+    prefill_measured: Measurement | None
+    """The recipe's prefill measurement, when it has one."""
+    ttft_s: float | None
+    """Seconds to the first token: measured at this context and reuse, else uncached tokens at the
+    prefill rate."""
+    ttft_measured: Measurement | None = None
+    """A first token a bench run measured at this context and reuse."""
+
+
+def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
+                workload: Workload, constants: SpeedConstants) -> FirstToken:
+    """The first token of a turn of this workload."""
+    prefix_on, note = _prefix_caching(recipe, caveats)
+    uncached = workload.context_tokens if not prefix_on else round(workload.context_tokens
+                                                                   * (1 - workload.prefix_reuse))
+    rate, basis, measurement = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants)
+    ttft = measured_ttft(recipe, workload.context_tokens, uncached)
+    return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
+                      prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement,
+                      ttft_s=ttft.value if ttft else (uncached / rate if rate else None), ttft_measured=ttft)
+
+
+def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
+    forced = next((c for c in caveats if c.kind in PREFIX_OFF_KINDS), None)
+    if forced is not None:
+        return False, forced.explanation
+    if recipe is not None and not recipe.prefix_caching:
+        return False, f"the recipe ({recipe.title}) disables prefix caching"
+    return True, "prefix caching on (vLLM's default)"
+
+
+def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
+            constants: SpeedConstants) -> tuple[float | None, str, Measurement | None]:
+    """(prompt tok/s, basis, measurement) for `uncached` new tokens on top of a cached prefix."""
+    measurement = measured(recipe, "prefill_tok_s")
+    if measurement is not None:
+        return measurement.value, "measured", measurement
+    if model.params.active_b is None:
+        return None, "unknown", None
+    # New tokens attend to the cached prefix plus, on average, half of themselves.
+    attended = context_tokens - uncached / 2
+    rate = estimate_prefill(nodes, model.params.active_b * 1e9, model.attention, attended, constants)
+    return rate, ("estimated" if rate else "unknown"), None

@@ -1,0 +1,58 @@
+"""Start-up: `--help` and one subcommand load only what they use, and find the same command argparse does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sparkadvisor.cli import COMMANDS, build_parser, chosen_command, main
+
+
+def modules_after(argv: list[str]) -> set[str]:
+    script = ("import sys, io, contextlib\nfrom sparkadvisor.cli import main\n"
+              "with contextlib.redirect_stdout(io.StringIO()):\n"
+              "    try: main(sys.argv[1:])\n    except SystemExit: pass\n"
+              "print(' '.join(sys.modules))")
+    result = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, check=True)
+    return set(result.stdout.split())
+
+
+def test_help_loads_no_core_module_and_no_other_command():
+    loaded = modules_after(["--help"])
+    assert not {m for m in loaded if m.startswith(("sparkadvisor.core", "pydantic", "rich", "textual"))}
+    assert not {m for m in loaded if m.startswith("sparkadvisor.commands.") and m != "sparkadvisor.commands.common"}
+
+
+def test_one_command_loads_only_its_own_module():
+    loaded = modules_after(["show", "--help"])
+    commands = {m for m in loaded if m.startswith("sparkadvisor.commands.")}
+    assert commands == {"sparkadvisor.commands.common", "sparkadvisor.commands.show"}
+
+
+@pytest.mark.parametrize("argv", [
+    ["rank"], ["--catalog", "rank", "show", "x"], ["--catalog=a.toml", "rank", "--json"], ["--version"], [],
+    ["--catalog", "a.toml"], ["nosuch"], ["-h"], ["probe", "rank"],
+])
+def test_the_command_found_is_the_one_argparse_finds(argv):
+    try:
+        expected = build_parser().parse_known_args(argv)[0].command
+    except SystemExit:
+        expected = None
+    assert chosen_command(argv) == expected
+
+
+def test_every_command_builds_its_arguments():
+    parser = build_parser()
+    for name in COMMANDS:
+        with pytest.raises(SystemExit):
+            parser.parse_args([name, "--help"])
+
+
+def test_json_to_a_pipe_is_one_line_that_reads_back(capsys):
+    assert main(["rank", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    assert json.loads(out)["candidates"]
