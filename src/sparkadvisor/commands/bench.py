@@ -123,7 +123,7 @@ def _options(args: argparse.Namespace, index: Any) -> BenchOptions:
 
 def _report(session: BenchSession, args: argparse.Namespace, interrupted: bool = False,
             recorded: Recorded | None = None) -> None:
-    from sparkadvisor.commands.benchtext import as_json, lines
+    from sparkadvisor.benchtext import as_json, lines
     from sparkadvisor.urls import redacted
 
     if args.json:

@@ -83,7 +83,7 @@ class BenchScreen(ModalScreen[str | None]):
     @work(exclusive=True, group="bench")
     async def run_bench(self, session: BenchSession) -> None:
         """Every outcome leaves as a Finished message."""
-        from sparkadvisor.commands.benchtext import lines
+        from sparkadvisor.benchtext import lines
         from sparkadvisor.sources.bench import BenchError
 
         def moved(step: object) -> None:

@@ -1,4 +1,4 @@
-"""What `sparkadvisor bench` prints: lines in the style of `show` (label, [basis], the
+"""A bench run as the CLI and the app show it: lines in the style of `show` (label, [basis], the
 figure beside its prediction), or JSON whose field names are an API."""
 
 from __future__ import annotations
