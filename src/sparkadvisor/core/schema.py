@@ -556,7 +556,7 @@ class Measurement:
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
     kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
-    cached_tokens: int | None = checked(None, ge=0)
+    cached_tokens: int | None = checked(default=None, ge=0)
     """For a first token (ttft_s): prompt tokens vLLM's prefix-cache counters say were reused."""
     note: str = ""
     """Conditions in a few words."""
