@@ -26,7 +26,7 @@ STRICT_SCALARS = frozenset({"bool", "int", "float", "bool | None", "int | None",
 layer count, and `1` is not `true` (an int still passes where a float is expected)."""
 
 
-def checked(default: Any = MISSING, *, default_factory: Any = MISSING, **limits: Any) -> Any:
+def checked(*, default: Any = MISSING, default_factory: Any = MISSING, **limits: Any) -> Any:
     """A field with limits that validation enforces (`gt=0`, `min_length=1`, `pattern=...`)."""
     return field(default=default, default_factory=default_factory, metadata=limits)
 
@@ -45,8 +45,9 @@ def record(cls: type[T]) -> type[T]:
     for spec in fields(made):
         if spec.type in STRICT_SCALARS and "strict" not in spec.metadata:
             spec.metadata = MappingProxyType({**spec.metadata, "strict": True})
-    made.__init__ = _make_init(made)  # type: ignore[misc]
-    made._values = attrgetter(*field_names(made)) if fields(made) else _no_values  # type: ignore[attr-defined]
+    made.__init__ = _make_init(made)  # type: ignore[method-assign]
+    names = field_names(made)
+    made._values = attrgetter(*names) if names else _no_values  # type: ignore[attr-defined]
     return made
 
 
@@ -122,8 +123,8 @@ def iter_tables(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
             for position, item in enumerate(value):
                 if is_dataclass(item):
                     label = f"{child}[{position}]"
-                    if isinstance(getattr(item, "id", None), str):
-                        label += f' "{item.id}"'
+                    if isinstance(item_id := getattr(item, "id", None), str):
+                        label += f' "{item_id}"'
                     yield from iter_tables(item, label)
         elif isinstance(value, dict):
             for key, item in value.items():
@@ -185,8 +186,10 @@ def _decoder(hint: Any) -> Callable[[Any], Any] | None:
     if is_dataclass(hint):
         return lambda value: from_plain(hint, value)  # type: ignore[arg-type]
     if origin is tuple:
-        inner = _decoder(args[0])
-        return (lambda value: tuple(map(inner, value))) if inner else tuple
+        item = _decoder(args[0])
+        if item is None:
+            return tuple
+        return lambda value: tuple(map(item, value))
     if origin is dict:
         inner = _decoder(args[1])
         return (lambda value: {k: inner(v) for k, v in value.items()}) if inner else None
