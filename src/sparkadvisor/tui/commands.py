@@ -80,6 +80,9 @@ COMMANDS: tuple[Command, ...] = (
             "compose, Claude Code settings, report, JSON.", "build", "Export highlighted build", footer_rank=4),
     Command("i", "hub_import", "Import", "Import a build from the Hugging Face hub into your catalog.",
             "catalog", "Import from the hub", footer_rank=6),
+    Command("b", "bench", "Bench", "Measure the served build on your cluster (cold and warm first token, decode) "
+            "beside the plan; Record adds the run to your catalog.", "service", "Bench the served build",
+            show=False),
     Command("t", "cycle_theme", "Theme", "Switch to the next theme (bundled and your own).", "app", "Next theme",
             footer_rank=6),
     Command("question_mark", "help", "Help", "Keys, the legend of glyphs and marks, what each figure's basis "
