@@ -21,7 +21,7 @@ from typing import Literal
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Capability, Caveat, Model
-from sparkadvisor.core.targets import TargetCheck, check_targets
+from sparkadvisor.core.targets import TargetCheck
 from sparkadvisor.core.units import fmt_seconds
 from sparkadvisor.core.workload import Workload
 
@@ -93,7 +93,7 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
             continue
         why = exclusion_reason(plan)
         if why is None:
-            checks = check_targets(plan)
+            checks = plan.targets
             included.append((_sort_key(plan, checks, ratio, cap), plan, checks, ratio, cap))
         else:
             excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap, why))
