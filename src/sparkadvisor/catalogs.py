@@ -13,7 +13,6 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from sparkadvisor.atomic import TEMP_SUFFIX, write_atomic
 from sparkadvisor.core import schema
 from sparkadvisor.core.catalog import CatalogError, Problem, check_references, merge, parse_catalog
 from sparkadvisor.core.index import CatalogIndex
-from sparkadvisor.core.records import from_plain, to_plain
+from sparkadvisor.core.records import from_plain, record, to_plain
 from sparkadvisor.core.schema import Catalog
 
 CACHE_FORMAT = 1
@@ -38,7 +37,7 @@ ORPHAN_AGE_S = 600
 _DATE = re.compile(r'^catalog_date\s*=\s*"(\d{4}-\d{2}-\d{2})"\s*(#.*)?$')
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class ActiveCatalog:
     """The base catalog in use: the bundled one, or the one `catalog update` installed."""
 

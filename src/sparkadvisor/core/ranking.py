@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Capability, Caveat, Model
 from sparkadvisor.core.targets import TargetCheck
 from sparkadvisor.core.units import fmt_seconds
@@ -34,7 +35,7 @@ too short, it misses a latency or memory target, a target is unknown; or, among 
 meet the targets, its capability, or (capability unknown) its time per turn."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Ranked:
     """A plan in its place."""
 
