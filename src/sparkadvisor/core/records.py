@@ -178,10 +178,33 @@ _DECODERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
 def _decoders(cls: type) -> dict[str, Callable[[Any], Any]]:
     found = _DECODERS.get(cls)
     if found is None:
-        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-        found = {name: decode for name, hint in hints.items() if (decode := _decoder(hint)) is not None}
+        namespace = vars(sys.modules[cls.__module__])
+        found = {}
+        for spec in fields(cls):
+            if _plain_already(spec.type, namespace):
+                continue
+            # What typing.get_type_hints does: the annotation text of our own class, in its module.
+            hint = eval(spec.type, namespace) if isinstance(spec.type, str) else spec.type
+            if (decode := _decoder(hint)) is not None:
+                found[spec.name] = decode
         _DECODERS[cls] = found
     return found
+
+
+def _plain_already(annotation: Any, namespace: dict[str, Any]) -> bool:
+    """True for `str`, `float | None`, a Literal alias and the like, which JSON gives back as they were:
+    deciding this from the annotation's text spares evaluating every annotation at start-up."""
+    if not isinstance(annotation, str) or "[" in annotation:
+        return False
+    names = [name.strip() for name in annotation.split("|")]
+    return all(name in _BUILTIN_NAMES or _literal_alias(namespace.get(name)) for name in names)
+
+
+_BUILTIN_NAMES = frozenset({"str", "int", "float", "bool", "None"})
+
+
+def _literal_alias(value: Any) -> bool:
+    return typing.get_origin(value) is typing.Literal
 
 
 def _decoder(hint: Any) -> Callable[[Any], Any] | None:
