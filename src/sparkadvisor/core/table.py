@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.caveats import KINDS, SEVERITY_ORDER, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.records import record
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
 
 if TYPE_CHECKING:
-    from sparkadvisor.core.plan import Cluster, Plan
+    from sparkadvisor.core.plan import Plan
     from sparkadvisor.core.schema import Caveat
     from sparkadvisor.core.workload import Workload
 
@@ -33,7 +33,7 @@ ABOVE_RANGE, BELOW_RANGE = "↑", "↓"
 """Marks a measured decode speed above or below the predicted low-high range."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Column:
     """A table column."""
 
