@@ -46,6 +46,11 @@ LABELS = {c.key: c.label for c in COLUMNS}
 PRECOMPUTE_DELAY_S = 0.3
 """Ranking the scenarios a key would ask for waits until the first frame is painted."""
 F = TypeVar("F", bound=Callable[..., Any])
+TABLE_MOVES = (("up,k", "cursor(-1)"), ("down,j", "cursor(1)"), ("pageup,ctrl+b", "page(-1)"),
+               ("pagedown,ctrl+f", "page(1)"), ("home,g", "first"), ("end,G", "last"), ("left", "left"),
+               ("right", "right"))
+"""The table's moves, handled in typing order with the command keys (a move typed before `c`
+or `e` happens before it)."""
 
 
 def typing_guard(action: F) -> F:
@@ -62,8 +67,9 @@ class MainScreen(Screen[None]):
     """Browse the catalog ranked for a cluster and workload."""
 
     # main.tcss is read by the app (SparkAdvisorApp.CSS_PATH): the default screen's CSS_PATH is not.
-    BINDINGS: ClassVar[list[BindingType]] = [*commands.bindings(),
-                                             Binding("escape", "close_filter", "Clear filter", show=False)]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *commands.bindings(), Binding("escape", "close_filter", "Clear filter", show=False),
+        *(Binding(keys, f"move('{move}')", move, show=False, priority=True) for keys, move in TABLE_MOVES)]
     COMMANDS = Screen.COMMANDS | {commands.SparkCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 
@@ -185,6 +191,12 @@ class MainScreen(Screen[None]):
     @on(CandidatesTable.Opened)
     def _opened(self, event: CandidatesTable.Opened) -> None:
         self.open_build(event.build_id)
+
+    async def action_move(self, move: str) -> None:
+        """Move in the table when it has focus; elsewhere the key is the focused widget's."""
+        if self.focused is not self.table:
+            raise SkipAction()
+        await self.table.run_action(move)
 
     # --- cluster and workload -------------------------------------------------------
 
