@@ -9,9 +9,7 @@ user's or the bundled catalog is refused unless `force` is given.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor import paths
+from sparkadvisor.atomic import write_atomic
 from sparkadvisor.core.records import to_plain
 from sparkadvisor.core.schema import Build, Model, Size, Source
 
@@ -221,22 +220,8 @@ def _validate(text: str) -> None:
 
 
 def _write_atomically(path: Path, text: str) -> Path:
-    """Write `text` to a temporary file beside `path`, then replace `path` in one step."""
+    """Write `text` beside `path`, flushed to disk, then replace `path` in one step."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".catalog-",
-                                             suffix=".tmp", delete=False)
+        return write_atomic(path, text, mode=0o600, durable=True)
     except OSError as error:
-        raise UserCatalogError(f"cannot write in {path.parent} ({error.strerror or error})") from None
-    try:
-        with handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    except BaseException as error:
-        Path(handle.name).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None
-        raise
-    return path
+        raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None

@@ -20,12 +20,12 @@ from typing import Literal
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import checked, record
+from sparkadvisor.core.workload import WorkloadKind
 
 SourceRef = str | tuple[str, ...]
 """One source id, or several, from the catalog's `[sources]` table."""
 
 SizeUnit = Literal["GB", "GiB"]
-WorkloadKind = Literal["agentic", "chat"]
 
 CaveatKind = Literal[
     "prefix-caching-disabled",

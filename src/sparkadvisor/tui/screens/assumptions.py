@@ -16,9 +16,9 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
-from sparkadvisor.commands.common import fraction, positive_int, share
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.workload import Settings, Workload
+from sparkadvisor.inputs import fraction, positive_int, share
 
 
 def kv_dtype(text: str) -> str:
