@@ -43,7 +43,7 @@ def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Worklo
 
 def caveat_badges(item: Ranked) -> Text:
     """The caveats column: one badge per kind, coloured by its severity, most serious first."""
-    text, seen = Text(), set()
+    text, seen = Text(), set[str]()
     for caveat in by_severity(item.plan.caveats):
         if caveat.kind not in seen:
             text.append((" " if seen else "") + badge(caveat), SEVERITY_STYLE[caveat.severity])

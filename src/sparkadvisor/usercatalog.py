@@ -121,8 +121,8 @@ def entries(files: RepoFiles, derived: Derived, model_id: str, build_id: str,
                          f"{_offline_note(files)}{unknown}")
     name = files.repo.split("/", 1)[1]
     model = Model(id=model_id, name=name, family=derived.family, repo=files.repo, source=source_id,
-                  modalities=list(derived.modalities), params=derived.params(source_id),
-                  attention=derived.attention, tables=derived.tables(source_id), mtp=derived.mtp(source_id),
+                  modalities=tuple(derived.modalities), params=derived.params(source_id),
+                  attention=derived.attention, tables=tuple(derived.tables(source_id)), mtp=derived.mtp(source_id),
                   context=derived.context)
     dtypes = ", ".join(f"{k} {v:,}" for k, v in derived.bytes_by_dtype.items())
     size = Size(value=derived.weight_bytes / 1e9, unit="GB", source=source_id,
@@ -161,8 +161,8 @@ def taken_ids() -> dict[str, str]:
 
     taken: dict[str, str] = {}
     bundled = read_catalog(active_catalog().path)
-    for item in [*bundled.models, *bundled.builds]:
-        taken[item.id] = "the bundled catalog"
+    for item_id in [m.id for m in bundled.models] + [b.id for b in bundled.builds]:
+        taken[item_id] = "the bundled catalog"
     user = read_user_tables()
     for kind in KINDS:
         for item in user.get(kind, []):
@@ -197,13 +197,14 @@ def add_entries(source_id: str, source: Source, model: Model, build: Build, *, f
 
 
 def _dump(table: Any) -> dict[str, Any]:
-    return to_plain(table, drop_defaults=True, drop_none=True)  # type: ignore[no-any-return]
+    return to_plain(table, drop_defaults=True, drop_none=True)
 
 
 def _toml(tables: dict[str, Any]) -> str:
     import tomli_w
 
-    ordered = {key: tables[key] for key in ("schema_version", "sources", "models", "builds") if key in tables}
+    ordered: dict[str, Any] = {key: tables[key] for key in ("schema_version", "sources", "models", "builds")
+                               if key in tables}
     ordered.update({k: v for k, v in tables.items() if k not in ordered})
     return tomli_w.dumps(ordered)
 

@@ -267,7 +267,7 @@ def _source_refs(catalog: Catalog, where: _Locator) -> list[Problem]:
             for path, table in iter_tables(item):
                 if "source" not in field_names(type(table)):
                     continue
-                for sid in source_ids(table.source):  # type: ignore[attr-defined]
+                for sid in source_ids(table.source):
                     if sid not in known:
                         key = f"{path}.source" if path else "source"
                         problems.append(where.problem(kind, item.id, key, f"names source {sid!r}, which is not "
