@@ -171,6 +171,11 @@ class Hardware:
     source: SourceRef
     """Where memory and bandwidth are published."""
 
+    def __post_init__(self) -> None:
+        if self.gpu_memory_utilization > self.max_gpu_memory_utilization:
+            raise ValueError(f"gpu_memory_utilization {self.gpu_memory_utilization:g} is above "
+                             f"max_gpu_memory_utilization {self.max_gpu_memory_utilization:g}")
+
 
 # --- models -------------------------------------------------------------------
 
@@ -190,6 +195,14 @@ class Params:
     """MoE: routed experts each token uses (num_experts_per_tok)."""
     source: SourceRef
     """Model card or config.json."""
+
+    def __post_init__(self) -> None:
+        if self.active_b is not None and self.active_b > self.total_b:
+            raise ValueError(f"active_b {self.active_b:g} is more than total_b {self.total_b:g}; the active "
+                             "parameters are part of the total")
+        if self.routed_experts and self.experts_per_token and self.experts_per_token > self.routed_experts:
+            raise ValueError(f"experts_per_token {self.experts_per_token} is more than routed_experts "
+                             f"{self.routed_experts}")
 
 
 @record
@@ -268,6 +281,9 @@ class Attention:
     """config.json."""
 
     def __post_init__(self) -> None:
+        if self.heads and self.kv_heads and self.kv_heads > self.heads:
+            raise ValueError(f"kv_heads {self.kv_heads} is more than heads {self.heads}; each KV head serves "
+                             "one or more query heads")
         special = self.sliding_layers + (self.linear.layers if self.linear else 0) + self.ffn_layers
         if special > self.layers:
             raise ValueError(f"sliding_layers + linear.layers + ffn_layers = {special} but layers = {self.layers}; "
@@ -414,6 +430,12 @@ class Size:
     source: SourceRef
     """The repo's file listing or model card."""
 
+    def __post_init__(self) -> None:
+        parts = (self.mtp or 0) + (self.tables or 0)
+        if parts >= self.value:
+            raise ValueError(f"mtp + tables = {parts:g} {self.unit} but value = {self.value:g} {self.unit}; the "
+                             "parts are inside the whole size, so they must add up to less than it")
+
 
 @record
 class Build:
@@ -559,6 +581,12 @@ class Measurement:
     """Conditions in a few words."""
     source: SourceRef
     """Where it was published."""
+
+    def __post_init__(self) -> None:
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low {self.low:g} is above high {self.high:g}")
+        if self.low is not None and self.value < self.low or self.high is not None and self.value > self.high:
+            raise ValueError(f"value {self.value:g} lies outside low-high ({self.low}-{self.high})")
 
 
 @record
