@@ -98,9 +98,9 @@ class Source:
     url: str | None = None
     """Where to open it. Only the seed article has no public address."""
     kind: Literal[
-        "article", "model-card", "config", "repo", "issue", "blog", "docs", "spec-sheet", "benchmark"
+        "article", "model-card", "config", "repo", "issue", "blog", "docs", "spec-sheet", "benchmark", "bench"
     ] = "docs"
-    """What sort of document it is."""
+    """What sort of document it is ("bench": a `sparkadvisor bench` run on the user's own cluster)."""
     note: str = ""
     """Anything a reader should know about it (date read, which table)."""
 
@@ -548,6 +548,7 @@ MetricName = Literal[
     "kv_pool_tokens",
     "prefill_tok_s",
     "cold_load_s",
+    "ttft_s",
 ]
 
 
@@ -577,6 +578,8 @@ class Measurement:
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
     kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
+    cached_tokens: int | None = checked(default=None, ge=0)
+    """For a first token (ttft_s): prompt tokens vLLM's prefix-cache counters say were reused."""
     note: str = ""
     """Conditions in a few words."""
     source: SourceRef
