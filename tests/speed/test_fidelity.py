@@ -30,12 +30,17 @@ def _scaled(index: CatalogIndex, recipe_id: str, metric: str, factor: float) -> 
     return _with_recipe(index, recipe_id, measurements=tuple(measurements))
 
 
+@pytest.fixture(scope="module")
+def report(index):
+    """The report card of the bundled catalog, computed once for the tests that only read it."""
+    return fidelity(index)
+
+
 def _check(report, recipe: str, metric: str):
     return next(c for c in report.checks if c.recipe == recipe and c.metric == metric)
 
 
-def test_every_measurement_is_listed_and_every_speed_figure_predicted_or_explained(index) -> None:
-    report = fidelity(index)
+def test_every_measurement_is_listed_and_every_speed_figure_predicted_or_explained(index, report) -> None:
     measured = sum(len(r.measurements) for r in index.catalog.recipes)
     assert len(report.checks) == measured
     speed = [c for c in report.checks if c.metric in SPEED_METRICS]
@@ -46,31 +51,30 @@ def test_every_measurement_is_listed_and_every_speed_figure_predicted_or_explain
     assert all(c.skipped for c in report.checks if c.metric not in SPEED_METRICS)
 
 
-def test_a_model_with_unpublished_table_reads_is_unknown_not_a_pass(index) -> None:
-    check = _check(fidelity(index), "qwen3.8-flash-next-tonyd2wild-tp2", "decode_tok_s")
+def test_a_model_with_unpublished_table_reads_is_unknown_not_a_pass(report) -> None:
+    check = _check(report, "qwen3.8-flash-next-tonyd2wild-tp2", "decode_tok_s")
     assert check.predicted is None and "PLE" in check.skipped and check.inside is None
 
 
-def test_a_measurement_never_predicts_itself(index) -> None:
+def test_a_measurement_never_predicts_itself(index, report) -> None:
     recipe = "glm-5.3-flash-tonyd2wild-tp2"
-    before = _check(fidelity(index), recipe, "decode_tok_s")
+    before = _check(report, recipe, "decode_tok_s")
     after = _check(fidelity(_scaled(index, recipe, "decode_tok_s", 3.0)), recipe, "decode_tok_s")
     assert after.predicted == pytest.approx(before.predicted)
     assert after.measured == pytest.approx(before.measured * 3)
 
 
-def test_glm_lands_near_its_share_of_the_ceiling(index) -> None:
+def test_glm_lands_near_its_share_of_the_ceiling(index, report) -> None:
     """GLM near 78% of its ceiling: predicted without its own measurements the measured figure
     falls inside the predicted range, and with the whole catalog the weights are most of a step."""
-    assert _check(fidelity(index), "glm-5.3-flash-tonyd2wild-tp2", "decode_tok_s").inside
+    assert _check(report, "glm-5.3-flash-tonyd2wild-tp2", "decode_tok_s").inside
     cluster = Cluster(index.hardware["dgx-spark"], 2)
     glm = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], cluster, AGENTIC).decode
     assert 0.6 < glm.expected_tok_s / glm.ceiling_tok_s < 0.95
     assert glm.weights_ms / glm.step_ms > 0.5
 
 
-def test_each_measurement_is_predicted_in_its_own_mode_and_context(index) -> None:
-    report = fidelity(index)
+def test_each_measurement_is_predicted_in_its_own_mode_and_context(report) -> None:
     graphs, eager = (c for c in report.checks if c.recipe == "gpt-oss-120b-conselara-tp1")
     assert (graphs.mode, eager.mode) == ("graphs", "eager")
     assert eager.predicted < graphs.predicted / 1.5

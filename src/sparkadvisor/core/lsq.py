@@ -14,7 +14,7 @@ RIDGE = 1e-9
 
 
 def nnls(rows: Sequence[Sequence[float]], targets: Sequence[float], weights: Sequence[float]) -> list[float]:
-    """c >= 0 minimising sum_i w_i (rows_i . c - targets_i)^2 (Lawson-Hanson style active set)."""
+    """c >= 0 minimising sum_i w_i (rows_i . c - targets_i)^2 (an active set: negative columns pinned at 0)."""
     width = len(rows[0]) if rows else 0
     normal, rhs = _normal_equations(rows, targets, weights, width)
     free = [j for j in range(width) if normal[j][j] > RIDGE]
@@ -26,7 +26,10 @@ def nnls(rows: Sequence[Sequence[float]], targets: Sequence[float], weights: Seq
             for value, j in zip(solution, free, strict=True):
                 result[j] = value
             return result
-        free.remove(min(negative)[1])
+        # Drop the most negative half at once: each pass costs a solve, and a fit of a dozen
+        # columns settles in two or three passes instead of one per negative column.
+        for _, j in sorted(negative)[:max(1, len(negative) // 2)]:
+            free.remove(j)
     return [0.0] * width
 
 
