@@ -246,3 +246,14 @@ def test_an_update_that_would_break_the_users_imports_is_refused(server, capsys)
     assert code == 1
     one_sentence(err, "still using the updated catalog dated 2026-12-24")
     assert f"your catalog {paths.user_catalog_path()} would no longer load" in err and "new-model-7b" in err
+
+
+def test_the_address_comes_from_the_environment_and_is_checked(server, capsys, monkeypatch):
+    server.body = newer()
+    monkeypatch.setenv("SPARKADVISOR_CATALOG_URL", server.url)
+    code, out, _ = run(capsys, "catalog", "update", "--timeout", "1")
+    assert code == 0 and f"from {server.url}" in out
+    monkeypatch.setenv("SPARKADVISOR_CATALOG_URL", "ftp://mirror.example/catalog.toml")
+    code, _, err = run(capsys, "catalog", "update")
+    assert code == 1 and "$SPARKADVISOR_CATALOG_URL 'ftp://mirror.example/catalog.toml' is not an http" in err
+    one_sentence(err, "still using the updated catalog dated 2026-12-24")

@@ -23,6 +23,14 @@ STATED_SIZES = {
     ("Qwen/Qwen3-Next-80B-A3B-Thinking-GGUF", "gguf-q4_k_m"): (48.4, "GB"),  # HF tree
     ("Qwen/Qwen3-Next-80B-A3B-Thinking-GGUF", "gguf-q8_0"): (84.8, "GB"),  # HF tree
     ("saricles/MiniMax-M2.7-NVFP4-GB10", "nvfp4"): (130.6, "GB"),  # eugr #242 quoting the card
+    ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq1_s"): (131, "GB"),  # unsloth blog, Run DeepSeek R1 Dynamic 1.58-bit
+    ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq1_m"): (158, "GB"),  # same table
+    ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq2_xxs"): (183, "GB"),  # same table
+    ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-q2_k_xl"): (212, "GB"),  # same table
+    ("unsloth/Qwen3.5-27B-GGUF", "gguf-q8_0"): (28.6, "GB"),  # ggml-org/Llama-macOS PR #63
+    ("unsloth/Qwen3.5-27B-GGUF", "gguf-ud-q4_k_xl"): (17.6, "GB"),  # same PR
+    ("unsloth/Qwen3.5-397B-A17B-GGUF", "gguf-q8_0"): (421.5, "GB"),  # same PR
+    ("unsloth/Qwen3.5-397B-A17B-GGUF", "gguf-ud-q4_k_xl"): (219.2, "GB"),  # same PR
 }
 """Repo and format -> the size and unit as the research notes recorded the repo's statement."""
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from sparkadvisor.commands.common import number_above_zero
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.urls import url_option
 
 SHOWN_IDS = 8
 """Ids listed per kind in a change report before 'and N more'."""
@@ -18,8 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     update = sub.add_parser("update", help="download the newest catalog, check it and install it",
                             description="Download the newest catalog, check it as `check` does, and install it "
                                         "in your data folder, keeping the one it replaces.")
-    update.add_argument("--url", help="where to fetch it (default: $SPARKADVISOR_CATALOG_URL, else the "
-                                      "project's repository)")
+    update.add_argument("--url", type=url_option,
+                        help="where to fetch it (default: $SPARKADVISOR_CATALOG_URL, else the project's repository)")
     update.add_argument("--timeout", type=number_above_zero(600, "s"), default=30.0, metavar="SECONDS",
                         help="give up when the download takes longer than this (default: 30)")
     update.add_argument("--force", action="store_true", help="install it even when it is older than the one in use")
@@ -37,8 +38,8 @@ def _update(args: argparse.Namespace) -> int:
     from sparkadvisor.commands.common import print_json
     from sparkadvisor.sources.catalog_update import UpdateError, catalog_url, update
 
-    url = catalog_url(args.url)
     try:
+        url = catalog_url(args.url)
         outcome = update(url, args.timeout, force=args.force)
     except UpdateError as error:
         print(f"sparkadvisor: {safe_text(error)}; {_still_in_use()}.", file=sys.stderr)

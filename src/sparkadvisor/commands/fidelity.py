@@ -54,7 +54,7 @@ def text_lines(report: object) -> list[str]:
         lines += [_summary_line(s, f"{s.engine}: {METRIC_LABELS.get(s.metric, s.metric)}") for s in report.by_engine]
     for f in report.fitted:
         lines += ["", f"Constants fitted to the whole catalog for {f.hardware} ({f.engine}):"]
-        lines += [f"  {name:<28} {_value(item['value'])}  ({item['basis']})"
+        lines += [f"  {name:<28} {_value(item['value'])}  ({item['basis']})"  # type: ignore[index]
                   for name, item in constants_dict(f.constants).items()]
     return lines
 

@@ -73,7 +73,14 @@ class Installed:
 
 def catalog_url(explicit: str | None = None) -> str:
     """The address to fetch: `--url`, else SPARKADVISOR_CATALOG_URL, else the project's repository."""
-    return explicit or os.environ.get(URL_ENV) or DEFAULT_URL
+    from sparkadvisor.urls import UrlError, check_url
+
+    if explicit:
+        return explicit
+    try:
+        return check_url(os.environ[URL_ENV], f"${URL_ENV}") if os.environ.get(URL_ENV) else DEFAULT_URL
+    except UrlError as error:
+        raise UpdateError(str(error).rstrip(".")) from None
 
 
 def update(url: str, timeout_s: float, force: bool = False) -> Installed:
