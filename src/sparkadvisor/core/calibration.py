@@ -128,8 +128,10 @@ def calibrate_all(index: CatalogIndex, hardware: Hardware, exclude: frozenset[st
     if not observations:
         return Calibration(hardware.id, {}, base)
     fit = fit_decode(observations, hardware.memory_bandwidth_gb_s, base)
-    bands = _bands(observations, hardware.memory_bandwidth_gb_s, next(iter(fit.values())).expert_spread, base)
-    engines = {e: replace(c, **bands[0], basis={**c.basis, **bands[1]}) for e, c in fit.items()}
+    (decode, aggregate), notes = _bands(observations, hardware.memory_bandwidth_gb_s,
+                                        next(iter(fit.values())).expert_spread, base)
+    engines = {e: replace(c, decode_band=decode, aggregate_band=aggregate, basis={**c.basis, **notes})
+               for e, c in fit.items()}
     reference = engines.get(POOLED) or engines.get("vllm") or base
     return Calibration(hardware.id, {e: c for e, c in engines.items() if e != POOLED}, reference)
 
@@ -234,10 +236,9 @@ def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
     design, own = _design(observations, bandwidth, c)
     solution = dict(zip(design.columns, nnls(design.rows, design.targets, design.weights), strict=True))
     count = len(observations)
-    shared = {k: solution[k] for k in ("kv_ms_per_gb", "compute_ms_per_gflop", "spec_ms_per_step",
-                                       "eager_ms_per_layer") if _exercised(design, k)}
-    if "allreduce_us" in solution:
-        shared["allreduce_us"] = solution["allreduce_us"]
+    shared: dict[str, float] = {k: solution[k] for k in ("kv_ms_per_gb", "compute_ms_per_gflop", "spec_ms_per_step",
+                                       "eager_ms_per_layer", "allreduce_us")
+                                 if k in solution and _exercised(design, k)}
     penalty = {k.split(":", 1)[1]: v for k, v in solution.items() if k.startswith("weight_penalty:")}
     basis = {**c.basis, "weight_penalty": f"fitted to {count} decode measurements (formats with 2+ recipes)"}
     for k in shared:
@@ -250,11 +251,20 @@ def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
         rows = sum(1 for row in design.rows if row[design.columns.index(f"fixed_ms:{engine}")])
         whose = (f"fitted to {rows} {engine} measurements" if engine != POOLED
                  else f"pooled over engines with fewer than {MIN_ENGINE_RECIPES} measured recipes ({rows} measurements)")
-        result[engine] = replace(
-            c, engine=engine, weight_penalty=penalty, fixed_ms=solution[f"fixed_ms:{engine}"],
-            layer_ms=solution[f"layer_ms:{engine}"], decode_measurements=rows, **shared,
-            basis={**basis, "fixed_ms": whose, "layer_ms": whose, "engine": whose})
+        fitted = replace(c, engine=engine, weight_penalty=penalty, fixed_ms=solution[f"fixed_ms:{engine}"],
+                         layer_ms=solution[f"layer_ms:{engine}"], decode_measurements=rows,
+                         basis={**basis, "fixed_ms": whose, "layer_ms": whose, "engine": whose})
+        result[engine] = _with_rates(fitted, shared)
     return result
+
+
+def _with_rates(c: SpeedConstants, rates: dict[str, float]) -> SpeedConstants:
+    """`c` with the shared rates the fit exercised (the others keep their assumed values)."""
+    return replace(c, kv_ms_per_gb=rates.get("kv_ms_per_gb", c.kv_ms_per_gb),
+                   compute_ms_per_gflop=rates.get("compute_ms_per_gflop", c.compute_ms_per_gflop),
+                   spec_ms_per_step=rates.get("spec_ms_per_step", c.spec_ms_per_step),
+                   eager_ms_per_layer=rates.get("eager_ms_per_layer", c.eager_ms_per_layer),
+                   allreduce_us=rates.get("allreduce_us", c.allreduce_us))
 
 
 def _exercised(design: _Design, column: str) -> bool:
@@ -273,13 +283,14 @@ def _log_error(o: Observation, bandwidth: float, constants: dict[str, SpeedConst
 
 
 def _bands(observations: Sequence[Observation], bandwidth: float, spread: float,
-           base: SpeedConstants) -> tuple[dict[str, float], dict[str, str]]:
+           base: SpeedConstants) -> tuple[tuple[float, float], dict[str, str]]:
     """Single-stream and aggregate ranges from the errors on recipes held out of the fit, in folds."""
     recipe_ids = list(dict.fromkeys(o.recipe.id for o in observations))
     if len(recipe_ids) < 2:
-        return {}, {}
+        return (base.decode_band, base.aggregate_band), {}
     folds = min(BAND_FOLDS, len(recipe_ids))
-    single, batched = [], []
+    single: list[float] = []
+    batched: list[float] = []
     for fold in range(folds):
         held = set(recipe_ids[fold::folds])
         train = [o for o in observations if o.recipe.id not in held]
@@ -293,7 +304,7 @@ def _bands(observations: Sequence[Observation], bandwidth: float, spread: float,
     aggregate = _band(batched) if len(batched) >= 3 else decode
     basis = {"decode_band": _band_basis(len(single)),
              "aggregate_band": _band_basis(len(batched)) if len(batched) >= 3 else "the single-stream range"}
-    return {"decode_band": decode, "aggregate_band": aggregate}, basis
+    return (decode, aggregate), basis
 
 
 def _band(errors: list[float]) -> float:
@@ -363,11 +374,11 @@ def _fit_prefill(points: list[tuple[PrefillInputs, float, str]], c: SpeedConstan
         targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True))
-    rates: dict[str, float | None] = {p: solution.get(p) or None for p in PRECISIONS}
+    rates: dict[str, float | None] = {name: solution.get(name) or None for name in PRECISIONS}
     basis = dict(c.basis)
-    for p in PRECISIONS:
-        basis[f"prefill:{p}"] = (f"fitted to {sum(1 for q, _, _ in points if q.precision == p)} prefill measurements"
-                                 if rates[p] else "")
+    for name in PRECISIONS:
+        count = sum(1 for q, _, _ in points if q.precision == name)
+        basis[f"prefill:{name}"] = f"fitted to {count} prefill measurements" if rates[name] else ""
     rates, basis = _fill_precisions(rates, basis)
     attention = solution["attention"] or rates.get("bf16") or 0.0
     basis["prefill_ms_per_gflop"] = f"fitted to {len(points)} prefill measurements (all engines)"

@@ -168,8 +168,7 @@ def default_constants(hardware: Hardware, engine: str = "vllm") -> SpeedConstant
     if hardware.link and hardware.link.latency_us:
         latency, basis["allreduce_us"] = hardware.link.latency_us, "published link latency"
     peak = tensor_peak_flops(hardware)
-    rates = {p: (1e12 / (peak_flops(hardware, p) * ASSUMED_PREFILL_MFU) if peak_flops(hardware, p) else None)
-             for p in PRECISIONS}
+    rates = {p: _assumed_rate(peak_flops(hardware, p)) for p in PRECISIONS}
     basis["prefill_ms_per_gflop"] = f"{ASSUMED_PREFILL_MFU:.0%} of the tensor peak (assumed)" if peak else "unknown"
     return SpeedConstants(
         engine=engine, bandwidth_fraction=fraction, weight_penalty={}, kv_ms_per_gb=ASSUMED_KV_MS_PER_GB,
@@ -179,6 +178,11 @@ def default_constants(hardware: Hardware, engine: str = "vllm") -> SpeedConstant
         acceptance=ASSUMED_ACCEPTANCE, expert_spread=ASSUMED_EXPERT_SPREAD, prefill_ms_per_gflop=rates,
         expert_prefill_factor=ASSUMED_EXPERT_PREFILL_FACTOR, prefill_attention_ms_per_gflop=rates.get("bf16") or 0.0,
         decode_band=ASSUMED_BAND, aggregate_band=ASSUMED_BAND, prefill_band=ASSUMED_BAND, basis=basis)
+
+
+def _assumed_rate(peak: float | None) -> float | None:
+    """Milliseconds per GFLOP at the assumed share of a tensor peak (None without a peak)."""
+    return 1e12 / (peak * ASSUMED_PREFILL_MFU) if peak else None
 
 
 @dataclass(frozen=True, slots=True)

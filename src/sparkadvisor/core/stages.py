@@ -345,11 +345,11 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     measurement = measured(recipe, "prefill_tok_s")
     if measurement is not None:
         return measurement.value, "measured", measurement
-    if model.params.active_b is None:
+    p = model.params
+    if p.active_b is None:
         return None, "unknown", None
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
-    p = model.params
     point = prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
                            weight_format, model.attention, attended)
     rate = estimate_prefill(point, constants)
