@@ -25,6 +25,7 @@ from sparkadvisor.core.stages import (
     fit_on,
     kv_pool_for,
     measured,
+    measured_ttft,
     pick_recipe,
     prefill,
     short_bytes,
@@ -103,6 +104,7 @@ class Plan:
     prefill_basis = property(lambda self: self.first.prefill_basis)
     prefill_measured = property(lambda self: self.first.prefill_measured)
     ttft_s = property(lambda self: self.first.ttft_s)
+    ttft_measured = property(lambda self: self.first.ttft_measured)
 
     @property
     def streams_tables(self) -> bool:
@@ -129,8 +131,12 @@ class Plan:
 
     @property
     def cold_ttft_s(self) -> float | None:
-        """First token for the whole prompt computed from scratch (no prefix reuse)."""
+        """First token for the whole prompt computed from scratch (no prefix reuse): measured at
+        this context when a bench run did, else from the prefill rate."""
         context = self.workload.context_tokens
+        cold = measured_ttft(self.recipe, context, context)
+        if cold is not None:
+            return cold.value
         rate, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
                              self.build.format)
         return context / rate if rate else None

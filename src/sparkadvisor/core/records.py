@@ -14,12 +14,16 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, field, fields, is_dataclass
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any, TypeVar, dataclass_transform
 
 T = TypeVar("T")
 
 PYDANTIC_CONFIG = {"extra": "forbid", "allow_inf_nan": False}
 """What pydantic enforces on every record: unknown keys refused, no inf or nan."""
+STRICT_SCALARS = frozenset({"bool", "int", "float", "bool | None", "int | None", "float | None"})
+"""Field types pydantic checks strictly: TOML's `true` is not the number 1, `32.5` is not a
+layer count, and `1` is not `true` (an int still passes where a float is expected)."""
 
 
 def checked(*, default: Any = MISSING, default_factory: Any = MISSING, **limits: Any) -> Any:
@@ -38,6 +42,9 @@ def record(cls: type[T]) -> type[T]:
     for name, method in _SHARED.items():
         setattr(cls, name, method)
     made = dataclass(init=False, repr=False, eq=False, slots=True, kw_only=True)(cls)
+    for spec in fields(made):
+        if spec.type in STRICT_SCALARS and "strict" not in spec.metadata:
+            spec.metadata = MappingProxyType({**spec.metadata, "strict": True})
     made.__init__ = _make_init(made)  # type: ignore[method-assign]
     names = field_names(made)
     made._values = attrgetter(*names) if names else _no_values  # type: ignore[attr-defined]

@@ -46,15 +46,36 @@ BLOCK_DRAFTERS = ("dflash", "dspark")
 """Drafters that propose their whole block in one pass (the others run once per proposed token)."""
 
 def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
-    """The recipe's measurement of `metric` at `streams` concurrent requests."""
+    """The recipe's newest measurement of `metric` at `streams` concurrent requests (a later
+    bench run is listed after an earlier one; calibration still uses every run)."""
     if recipe is None:
         return None
-    return next((m for m in recipe.measurements if m.metric == metric and m.streams == streams), None)
+    return next((m for m in reversed(recipe.measurements) if m.metric == metric and m.streams == streams), None)
+
+
+def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: int) -> Measurement | None:
+    """The newest first token measured at this context with as many tokens from the prefix
+    cache as the workload reuses (within 2% of the prompt), or None."""
+    if recipe is None:
+        return None
+    cached = context_tokens - uncached_tokens
+    return next((m for m in reversed(recipe.measurements)
+                 if m.metric == "ttft_s" and m.context_tokens == context_tokens and m.cached_tokens is not None
+                 and abs(m.cached_tokens - cached) <= 0.02 * context_tokens), None)
 
 
 def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
-    """The vLLM recipe for this build on exactly `nodes` of this hardware, the best-measured first."""
+    """The vLLM recipe for this build on exactly `nodes` of this hardware: the newest one the
+    user's own `sparkadvisor bench` recorded, else the best-measured published one."""
     candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes]
+    own = [r for r in candidates if r.id in facts.own_recipes]
+    return own[-1] if own else published_recipe(facts, hardware, nodes)
+
+
+def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
+    """The best-measured published vLLM recipe for this build on exactly `nodes` of this hardware
+    (a bench run copies from it what a server cannot tell)."""
+    candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes and r.id not in facts.own_recipes]
     return max(candidates, key=lambda r: len(r.measurements), default=None)
 
 
@@ -314,7 +335,10 @@ class FirstToken:
     prefill_measured: Measurement | None
     """The recipe's prefill measurement, when it has one."""
     ttft_s: float | None
-    """Seconds to the first token: uncached tokens at the prefill rate."""
+    """Seconds to the first token: measured at this context and reuse, else uncached tokens at the
+    prefill rate."""
+    ttft_measured: Measurement | None = None
+    """A first token a bench run measured at this context and reuse."""
 
 
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
@@ -325,9 +349,10 @@ def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tup
                                                                    * (1 - workload.prefix_reuse))
     rate, basis, measurement = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
                                        weight_format)
+    ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
                       prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement,
-                      ttft_s=uncached / rate if rate else None)
+                      ttft_s=ttft.value if ttft else (uncached / rate if rate else None), ttft_measured=ttft)
 
 
 def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
