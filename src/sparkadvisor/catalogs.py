@@ -13,7 +13,6 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from sparkadvisor.core import catalog as catalog_rules
 from sparkadvisor.core import sanity, schema
 from sparkadvisor.core.catalog import CatalogError, Problem, check_references, merge, parse_catalog
 from sparkadvisor.core.index import CatalogIndex
-from sparkadvisor.core.records import from_plain, to_plain
+from sparkadvisor.core.records import from_plain, record, to_plain
 from sparkadvisor.core.sanity import MAX_CATALOG_BYTES
 from sparkadvisor.core.schema import Catalog
 
@@ -40,7 +39,7 @@ ORPHAN_AGE_S = 600
 _DATE = re.compile(r'^catalog_date\s*=\s*"(\d{4}-\d{2}-\d{2})"\s*(#.*)?$')
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class ActiveCatalog:
     """The base catalog in use: the bundled one, or the one `catalog update` installed."""
 
@@ -129,7 +128,7 @@ def _digest(files: Sequence[Path], texts: Sequence[bytes]) -> str:
     """Names every input of a cached catalog: the version, the schema's source and each file."""
     digest = hashlib.sha256(f"{__version__}\0{CACHE_FORMAT}\0".encode())
     for rules in (schema, catalog_rules, sanity):  # the code that decides whether a catalog is accepted
-        digest.update(Path(rules.__file__).read_bytes())
+        digest.update(Path(str(rules.__file__)).read_bytes())
     for path, text in zip(files, texts, strict=True):
         digest.update(str(path).encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:24]

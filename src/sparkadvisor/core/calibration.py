@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.lsq import nnls
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.speed import (
     MIN_BAND,
@@ -73,7 +74,7 @@ POOLED = "*"
 """The group of engines with too few measured recipes for constants of their own."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Observation:
     """One decode measurement, with what the model says its step reads and runs."""
 
@@ -94,7 +95,7 @@ class Observation:
         return i.streams * (1 + i.spec_tokens * accepted) / self.total_tok_s * 1e3
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Calibration:
     """Speed constants for one hardware profile, for every engine the catalog measured there."""
 
@@ -169,7 +170,7 @@ def recipe_inputs(index: CatalogIndex, recipe: Recipe, context: int | None, stre
 # --- decode -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class _Design:
     """The fit's columns for one set of observations: names, rows, targets, weights."""
 

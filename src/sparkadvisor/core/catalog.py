@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import typing
-from dataclasses import dataclass, is_dataclass, replace
+from dataclasses import is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
-from sparkadvisor.core.records import field_names, iter_tables
+from sparkadvisor.core.records import field_names, iter_tables, record
 from sparkadvisor.core.sanity import MAX_CATALOG_BYTES, MAX_NESTING, sanity_findings
 from sparkadvisor.core.schema import Catalog, Context, Recipe
 from sparkadvisor.core.tomllines import TomlLines, index_lines
@@ -27,7 +27,7 @@ __all__ = ["CatalogError", "CatalogIndex", "Problem", "check_references", "iter_
            "source_ids"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Problem:
     """One thing wrong with a catalog."""
 

@@ -7,12 +7,12 @@ detail pane, `sparkadvisor show` and the Markdown report all print these steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
 from sparkadvisor.core.speed import prefill_precision, prefill_range, weight_class
 from sparkadvisor.core.targets import context_needed, usable_context
@@ -21,7 +21,7 @@ from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Step:
     """One line of the arithmetic."""
 

@@ -8,8 +8,6 @@ shorthands for the figures views read most.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex
 from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
@@ -36,7 +34,7 @@ from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 __all__ = ["ENGINE", "Cluster", "Plan", "evaluate", "measured"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Cluster:
     """`nodes` of one hardware profile."""
 

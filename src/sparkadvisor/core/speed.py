@@ -26,9 +26,10 @@ the context the token attends to, plus the link's share under TP.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Hardware
 
 DEFAULT_BANDWIDTH_FRACTION = 0.8
@@ -97,7 +98,7 @@ def weight_class(weight_format: str) -> str:
     return weight_format if weight_format == "mxfp4" else "bf16"
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class SpeedConstants:
     """The free constants of the speed model for one hardware profile and engine."""
 
@@ -185,7 +186,7 @@ def _assumed_rate(peak: float | None) -> float | None:
     return 1e12 / (peak * ASSUMED_PREFILL_MFU) if peak else None
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class DecodeInputs:
     """What one decode step reads and runs, per node."""
 
@@ -232,7 +233,7 @@ class DecodeInputs:
         return self.streams * (self.spec_tokens + 1)
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class DecodeEstimate:
     """Ceiling, expected value and range, with where a step's time goes."""
 
@@ -385,7 +386,7 @@ def tensor_peak_flops(hardware: Hardware) -> float:
     return max((peak_flops(hardware, p) or 0.0) for p in ("fp4", "fp8", "bf16"))
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class PrefillInputs:
     """What prefilling one prompt token computes, across the cluster."""
 

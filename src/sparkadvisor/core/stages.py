@@ -107,7 +107,7 @@ def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe 
     """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
     tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
     budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
-    needed = nodes if fits and nodes == 1 else _nodes_needed(facts, hardware, settings)
+    needed = _nodes_needed(facts, hardware, settings, nodes if fits else None)
     return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
                nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
                                                                                  else "auto"))
@@ -126,12 +126,13 @@ def _fits(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings
     return budget, budget.fits or by_recipe, by_recipe
 
 
-def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings) -> int | None:
+def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None) -> int | None:
+    """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried."""
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
-    for nodes in range(1, hardware.max_nodes + 1):
+    for nodes in range(1, fits_on or hardware.max_nodes + 1):
         if _fits(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes)[1]:
             return nodes
-    return None
+    return fits_on
 
 
 def utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
@@ -301,8 +302,13 @@ def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Re
         acceptance=spec.acceptance if spec else None,
         hidden_size=attention.hidden_size if attention else None,
         streams=streams,
-        tables=" + ".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables)),
+        tables=_tables_label(model) if model.tables else "",
     )
+
+
+def _tables_label(model: Model) -> str:
+    """"PLE", "Engram" or "PLE + Engram": the per-token tables a decode step reads."""
+    return " + ".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables))
 
 
 def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: int) -> float:
