@@ -16,7 +16,7 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
 from sparkadvisor.core.speed import prefill_precision, prefill_range, weight_class
 from sparkadvisor.core.targets import context_needed, usable_context
-from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
+from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
 
 Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
 
@@ -170,8 +170,9 @@ def _verdict(plan: Plan) -> str:
     if plan.fits:
         return "It fits."
     needed = plan.nodes_needed
-    return f"It does not fit; it needs {needed} nodes." if needed else \
-        f"It does not fit on up to {plan.cluster.hardware.max_nodes} nodes."
+    most = plan.cluster.hardware.max_nodes
+    return f"It does not fit; it needs {plural(needed, 'node')}." if needed else \
+        f"It does not fit on up to {plural(most, 'node')}." if most > 1 else "It does not fit on one node."
 
 
 def _kv(plan: Plan) -> Step:
@@ -216,7 +217,7 @@ def _pool(plan: Plan) -> Step:
     else:
         per_token = plan.kv_bytes_per_token or 0
         text = (f"{plan.budget.kv_bytes / GiB:.1f} GiB / {per_token / 1024:.2f} KiB = {fmt_tokens(pool)} tokens "
-                f"of KV pool; at {w.context_tokens:,} tokens per session, {plan.sessions} concurrent sessions fit.")
+                f"of KV pool; at {w.context_tokens:,} tokens per session, {plural(plan.sessions or 0, 'concurrent session')} fit.")
         basis = "derived"
     if measured is not None:
         text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)})."

@@ -23,7 +23,7 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Capability, Caveat, Model
 from sparkadvisor.core.targets import TargetCheck
-from sparkadvisor.core.units import fmt_seconds
+from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.core.workload import Workload
 
 CAPABILITY_STEP = 0.05
@@ -72,8 +72,10 @@ def exclusion_reason(plan: Plan) -> str | None:
     """Why a plan cannot be used for its workload, or None."""
     if not plan.fits:
         needed = plan.nodes_needed
-        where = f"needs {needed} nodes" if needed else f"does not fit even on {plan.cluster.hardware.max_nodes} nodes"
-        return f"does not fit on {plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''}: {where}"
+        most = plan.cluster.hardware.max_nodes
+        where = f"needs {plural(needed, 'node')}" if needed else (
+            f"does not fit even on {plural(most, 'node')}" if most > 1 else "one node is all this hardware takes")
+        return f"does not fit on {plural(plan.cluster.nodes, 'node')}: {where}"
     caveat = plan.disqualified_by
     if caveat is not None:
         cite = f", {caveat.cite}" if caveat.cite else ""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Model, Recipe
-from sparkadvisor.core.units import fmt_seconds
+from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.core.workload import Workload
 
 if TYPE_CHECKING:
@@ -133,4 +133,4 @@ def _sessions(plan: Plan) -> TargetCheck:
         return TargetCheck("sessions", "unknown", f"room for a {tokens:,}-token session unknown (KV size unknown)")
     if plan.sessions == 0:
         return TargetCheck("sessions", "missed", f"no room for one {tokens:,}-token session")
-    return TargetCheck("sessions", "met", f"{plan.sessions} sessions of {tokens:,} tokens fit")
+    return TargetCheck("sessions", "met", f"{plural(plan.sessions, 'session')} of {tokens:,} tokens fit")
