@@ -44,7 +44,7 @@ ENGINES = ("vllm", "llama.cpp", "sglang", "ollama", "trt-llm")
 """Engines `--engine` names; the catalog's recipes may add more (atlas, ...)."""
 
 
-def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
+def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True, streams: bool = True) -> None:
     """Cluster, workload and override options shared by rank, show and export."""
     from sparkadvisor.core.formats import KV_DTYPE_BYTES
     from sparkadvisor.core.workload import WORKLOADS
@@ -61,8 +61,9 @@ def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True
     parser.add_argument("--engine", metavar="ENGINE",
                         help=f"engine for builds without a recipe ({', '.join(ENGINES)}; default: vllm, "
                              "or the build's own)")
-    parser.add_argument("--streams", type=positive_int, default=1,
-                        help="sequences decoding at once; speeds are per stream, with the aggregate (default: 1)")
+    if streams:
+        parser.add_argument("--streams", type=positive_int, default=1,
+                            help="sequences decoding at once; speeds are per stream, with the aggregate (default: 1)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--eager", dest="enforce_eager", action="store_const", const=True,
                       help="cost every build without CUDA graphs (--enforce-eager)")
@@ -92,7 +93,7 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
         raise UsageError(f"--nodes {args.nodes} is more than the {hardware.max_nodes} nodes the advisor "
                          f"sweeps for {hardware.name}")
     changes = {"context_tokens": args.context, "prefix_reuse": args.prefix_reuse, "output_tokens": args.output_tokens,
-               "streams": getattr(args, "streams", None)}
+               "streams": args.streams if isinstance(getattr(args, "streams", None), int) else None}
     workload = WORKLOADS[args.workload].changed(**{k: v for k, v in changes.items() if v is not None})
     engine = getattr(args, "engine", None)
     known = sorted(set(ENGINES) | {r.engine for r in index.catalog.recipes})
