@@ -13,7 +13,7 @@ from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.core.table import COLUMNS, row_cells
+from sparkadvisor.core.table import COLUMNS, header, row_cells
 from sparkadvisor.core.workload import Workload
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "dark_orange", "info": "dim"}
@@ -21,14 +21,6 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "dark_orange", "info": "dim
 
 BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "estimated": "yellow",
                "assumed": "magenta", "unknown": "red"}
-
-
-def header(cluster: Cluster, workload: Workload) -> str:
-    """"2 x DGX Spark · 243.2 GiB · 273 GB/s · Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
-    hw = cluster.hardware
-    return (f"{cluster.label} · {cluster.usable_gib:.1f} GiB · {hw.memory_bandwidth_gb_s:g} GB/s"
-            f" · {workload.label}: {workload.context_tokens:,} tokens, {workload.prefix_reuse:.0%} reuse, "
-            f"{workload.output_tokens} out")
 
 
 def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload) -> None:
@@ -51,7 +43,7 @@ def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Worklo
 
 def caveat_badges(item: Ranked) -> Text:
     """The caveats column: one badge per kind, coloured by its severity, most serious first."""
-    text, seen = Text(), set()
+    text, seen = Text(), set[str]()
     for caveat in by_severity(item.plan.caveats):
         if caveat.kind not in seen:
             text.append((" " if seen else "") + badge(caveat), SEVERITY_STYLE[caveat.severity])

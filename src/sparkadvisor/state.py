@@ -7,13 +7,12 @@ A missing or unreadable file gives the defaults: state is a convenience, never a
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from sparkadvisor import paths
+from sparkadvisor.atomic import write_atomic
 
 STATE_FILE = "state.json"
 
@@ -59,13 +58,7 @@ def load_state(path: Path | None = None) -> AppState:
 def save_state(state: AppState, path: Path | None = None) -> None:
     """Write the state atomically; a failure to write is ignored (state is a convenience)."""
     path = path or state_path()
-    temp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=".state-", suffix=".json", dir=path.parent)
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(asdict(state), file, indent=2)
-        os.replace(temp, path)
+        write_atomic(path, json.dumps(asdict(state), indent=2))
     except OSError:
-        if temp is not None:
-            Path(temp).unlink(missing_ok=True)
+        pass

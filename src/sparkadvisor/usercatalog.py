@@ -9,9 +9,7 @@ user's or the bundled catalog is refused unless `force` is given.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor import paths
+from sparkadvisor.atomic import write_atomic
 from sparkadvisor.core.records import to_plain
 from sparkadvisor.core.schema import Build, Model, Size, Source
 
@@ -122,8 +121,8 @@ def entries(files: RepoFiles, derived: Derived, model_id: str, build_id: str,
                          f"{_offline_note(files)}{unknown}")
     name = files.repo.split("/", 1)[1]
     model = Model(id=model_id, name=name, family=derived.family, repo=files.repo, source=source_id,
-                  modalities=list(derived.modalities), params=derived.params(source_id),
-                  attention=derived.attention, tables=derived.tables(source_id), mtp=derived.mtp(source_id),
+                  modalities=tuple(derived.modalities), params=derived.params(source_id),
+                  attention=derived.attention, tables=tuple(derived.tables(source_id)), mtp=derived.mtp(source_id),
                   context=derived.context)
     dtypes = ", ".join(f"{k} {v:,}" for k, v in derived.bytes_by_dtype.items())
     size = Size(value=derived.weight_bytes / 1e9, unit="GB", source=source_id,
@@ -162,8 +161,8 @@ def taken_ids() -> dict[str, str]:
 
     taken: dict[str, str] = {}
     bundled = read_catalog(active_catalog().path)
-    for item in [*bundled.models, *bundled.builds]:
-        taken[item.id] = "the bundled catalog"
+    for item_id in [m.id for m in bundled.models] + [b.id for b in bundled.builds]:
+        taken[item_id] = "the bundled catalog"
     user = read_user_tables()
     for kind in KINDS:
         for item in user.get(kind, []):
@@ -198,13 +197,14 @@ def add_entries(source_id: str, source: Source, model: Model, build: Build, *, f
 
 
 def _dump(table: Any) -> dict[str, Any]:
-    return to_plain(table, drop_defaults=True, drop_none=True)  # type: ignore[no-any-return]
+    return to_plain(table, drop_defaults=True, drop_none=True)
 
 
 def _toml(tables: dict[str, Any]) -> str:
     import tomli_w
 
-    ordered = {key: tables[key] for key in ("schema_version", "sources", "models", "builds") if key in tables}
+    ordered: dict[str, Any] = {key: tables[key] for key in ("schema_version", "sources", "models", "builds")
+                               if key in tables}
     ordered.update({k: v for k, v in tables.items() if k not in ordered})
     return tomli_w.dumps(ordered)
 
@@ -221,22 +221,8 @@ def _validate(text: str) -> None:
 
 
 def _write_atomically(path: Path, text: str) -> Path:
-    """Write `text` to a temporary file beside `path`, then replace `path` in one step."""
+    """Write `text` beside `path`, flushed to disk, then replace `path` in one step."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".catalog-",
-                                             suffix=".tmp", delete=False)
+        return write_atomic(path, text, mode=0o600, durable=True)
     except OSError as error:
-        raise UserCatalogError(f"cannot write in {path.parent} ({error.strerror or error})") from None
-    try:
-        with handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    except BaseException as error:
-        Path(handle.name).unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None
-        raise
-    return path
+        raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None

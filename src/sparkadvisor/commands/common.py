@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sparkadvisor.inputs import fraction, number_above_zero, positive_int, share
 
 if TYPE_CHECKING:
     from sparkadvisor.core.index import CatalogIndex
@@ -14,50 +15,12 @@ if TYPE_CHECKING:
     from sparkadvisor.core.workload import Settings, Workload
 
 
+__all__ = ["UsageError", "add_catalog_option", "add_scenario_options", "find_build_id", "fraction", "load",
+           "number_above_zero", "positive_int", "print_json", "scenario", "share"]
+
+
 class UsageError(Exception):
     """Bad input named in one sentence (exit code 2)."""
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (100_000 and 100,000 allowed)."""
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
-
-
-def number_above_zero(most: float, unit: str = "") -> Callable[[str], float]:
-    """An argparse type: a number more than 0 and at most `most` (`unit` names it in messages)."""
-    what = f" {unit}" if unit else ""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number{' of' + what if unit else ''}") from None
-        if not 0 < value <= most:
-            raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most {most:g}{what}")
-        return value
-
-    return parse
-
-
-fraction = number_above_zero(1)
-"""An argparse type: a number in (0, 1]."""
-
-
-def share(text: str) -> float:
-    """An argparse type: a share in [0, 1], or a percentage such as 95%."""
-    try:
-        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
-    return value
 
 
 def add_catalog_option(parser: argparse.ArgumentParser) -> None:

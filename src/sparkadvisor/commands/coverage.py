@@ -99,7 +99,8 @@ def _family(catalog: Catalog, model_ids: set[str], name: str) -> FamilyCoverage:
     return FamilyCoverage(
         name, len(models), len(builds), sum(b.size is not None for b in builds), len(with_kv),
         sum(m.context is not None for m in models), sum(bool(m.capability) for m in models),
-        sum(not m.capability and m.capability_none_published is not None for m in models), len(recipes), sum(len(r.measurements) for r in recipes), len(caveats),
+        sum(not m.capability and m.capability_none_published is not None for m in models), len(recipes),
+        sum(len(r.measurements) for r in recipes), len(caveats),
         tuple(sorted({r.engine for r in recipes})),
     )
 

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 
 from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, scenario
 
-FORMAT_NAMES = ("sh", "yaml", "compose", "claude", "md", "json")
-
 if TYPE_CHECKING:
     from sparkadvisor.export.spec import ExportFile
 
@@ -37,11 +35,13 @@ def _checked(name: str) -> Callable[[str], object]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from sparkadvisor.export import FORMATS
+
     parser.add_argument("build", help="build id (see `sparkadvisor rank`)")
     parser.add_argument("--recipe", metavar="ID", help="the community recipe to follow (sets --nodes)")
     parser.add_argument("--launcher", choices=("native", "ray"), default="native",
                         help="multi-node launcher: vLLM's own --nnodes/--headless (default) or Ray")
-    parser.add_argument("--format", required=True, choices=FORMAT_NAMES, dest="fmt", help="what to write")
+    parser.add_argument("--format", required=True, choices=list(FORMATS), dest="fmt", help="what to write")
     parser.add_argument("--out", metavar="DIR", help="folder to write into; '-' or none prints a one-file "
                         "format (json, md, a one-node yaml or compose) to stdout")
     parser.add_argument("--force", action="store_true", help="overwrite files that already exist")

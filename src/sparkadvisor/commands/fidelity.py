@@ -53,7 +53,7 @@ def text_lines(report: object) -> list[str]:
                      f"median |error| {median}; inside range {share}")
     for f in report.fitted:
         lines += ["", f"Constants fitted to the whole catalog for {f.hardware} ({f.engine}):"]
-        lines += [f"  {name:<24} {_value(name, item['value'])}  ({item['basis']})"
+        lines += [f"  {name:<24} {_value(name, item['value'])}  ({item['basis']})"  # type: ignore[index]
                   for name, item in constants_dict(f.constants).items()]
     return lines
 

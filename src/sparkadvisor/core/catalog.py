@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.records import field_names, iter_tables
 from sparkadvisor.core.schema import Catalog, Context, Recipe
+from sparkadvisor.core.tomllines import TomlLines, index_lines
 
 if TYPE_CHECKING:
     import tomllib
@@ -68,29 +69,41 @@ def parse_catalog(text: str, name: str = "catalog.toml") -> Catalog:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise CatalogError([_toml_problem(name, error)]) from None
+        raise CatalogError([_toml_problem(name, error, text)]) from None
     try:
         return validate_catalog(data)
     except ValidationError as error:
-        lines = _line_index(text)
+        lines = index_lines(text)
         raise CatalogError(
             [_validation_problem(name, lines, data, item) for item in error.errors()]
         ) from None
 
 
-def _toml_problem(name: str, error: tomllib.TOMLDecodeError) -> Problem:
-    match = re.search(r"\(at line (\d+), column (\d+)\)", str(error))
+def _toml_problem(name: str, error: tomllib.TOMLDecodeError, text: str) -> Problem:
+    """tomllib's reason with its line; "at end of document" becomes the line where the
+    string, array or table left open began (or the last line written)."""
+    message = str(error)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", message)
     line = int(match.group(1)) if match else None
-    reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
-    return Problem(name, line, "", f"not valid TOML: {reason[0].lower()}{reason[1:]}")
+    reason = re.sub(r"\s*\((at line \d+, column \d+|at end of document)\)", "", message)
+    reason = f"{reason[0].lower()}{reason[1:]}"
+    if line is None and "at end of document" in message:
+        found = index_lines(text)
+        if found.unclosed:
+            line, what = found.unclosed
+            reason += f" ({what} opened here is never closed)"
+        else:
+            line = found.last_line or None
+            reason += " at the end of the file"
+    return Problem(name, line, "", f"not valid TOML: {reason}")
 
 
 def _validation_problem(
-    name: str, lines: dict[tuple[Any, ...], int], data: dict[str, Any], item: Any
+    name: str, lines: TomlLines, data: dict[str, Any], item: Any
 ) -> Problem:
     loc = tuple(item["loc"])
     where = loc[:-1] if item["type"] == "missing" else loc
-    return Problem(name, _find_line(lines, loc), _field_path(where, data), _message(loc, item))
+    return Problem(name, lines.find(loc), _field_path(where, data), _message(loc, item))
 
 
 def _message(loc: tuple[Any, ...], item: Any) -> str:
@@ -144,56 +157,6 @@ def _field_path(loc: tuple[Any, ...], data: dict[str, Any]) -> str:
             parts.append(str(part))
             node = node.get(part) if isinstance(node, dict) else None
     return ".".join(parts).replace('" .', '" > ').replace('".', '" > ')
-
-
-# --- line numbers -------------------------------------------------------------
-
-_ARRAY_HEADER = re.compile(r"^\[\[\s*([^\]]+?)\s*\]\]")
-_TABLE_HEADER = re.compile(r"^\[\s*([^\]]+?)\s*\]")
-_KEY = re.compile(r"^([A-Za-z0-9_\-\"'.]+)\s*=")
-
-
-def _line_index(text: str) -> dict[tuple[Any, ...], int]:
-    """Map each table and key location to its line, for error messages."""
-    index: dict[tuple[Any, ...], int] = {}
-    last: dict[tuple[Any, ...], int] = {}
-    current: tuple[Any, ...] = ()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if match := _ARRAY_HEADER.match(line):
-            current = _resolve(_split_key(match.group(1)), last, array=True)
-        elif match := _TABLE_HEADER.match(line):
-            current = _resolve(_split_key(match.group(1)), last, array=False)
-        elif match := _KEY.match(line):
-            index.setdefault(current + tuple(_split_key(match.group(1))), number)
-            continue
-        else:
-            continue
-        index.setdefault(current, number)
-    return index
-
-
-def _split_key(dotted: str) -> list[str]:
-    return [part.strip().strip("\"'") for part in dotted.split(".")]
-
-
-def _resolve(names: list[str], last: dict[tuple[Any, ...], int], array: bool) -> tuple[Any, ...]:
-    loc: tuple[Any, ...] = ()
-    for position, name in enumerate(names):
-        loc += (name,)
-        if array and position == len(names) - 1:
-            last[loc] = last.get(loc, -1) + 1
-            loc += (last[loc],)
-        elif loc in last:
-            loc += (last[loc],)
-    return loc
-
-
-def _find_line(lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...]) -> int | None:
-    for end in range(len(loc), 0, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return None
 
 
 # --- references ---------------------------------------------------------------
@@ -260,7 +223,7 @@ class _Locator:
         self.files = []
         for file_name, text in texts.items():
             try:
-                self.files.append((file_name, tomllib.loads(text), _line_index(text)))
+                self.files.append((file_name, tomllib.loads(text), index_lines(text)))
             except tomllib.TOMLDecodeError:
                 continue
         self.default_name = default_name
@@ -270,7 +233,7 @@ class _Locator:
             for position, item in enumerate(data.get(kind, [])):
                 if isinstance(item, dict) and item.get("id") == item_id:
                     loc = (kind, position, key)
-                    return Problem(file_name, _find_line(lines, loc), f'{kind}[{position}] "{item_id}" > {key}',
+                    return Problem(file_name, lines.find(loc), f'{kind}[{position}] "{item_id}" > {key}',
                                    message)
         return Problem(self.default_name, None, f'{kind} "{item_id}" > {key}', message)
 

@@ -184,7 +184,7 @@ def _config_tests(config: ServedConfig) -> list[tuple[str, Callable[[Plan], bool
                                      and p.recipe.speculative.tokens_per_pass == config.speculative_tokens)))
     if config.gpu_memory_utilization:
         tests.append((f"gpu-memory-utilization {config.gpu_memory_utilization:g}",
-                      lambda p: abs(p.budget.utilization - config.gpu_memory_utilization) < 0.005))  # type: ignore[operator]
+                      lambda p: abs(p.budget.utilization - config.gpu_memory_utilization) < 0.005))
     return tests
 
 

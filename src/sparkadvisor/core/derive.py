@@ -382,7 +382,8 @@ def _linear(text: Mapping[str, Any], layers: int, source: str, unknown: list[str
     if missing:
         unknown.append(f"attention ({layers} linear-attention layers, but config.json lacks {', '.join(missing)})")
         return None
-    return LinearAttention(kind="kda" if table is kda else "gated-deltanet", layers=layers, source=source, **dims)
+    return LinearAttention(kind="kda" if table is kda else "gated-deltanet", layers=layers, source=source,
+                           **dims)  # type: ignore[arg-type]  # each checked to be an int >= 1 above
 
 
 def _context(text: Mapping[str, Any], source: str, unknown: list[str]) -> Context | None:

@@ -22,7 +22,7 @@ PYDANTIC_CONFIG = {"extra": "forbid", "allow_inf_nan": False}
 """What pydantic enforces on every record: unknown keys refused, no inf or nan."""
 
 
-def checked(default: Any = MISSING, *, default_factory: Any = MISSING, **limits: Any) -> Any:
+def checked(*, default: Any = MISSING, default_factory: Any = MISSING, **limits: Any) -> Any:
     """A field with limits that validation enforces (`gt=0`, `min_length=1`, `pattern=...`)."""
     return field(default=default, default_factory=default_factory, metadata=limits)
 
@@ -38,8 +38,9 @@ def record(cls: type[T]) -> type[T]:
     for name, method in _SHARED.items():
         setattr(cls, name, method)
     made = dataclass(init=False, repr=False, eq=False, slots=True, kw_only=True)(cls)
-    made.__init__ = _make_init(made)  # type: ignore[misc]
-    made._values = attrgetter(*field_names(made)) if fields(made) else _no_values  # type: ignore[attr-defined]
+    made.__init__ = _make_init(made)  # type: ignore[method-assign]
+    names = field_names(made)
+    made._values = attrgetter(*names) if names else _no_values  # type: ignore[attr-defined]
     return made
 
 
@@ -115,8 +116,8 @@ def iter_tables(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
             for position, item in enumerate(value):
                 if is_dataclass(item):
                     label = f"{child}[{position}]"
-                    if isinstance(getattr(item, "id", None), str):
-                        label += f' "{item.id}"'
+                    if isinstance(item_id := getattr(item, "id", None), str):
+                        label += f' "{item_id}"'
                     yield from iter_tables(item, label)
         elif isinstance(value, dict):
             for key, item in value.items():
@@ -178,8 +179,10 @@ def _decoder(hint: Any) -> Callable[[Any], Any] | None:
     if is_dataclass(hint):
         return lambda value: from_plain(hint, value)  # type: ignore[arg-type]
     if origin is tuple:
-        inner = _decoder(args[0])
-        return (lambda value: tuple(map(inner, value))) if inner else tuple
+        item = _decoder(args[0])
+        if item is None:
+            return tuple
+        return lambda value: tuple(map(item, value))
     if origin is dict:
         inner = _decoder(args[1])
         return (lambda value: {k: inner(v) for k, v in value.items()}) if inner else None

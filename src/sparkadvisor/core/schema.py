@@ -20,12 +20,12 @@ from typing import Literal
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import checked, record
+from sparkadvisor.core.workload import WorkloadKind
 
 SourceRef = str | tuple[str, ...]
 """One source id, or several, from the catalog's `[sources]` table."""
 
 SizeUnit = Literal["GB", "GiB"]
-WorkloadKind = Literal["agentic", "chat"]
 
 CaveatKind = Literal[
     "prefix-caching-disabled",
@@ -112,11 +112,11 @@ class Source:
 class ComputePeaks:
     """Tensor throughput of one node, by precision, in TFLOPS (10^12 FLOP/s)."""
 
-    fp4_tflops: float | None = checked(None, gt=0)
+    fp4_tflops: float | None = checked(default=None, gt=0)
     """Dense FP4 (NVFP4/MXFP4) peak."""
-    fp8_tflops: float | None = checked(None, gt=0)
+    fp8_tflops: float | None = checked(default=None, gt=0)
     """Dense FP8 peak."""
-    bf16_tflops: float | None = checked(None, gt=0)
+    bf16_tflops: float | None = checked(default=None, gt=0)
     """Dense BF16 peak."""
     sparse: bool = False
     """True when the vendor quotes these with 2:1 structured sparsity (twice the dense rate)."""
@@ -132,7 +132,7 @@ class Link:
     """What it is, e.g. "ConnectX-7, QSFP cable port to port"."""
     bandwidth_gb_s: float = checked(gt=0)
     """Collective bandwidth in GB/s (10^9 bytes per second) as measured or rated."""
-    latency_us: float | None = checked(None, gt=0)
+    latency_us: float | None = checked(default=None, gt=0)
     """One small all-reduce across the link, in microseconds; None when unpublished."""
     source: SourceRef
     """Where the figures come from."""
@@ -154,15 +154,15 @@ class Hardware:
     """Memory a serving engine can use per node, in GiB."""
     memory_bandwidth_gb_s: float = checked(gt=0)
     """Rated memory bandwidth in GB/s."""
-    measured_bandwidth_gb_s: float | None = checked(None, gt=0)
+    measured_bandwidth_gb_s: float | None = checked(default=None, gt=0)
     """A published read-bandwidth measurement in GB/s, when one exists."""
     unified_memory: bool = False
     """True when CPU and GPU share one pool (offloading to host frees nothing)."""
-    max_nodes: int = checked(4, ge=1, le=64)
+    max_nodes: int = checked(default=4, ge=1, le=64)
     """Largest cluster the advisor sweeps."""
-    gpu_memory_utilization: float = checked(0.85, gt=0, le=1)
+    gpu_memory_utilization: float = checked(default=0.85, gt=0, le=1)
     """Default vLLM --gpu-memory-utilization for this hardware."""
-    max_gpu_memory_utilization: float = checked(0.92, gt=0, le=1)
+    max_gpu_memory_utilization: float = checked(default=0.92, gt=0, le=1)
     """Highest value that is safe here (on GB10 higher starves the OS)."""
     compute: ComputePeaks | None = None
     """Tensor peaks, when published."""
@@ -181,12 +181,12 @@ class Params:
 
     total_b: float = checked(gt=0, le=100_000)
     """All transformer parameters (every expert), excluding per-token tables and MTP heads."""
-    active_b: float | None = checked(None, gt=0, le=100_000)
+    active_b: float | None = checked(default=None, gt=0, le=100_000)
     """Parameters read for one token (shared part plus the routed experts per token).
     Equal to total_b for a dense model; None when unpublished."""
-    routed_experts: int | None = checked(None, ge=1)
+    routed_experts: int | None = checked(default=None, ge=1)
     """MoE: routed experts per layer (n_routed_experts / num_experts)."""
-    experts_per_token: int | None = checked(None, ge=1)
+    experts_per_token: int | None = checked(default=None, ge=1)
     """MoE: routed experts each token uses (num_experts_per_tok)."""
     source: SourceRef
     """Model card or config.json."""
@@ -200,7 +200,7 @@ class LinearAttention:
     """Gated DeltaNet (Qwen3-Next), Kimi Delta Attention (GLM-5.3-Flash) or Mamba-2 (Nemotron-H)."""
     layers: int = checked(ge=1)
     """How many decoder layers are of this kind."""
-    num_key_heads: int | None = checked(None, ge=1)
+    num_key_heads: int | None = checked(default=None, ge=1)
     """Delta-rule kinds: linear_num_key_heads. Mamba-2: n_groups."""
     num_value_heads: int = checked(ge=1)
     """Gated DeltaNet: linear_num_value_heads. Mamba-2: mamba_num_heads."""
@@ -208,7 +208,7 @@ class LinearAttention:
     """Gated DeltaNet: linear_key_head_dim. Mamba-2: ssm_state_size."""
     value_head_dim: int = checked(ge=1)
     """Gated DeltaNet: linear_value_head_dim. Mamba-2: mamba_head_dim."""
-    conv_kernel: int = checked(4, ge=1)
+    conv_kernel: int = checked(default=4, ge=1)
     """Width of the short convolution (its state holds kernel - 1 steps)."""
     source: SourceRef
     """config.json."""
@@ -237,29 +237,29 @@ class Attention:
     """Grouped-query (or multi-head) attention, or DeepSeek-style multi-head latent attention."""
     layers: int = checked(ge=1)
     """All decoder layers (num_hidden_layers)."""
-    hidden_size: int | None = checked(None, ge=1)
+    hidden_size: int | None = checked(default=None, ge=1)
     """Width of the residual stream (what an all-reduce moves per token per layer)."""
-    heads: int | None = checked(None, ge=1)
+    heads: int | None = checked(default=None, ge=1)
     """Query heads (num_attention_heads)."""
-    kv_heads: int | None = checked(None, ge=1)
+    kv_heads: int | None = checked(default=None, ge=1)
     """KV heads for GQA/MHA (num_key_value_heads)."""
-    head_dim: int | None = checked(None, ge=1)
+    head_dim: int | None = checked(default=None, ge=1)
     """Per-head dimension of K and V for GQA/MHA; for MLA, v_head_dim (prefill arithmetic)."""
-    kv_lora_rank: int | None = checked(None, ge=1)
+    kv_lora_rank: int | None = checked(default=None, ge=1)
     """MLA: width of the compressed latent cached per token."""
-    qk_rope_head_dim: int | None = checked(None, ge=0)
+    qk_rope_head_dim: int | None = checked(default=None, ge=0)
     """MLA: width of the decoupled RoPE key cached beside the latent."""
-    sliding_window: int | None = checked(None, ge=1)
+    sliding_window: int | None = checked(default=None, ge=1)
     """Window of the sliding-window layers, in tokens."""
-    sliding_layers: int = checked(0, ge=0)
+    sliding_layers: int = checked(default=0, ge=0)
     """How many layers use the sliding window (they hold at most the window)."""
-    indexer_head_dim: int | None = checked(None, ge=1)
+    indexer_head_dim: int | None = checked(default=None, ge=1)
     """Sparse-attention indexer (DeepSeek DSA, GLM): key width cached per token per full layer."""
-    sparse_topk: int | None = checked(None, ge=1)
+    sparse_topk: int | None = checked(default=None, ge=1)
     """Sparse attention: tokens each query attends to (index_topk), bounding prefill attention."""
     linear: LinearAttention | None = None
     """Linear-attention or Mamba layers, when the model is a hybrid."""
-    ffn_layers: int = checked(0, ge=0)
+    ffn_layers: int = checked(default=0, ge=0)
     """Blocks with only a feed-forward or MoE part and no token mixer (Nemotron-H's E and - blocks):
     they keep no KV and no state."""
     compressed: tuple[CompressedLayers, ...] = ()
@@ -293,9 +293,9 @@ class TokenTable:
 class MtpHead:
     """Multi-token-prediction layers shipped with the model for speculative decoding."""
 
-    layers: int | None = checked(None, ge=1)
+    layers: int | None = checked(default=None, ge=1)
     """num_nextn_predict_layers, when known."""
-    params_b: float | None = checked(None, gt=0)
+    params_b: float | None = checked(default=None, gt=0)
     """Size in billions of parameters, when published."""
     source: SourceRef
     """config.json or model card."""
@@ -307,7 +307,7 @@ class Context:
 
     native_tokens: int = checked(ge=1)
     """Trained context (max_position_embeddings without scaling)."""
-    extended_tokens: int | None = checked(None, ge=1)
+    extended_tokens: int | None = checked(default=None, ge=1)
     """With RoPE scaling such as YaRN, when the card gives it; a recipe enables it by setting
     max_model_len above the native context."""
     extended_method: str | None = None
@@ -413,9 +413,9 @@ class Size:
     """The number as printed."""
     unit: SizeUnit
     """GB (10^9 bytes) or GiB (2^30 bytes), as printed."""
-    mtp: float | None = checked(None, ge=0)
+    mtp: float | None = checked(default=None, ge=0)
     """Part of the size that is MTP heads, in the same unit, when a source splits it out."""
-    tables: float | None = checked(None, ge=0)
+    tables: float | None = checked(default=None, ge=0)
     """Part of the size that is per-token tables (PLE, Engram), in the same unit."""
     note: str = ""
     """Where sources disagree, or how a part was converted."""
@@ -443,7 +443,7 @@ class Build:
     """Engines known to load it."""
     caveats: tuple[str, ...] = ()
     """Ids of caveats that apply to this build on every recipe."""
-    bits_per_weight: float | None = checked(None, gt=0, le=32)
+    bits_per_weight: float | None = checked(default=None, gt=0, le=32)
     """Average stored bits per weight when the build states it (EXL3 "4.0bpw")."""
     source: SourceRef
     """The repo or its model card."""
@@ -465,11 +465,11 @@ class Speculative:
     """vLLM method name: mtp, dflash, eagle3, draft_model, ngram, ..."""
     draft_repo: str | None = None
     """Draft model repo, when the method uses one."""
-    draft_size_gb: float | None = checked(None, gt=0)
+    draft_size_gb: float | None = checked(default=None, gt=0)
     """Draft model size in GB."""
     tokens_per_pass: int = checked(ge=1)
     """Tokens proposed per pass of the big model (num_speculative_tokens)."""
-    acceptance: float | None = checked(None, gt=0, lt=1)
+    acceptance: float | None = checked(default=None, gt=0, lt=1)
     """Measured share of proposed tokens accepted, when the recipe reports it."""
     source: SourceRef
     """The recipe."""
@@ -495,7 +495,7 @@ class Patch:
     """What it is, in a few words."""
     repo: str = checked(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     """The recipe repository to clone."""
-    commit: str | None = checked(None, pattern=r"^[0-9a-f]{40}$")
+    commit: str | None = checked(default=None, pattern=r"^[0-9a-f]{40}$")
     """The commit the files were read at; None when nobody pinned one (the script then takes RECIPE_DIR as is)."""
     files: tuple[PatchFile, ...] = checked(min_length=1)
     """The files it bind-mounts."""
@@ -503,7 +503,7 @@ class Patch:
     """Environment the patched code reads (e.g. a switch that turns it on)."""
     breaks: str = checked(min_length=1)
     """What happens without it, e.g. "the engine dies on any decode past ~24K context"."""
-    fails_past_context_tokens: int | None = checked(None, ge=1)
+    fails_past_context_tokens: int | None = checked(default=None, ge=1)
     """Without it the engine fails once a sequence passes this many tokens (approximate, from the source)."""
     fit_depends: bool = False
     """The plan fits only with it (e.g. a table kept on disk instead of in memory)."""
@@ -545,23 +545,23 @@ class Measurement:
     """What was measured."""
     value: float = checked(gt=0)
     """The figure (a median or the midpoint of a published range)."""
-    low: float | None = checked(None, gt=0)
+    low: float | None = checked(default=None, gt=0)
     """Lower end of a published range."""
-    high: float | None = checked(None, gt=0)
+    high: float | None = checked(default=None, gt=0)
     """Upper end of a published range."""
-    spread: float | None = checked(None, ge=0)
+    spread: float | None = checked(default=None, ge=0)
     """A published plus-or-minus (one sigma)."""
-    streams: int = checked(1, ge=1)
+    streams: int = checked(default=1, ge=1)
     """Concurrent requests during the measurement."""
-    context_tokens: int | None = checked(None, ge=1)
+    context_tokens: int | None = checked(default=None, ge=1)
     """Context length during the measurement, when stated: for decode, the tokens in the cache while
     decoding; for prefill, the prompt length."""
-    depth_tokens: int | None = checked(None, ge=0)
+    depth_tokens: int | None = checked(default=None, ge=0)
     """Tokens already cached before the measured prompt is prefilled (llama-bench `-d`): the prompt
     attends to these as well as to itself."""
     enforce_eager: bool | None = None
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
-    kv_gib: float | None = checked(None, gt=0)
+    kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
     note: str = ""
     """Conditions in a few words."""
@@ -587,19 +587,19 @@ class Recipe:
     """Container image."""
     nodes: int = checked(ge=1)
     """Nodes it runs on."""
-    tp: int = checked(1, ge=1)
+    tp: int = checked(default=1, ge=1)
     """Tensor-parallel size."""
-    pp: int = checked(1, ge=1)
+    pp: int = checked(default=1, ge=1)
     """Pipeline-parallel size."""
-    gpu_memory_utilization: float | None = checked(None, gt=0, le=1)
+    gpu_memory_utilization: float | None = checked(default=None, gt=0, le=1)
     """--gpu-memory-utilization."""
-    kv_cache_gib: float | None = checked(None, gt=0)
+    kv_cache_gib: float | None = checked(default=None, gt=0)
     """KV cache pinned per node with --kv-cache-memory-bytes, in GiB."""
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype."""
-    max_model_len: int | None = checked(None, ge=1)
+    max_model_len: int | None = checked(default=None, ge=1)
     """--max-model-len."""
-    block_size: int | None = checked(None, ge=1)
+    block_size: int | None = checked(default=None, ge=1)
     """--block-size."""
     enforce_eager: bool = False
     """--enforce-eager: no CUDA graphs, a launch cost on every kernel."""
@@ -658,7 +658,7 @@ class Catalog:
 
     schema_version: Literal[1] = 1
     """Format version of this file."""
-    catalog_date: str | None = checked(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    catalog_date: str | None = checked(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     """When the catalog was last curated, YYYY-MM-DD: `catalog info` shows it, and `catalog update`
     installs a downloaded catalog only when it is at least as new as the one in use."""
     sources: dict[str, Source] = checked(default_factory=dict)

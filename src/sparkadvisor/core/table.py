@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from sparkadvisor.core.caveats import KINDS, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
+from sparkadvisor.core.workload import Workload
 
 BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
@@ -96,3 +98,20 @@ def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:
     }
     value = values.get(key)
     return (1, 0.0) if value is None else (0, value)
+
+
+def cluster_line(cluster: Cluster) -> str:
+    """"2 x DGX Spark · 243.2 GiB · 273 GB/s"."""
+    hw = cluster.hardware
+    return f"{cluster.label} · {cluster.usable_gib:.1f} GiB · {hw.memory_bandwidth_gb_s:g} GB/s"
+
+
+def workload_line(workload: Workload) -> str:
+    """"Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
+    return (f"{workload.label}: {workload.context_tokens:,} tokens, {workload.prefix_reuse:.0%} reuse, "
+            f"{workload.output_tokens} out")
+
+
+def header(cluster: Cluster, workload: Workload) -> str:
+    """The cluster and the workload on one line, as the CLI and the TUI head a ranking."""
+    return f"{cluster_line(cluster)} · {workload_line(workload)}"

@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 
 @cache
-def _adapter(cls: type[T]) -> TypeAdapter[T]:
+def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(cls)
@@ -27,7 +27,8 @@ def _adapter(cls: type[T]) -> TypeAdapter[T]:
 def validate(cls: type[T], data: Any) -> T:
     """`data` (a dict of one table, as TOML gives it) checked as a `cls` record; raises
     pydantic's ValidationError listing every problem. Calling `cls(...)` checks nothing."""
-    return _adapter(cls).validate_python(data)
+    adapter: TypeAdapter[T] = _adapter(cls)  # type: ignore[arg-type]
+    return adapter.validate_python(data)
 
 
 def validate_catalog(data: Any) -> Catalog:

@@ -45,21 +45,18 @@ def netdev(text: str) -> str:
     return text
 
 
-def gateway_url(text: str) -> str:
-    """An http:// or https:// URL with a host and no credentials (tokens go in environment variables)."""
-    try:
-        parts = urlsplit(text)
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:
-        parts, port_ok = None, False
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok \
-            or any(ch.isspace() or not ch.isprintable() for ch in text):
-        shown = re.sub(r"//[^/]*@", "//***@", text)
-        raise ValueError(f"{shown!r} is not an http:// or https:// URL such as http://127.0.0.1:8082")
+def gateway_url(text: str, where: str = "the gateway URL") -> str:
+    """An http:// or https:// URL (checked by `sparkadvisor.urls`, the one URL check) that an export can
+    write: no credentials (tokens go in environment variables) and no query, since Claude Code appends
+    /v1/messages to it."""
+    from sparkadvisor.urls import check_url
+
+    url = check_url(text, where)
+    parts = urlsplit(url)
     if parts.username is not None or parts.password is not None:
-        raise ValueError("the gateway URL carries credentials; give the URL without them and put the token "
-                         "in an environment variable")
+        raise ValueError(f"{where} carries credentials, which an export would write into a file; give the URL "
+                         "without them and put the token in an environment variable")
     if parts.query or parts.fragment:
-        raise ValueError(f"the gateway URL {parts.scheme}://{parts.netloc}{parts.path} must not carry a query "
-                         "or fragment: Claude Code appends /v1/messages to it")
-    return text.rstrip("/")
+        raise ValueError(f"{where} {parts.scheme}://{parts.netloc}{parts.path} must not carry a query or "
+                         "fragment: Claude Code appends /v1/messages to it")
+    return url.rstrip("/")

@@ -105,7 +105,7 @@ def graph_options(plan: Plan) -> list[Option]:
 
 def parser_options(plan: Plan) -> list[Option]:
     """Tool-call and reasoning parsers (auto tool choice needs the tool-call parser)."""
-    recipe, options = plan.recipe, []
+    recipe, options = plan.recipe, list[Option]()
     if recipe and recipe.tool_call_parser:
         options += [("--tool-call-parser", recipe.tool_call_parser), ("--enable-auto-tool-choice",)]
     if recipe and recipe.reasoning_parser:

@@ -18,7 +18,7 @@ FLAGS_FILE = "vllm_serve_flags.json"
 def flag_data() -> dict[str, Any]:
     """The whole flag list, parsed once."""
     text = (resources.files("sparkadvisor") / "data" / FLAGS_FILE).read_text(encoding="utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
+    return json.loads(text)
 
 
 def vllm_version() -> str:

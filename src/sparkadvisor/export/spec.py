@@ -241,13 +241,14 @@ def _check_values(positional: list[str], launches: tuple[NodeLaunch, ...]) -> No
                 raise ExportError("a catalog value contains a NUL character, which no command line can carry")
         for option in node.vllm_options[1:]:
             flag, eq, joined = str(option[0]).partition("=")
-            for value in ([joined] if eq else []) + list(option[1:]):
-                if isinstance(value, str) and is_option(value):
-                    raise ExportError(f"the catalog value {value!r} for {flag} starts with '-': vLLM's parser "
+            values: list[str | EnvRef] = [joined] if eq else []
+            for arg in values + list(option[1:]):
+                if isinstance(arg, str) and is_option(arg):
+                    raise ExportError(f"the catalog value {arg!r} for {flag} starts with '-': vLLM's parser "
                                       "would read it as an option of its own, in a script and in a config file")
 
 
-def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: list[str]) -> NodeLaunch:
+def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: list[Option]) -> NodeLaunch:
     nodes = plan.cluster.nodes
     given = options.head_addr if rank == 0 else _worker_addr(options, rank)
     address = EnvRef("NODE_ADDR", given or f"{ADDRESS_PREFIX}{10 + rank}")

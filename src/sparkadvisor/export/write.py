@@ -6,11 +6,10 @@ folder as it was; each file is written to a temporary file beside it and renamed
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from sparkadvisor.atomic import write_atomic
 from sparkadvisor.export.spec import ExportFile
 
 
@@ -24,19 +23,6 @@ class ExistingFiles(FileExistsError):
                          "pass --force to overwrite, or choose another folder")
 
 
-def write_atomic(path: Path, text: str, executable: bool = False) -> None:
-    """Write `text` to a temporary file in the same folder, then rename it over `path`."""
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-        os.chmod(temp, 0o755 if executable else 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def write_files(folder: Path, files: Iterable[ExportFile], force: bool = False) -> list[Path]:
     """Write every file into `folder` (created if missing); ExistingFiles if any exists and not `force`."""
     chosen = list(files)
@@ -46,5 +32,5 @@ def write_files(folder: Path, files: Iterable[ExportFile], force: bool = False) 
         raise ExistingFiles(existing)
     folder.mkdir(parents=True, exist_ok=True)
     for target, file in zip(targets, chosen, strict=True):
-        write_atomic(target, file.text, file.executable)
+        write_atomic(target, file.text, mode=0o755 if file.executable else 0o644)
     return targets

@@ -92,6 +92,7 @@ def claude_findings(settings: ClaudeSettings, target: Target, vllm: VllmState, g
 
 
 def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState) -> list[Finding]:
+    up: bool | None
     if target == "vllm":
         up, name = vllm.up, "vLLM directly"
     elif target == "gateway":

@@ -135,6 +135,7 @@ def _from_hub(repo: str, revision: str | None, deadline: Deadline, workers: int,
         info = api.model_info(repo, revision=revision, timeout=deadline.left())
     siblings = {s.rfilename for s in info.siblings or ()}
     config_path = _download(repo, "config.json", revision or "main", deadline)
+    assert config_path is not None, "without missing_ok a missing file raises"
     commit = Path(config_path).parent.name
     config_text = _read_text(repo, config_path, "config.json")
     config = _parse_config(repo, config_text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from sparkadvisor.sources.deadline import Deadline
 from sparkadvisor.urls import UrlError, check_url, redact_urls
@@ -57,7 +57,7 @@ class translated:
         if self.waiting:
             self.waiting.__enter__()
 
-    def __exit__(self, kind: type | None, error: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: type | None, error: BaseException | None, tb: Any) -> Literal[False]:
         if self.waiting:
             self.waiting.__exit__(kind, error, tb)
         if error is None or isinstance(error, (HubError, KeyboardInterrupt)):

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 from sparkadvisor import paths
+from sparkadvisor.atomic import write_atomic
 from sparkadvisor.core.derive import TensorMeta
 
 FORMAT = 1
@@ -75,8 +74,8 @@ def save(repo: str, revision: str, commit: str, config_text: str, index_text: st
                           for shard, tensors in headers.items()}}
     path = metadata_path(repo, commit)
     try:
-        _write_atomic(path, json.dumps(record, separators=(",", ":")))
-        _write_atomic(pointer_path(repo, revision), commit + "\n")
+        write_atomic(path, json.dumps(record, separators=(",", ":")))
+        write_atomic(pointer_path(repo, revision), commit + "\n")
     except OSError:
         return None
     return path
@@ -112,15 +111,3 @@ def _read(path: Path, repo: str, revision: str) -> SavedMetadata:
         reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
         raise MetadataCacheError(f"sparkadvisor's metadata cache file {path} is unreadable ({reason}); delete it "
                                  "and import once online") from None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

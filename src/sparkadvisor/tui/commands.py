@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -84,7 +84,7 @@ class SparkCommands(Provider):
     def _commands(self) -> list[tuple[str, str, str]]:
         return screen_commands(self.screen)
 
-    def _runner(self, action: str) -> partial[object]:
+    def _runner(self, action: str) -> partial[Any]:
         return partial(self.screen.run_action, action)
 
     async def discover(self) -> Hits:
@@ -104,5 +104,5 @@ class SparkCommands(Provider):
 def screen_commands(screen: Screen[object]) -> list[tuple[str, str, str]]:
     """(palette text, action, help) for every command on `screen`, with its own extras
     (its `palette_extras()`, e.g. "sort: By 1st token")."""
-    extra = getattr(screen, "palette_extras", lambda: [])()
+    extra: list[tuple[str, str, str]] = getattr(screen, "palette_extras", lambda: [])()
     return [(c.palette_text, c.action, c.tooltip) for c in COMMANDS] + list(extra)

@@ -16,9 +16,9 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
-from sparkadvisor.commands.common import fraction, positive_int, share
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.workload import Settings, Workload
+from sparkadvisor.inputs import fraction, positive_int, share
 
 
 def kv_dtype(text: str) -> str:
@@ -103,7 +103,8 @@ class AssumptionsScreen(ModalScreen[None]):
             self.query_one(f"#{field.key}-error", Label).update(errors.get(field.key, ""))
         if errors:
             return
-        workload = self.workload.changed(**{k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens")})
+        changes = {k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens")}
+        workload = self.workload.changed(**changes)  # type: ignore[arg-type]
         settings = Settings(values["gpu_memory_utilization"], values["kv_cache_dtype"])  # type: ignore[arg-type]
         if (workload, settings) != (self.workload, self.settings):
             self.workload, self.settings = workload, settings

@@ -57,13 +57,14 @@ class ExportScreen(ModalScreen[None]):
                 yield Select([("native launcher", "native"), ("Ray launcher", "ray")], value="native",
                              allow_blank=False, id="export-launcher")
             with Horizontal(id="export-addresses"):
-                yield Input(placeholder="head address (placeholder if empty)", id="export-head",
-                            tooltip="The head node's address as Claude Code and the workers reach it")
-                yield Input(placeholder="worker addresses, comma-separated", id="export-workers",
-                            tooltip="Each worker's ConnectX-7 address, rank 1 first")
-                yield Input(placeholder=f"NIC ({CX7_NETDEV})", id="export-nic",
+                yield Input(placeholder="head addr", id="export-head",
+                            tooltip="The head node's address as Claude Code and the workers reach it "
+                                    "(empty: a named placeholder)")
+                yield Input(placeholder="worker addrs", id="export-workers",
+                            tooltip="Each worker's ConnectX-7 address, rank 1 first, comma-separated")
+                yield Input(placeholder=f"NIC {CX7_NETDEV}", id="export-nic",
                             tooltip="The ConnectX-7 netdev NCCL uses (the '(Up)' one in ibdev2netdev)")
-                yield Input(placeholder="gateway URL (none: vLLM itself)", id="export-gateway",
+                yield Input(placeholder="gateway URL", id="export-gateway",
                             tooltip="A gateway Claude Code talks to instead of vLLM")
             with Horizontal(id="export-target"):
                 yield Input(str(default_folder(self.plan)), id="export-folder")

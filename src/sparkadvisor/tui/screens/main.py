@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input
 
@@ -52,7 +53,7 @@ class MainScreen(Screen[None]):
     """Browse the catalog ranked for a cluster and workload."""
 
     # main.tcss is read by the app (SparkAdvisorApp.CSS_PATH): the default screen's CSS_PATH is not.
-    BINDINGS = commands.bindings() + [("escape", "close_filter", "")]
+    BINDINGS: ClassVar[list[BindingType]] = [*commands.bindings(), ("escape", "close_filter", "")]
     COMMANDS = Screen.COMMANDS | {commands.SparkCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 

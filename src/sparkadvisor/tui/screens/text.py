@@ -10,7 +10,7 @@ from textual.widgets import Label, TextArea
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.render import header
+from sparkadvisor.core.table import header
 from sparkadvisor.tui.model import Ranking
 
 

@@ -7,8 +7,8 @@ from textual.widgets import Static
 
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.core.table import cluster_line, workload_line
 from sparkadvisor.core.workload import Settings, Workload
-from sparkadvisor.render import header
 
 
 def settings_text(settings: Settings) -> str:
@@ -30,7 +30,7 @@ class ClusterHeader(Static):
 
     def show(self, cluster: Cluster, workload: Workload, settings: Settings) -> None:
         """Update both lines."""
-        cluster_text, _, assumptions = header(cluster, workload).partition(f" · {workload.label}")
+        cluster_text, assumptions = cluster_line(cluster), workload_line(workload).removeprefix(workload.label)
         self.update(Content.assemble(
             (safe_text(cluster_text), "bold $primary"), "\n", (workload.label, "bold $accent"),
             safe_text(f"{assumptions}{settings_text(settings)}")))

@@ -56,7 +56,7 @@ def speed_content(item: Ranked) -> Content:
     return Content("\n").join(parts)
 
 
-def _sources(index: CatalogIndex, refs: str | list[str]) -> str:
+def _sources(index: CatalogIndex, refs: str | tuple[str, ...]) -> str:
     texts = []
     for ref in source_ids(refs):
         source = index.catalog.sources.get(ref)
@@ -91,7 +91,7 @@ def recipe_line(recipe: Recipe, in_use: bool, index: CatalogIndex) -> Content:
 def recipes_content(item: Ranked, index: CatalogIndex) -> Content:
     """The community recipes that run this build."""
     plan = item.plan
-    recipes = index.recipes_by_build.get(plan.build.id, [])
+    recipes = index.recipes_by_build.get(plan.build.id, ())
     lines = [heading("Recipes")]
     lines += [recipe_line(r, plan.recipe is not None and r.id == plan.recipe.id, index) for r in recipes] or \
         [Content("no community recipe for this build")]

@@ -73,7 +73,7 @@ def _claude_part(check: QuickCheck) -> tuple[str, str]:
     return f"Claude Code -> {check.claude_target}", "ok"
 
 
-def _import_quick_check():  # type: ignore[no-untyped-def]
+def _import_quick_check():
     """The probe, imported off the event loop (httpx takes ~150 ms to import)."""
     from sparkadvisor.sources.probe import quick_check
 

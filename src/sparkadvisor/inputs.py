@@ -1,0 +1,52 @@
+"""What a person types for a number, read the same way by the CLI's options and the TUI's fields.
+
+Each parser returns the value or raises argparse.ArgumentTypeError with one sentence saying
+what was wrong, which argparse prints as is and the TUI shows beside the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (100_000 and 100,000 allowed)."""
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def number_above_zero(most: float, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a number more than 0 and at most `most` (`unit` names it in messages)."""
+    what = f" {unit}" if unit else ""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number{' of' + what if unit else ''}") from None
+        if not 0 < value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 and at most {most:g}{what}")
+        return value
+
+    return parse
+
+
+fraction = number_above_zero(1)
+"""An argparse type: a number in (0, 1]."""
+
+
+def share(text: str) -> float:
+    """An argparse type: a share in [0, 1], or a percentage such as 95%."""
+    try:
+        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (or 0% and 100%)")
+    return value
