@@ -187,7 +187,8 @@ def _capability_table(catalog: Catalog) -> list[str]:
 
 
 def _ids(ref: object) -> str:
-    return ref if isinstance(ref, str) else ", ".join(ref)  # type: ignore[call-overload]
+    return ref if isinstance(ref, str) else ", ".join(str(sid) for sid in ref) if isinstance(ref, (list, tuple)) \
+        else str(ref)
 
 
 def as_json(catalog: Catalog) -> dict[str, object]:
