@@ -13,16 +13,17 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sparkadvisor import __version__, paths
 from sparkadvisor.atomic import TEMP_SUFFIX, write_atomic
-from sparkadvisor.core import schema
+from sparkadvisor.core import catalog as catalog_rules
+from sparkadvisor.core import sanity, schema
 from sparkadvisor.core.catalog import CatalogError, Problem, check_references, merge, parse_catalog
 from sparkadvisor.core.index import CatalogIndex
-from sparkadvisor.core.records import from_plain, to_plain
+from sparkadvisor.core.records import from_plain, record, to_plain
+from sparkadvisor.core.sanity import MAX_CATALOG_BYTES
 from sparkadvisor.core.schema import Catalog
 
 CACHE_FORMAT = 1
@@ -38,7 +39,7 @@ ORPHAN_AGE_S = 600
 _DATE = re.compile(r'^catalog_date\s*=\s*"(\d{4}-\d{2}-\d{2})"\s*(#.*)?$')
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class ActiveCatalog:
     """The base catalog in use: the bundled one, or the one `catalog update` installed."""
 
@@ -108,19 +109,26 @@ def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> Catalog
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, at most MAX_CATALOG_BYTES of them (`check /dev/zero` must end)."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CATALOG_BYTES + 1)
     except FileNotFoundError:
         message = "no such file; give the path of a catalog TOML file"
         raise CatalogError([Problem(str(path), None, "", message)]) from None
     except OSError as error:
         raise CatalogError([Problem(str(path), None, "", f"cannot be read: {error.strerror}")]) from None
+    if len(raw) > MAX_CATALOG_BYTES:
+        raise CatalogError([Problem(str(path), None, "", f"is larger than {MAX_CATALOG_BYTES // 2**20} MiB; a catalog "
+                                                         "is a text file of a few hundred KB")])
+    return raw
 
 
 def _digest(files: Sequence[Path], texts: Sequence[bytes]) -> str:
     """Names every input of a cached catalog: the version, the schema's source and each file."""
     digest = hashlib.sha256(f"{__version__}\0{CACHE_FORMAT}\0".encode())
-    digest.update(Path(schema.__file__).read_bytes())
+    for rules in (schema, catalog_rules, sanity):  # the code that decides whether a catalog is accepted
+        digest.update(Path(str(rules.__file__)).read_bytes())
     for path, text in zip(files, texts, strict=True):
         digest.update(str(path).encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:24]

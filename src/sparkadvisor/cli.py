@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "add a Hugging Face repo to your catalog from its config.json and safetensors headers (no weights)"),
     "probe": ("probe",
               "check that vLLM, the gateway and Claude Code's settings are on, and compare the service with the plan"),
+    "bench": ("bench", "measure the served build on your cluster (cold and warm first token, decode) beside the "
+                       "plan's predictions; --record adds the results to your catalog"),
     "fidelity": ("fidelity", "how far to trust the speed model: each measurement against its leave-one-out prediction"),
     "coverage": ("coverage", "count models, builds, recipes, measurements, caveats and capability scores per family"),
     "catalog": ("catalog", "update the catalog from the project's repository, say which catalog is in use, "

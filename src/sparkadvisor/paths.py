@@ -7,7 +7,6 @@ puts config, data and state under one folder: tests and portable installs use it
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 
 APP = "sparkadvisor"
@@ -58,7 +57,10 @@ def catalog_updates_dir() -> Path:
 
 def bundled(name: str) -> Path:
     """A file shipped beside the package: inside the wheel, or at the top of a checkout."""
-    packaged = resources.files(APP) / "data" / name
-    if packaged.is_file() or packaged.is_dir():
-        return Path(str(packaged))
-    return Path(__file__).resolve().parents[2] / name
+    # The package is a plain folder (wheel or checkout), so its data sits beside this file;
+    # importlib.resources would cost tempfile, shutil and zipfile at every start.
+    here = Path(__file__).resolve().parent
+    packaged = here / "data" / name
+    if packaged.exists():
+        return packaged
+    return here.parents[1] / name

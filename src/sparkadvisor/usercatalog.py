@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from sparkadvisor.core.derive import Derived
     from sparkadvisor.sources.hub import Progress, RepoFiles
 
-HEADER = ("# sparkadvisor: models and builds added with `sparkadvisor import`.\n"
-          "# Rewritten on every import (comments are not kept); check it with `sparkadvisor check FILE`.\n\n")
+HEADER = ("# sparkadvisor: models and builds added with `sparkadvisor import`, and runs of\n"
+          "# `sparkadvisor bench --record`. Rewritten on every import or record (comments are not\n"
+          "# kept); check it with `sparkadvisor check FILE`.\n\n")
 KINDS = ("models", "builds")
 
 
@@ -226,3 +227,85 @@ def _write_atomically(path: Path, text: str) -> Path:
         return write_atomic(path, text, mode=0o600, durable=True)
     except OSError as error:
         raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None
+
+
+# --- bench runs -----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """Where a bench run went in the user's catalog."""
+
+    recipe_id: str
+    source_id: str
+    count: int
+    """Measurements added."""
+    new_recipe: bool
+    path: Path
+
+    def as_json(self) -> dict[str, Any]:
+        return {"recipe": self.recipe_id, "source": self.source_id, "measurements": self.count,
+                "new_recipe": self.new_recipe, "catalog": str(self.path)}
+
+
+def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: Any, base: Any | None,
+                 today: str | None = None) -> Recorded:
+    """Add a bench run as measurements of `build` on `cluster`: to the bench recipe measured with
+    the same server settings (never changing what it holds), else to a new one."""
+    from sparkadvisor.core.bench import figures
+    from sparkadvisor.core.benchrecord import bench_measurements, bench_source, new_bench_recipe, server_recipe_settings
+
+    today = today or dt.date.today().isoformat()
+    tables = read_user_tables()
+    tables["schema_version"] = 1
+    sources = tables.setdefault("sources", {})
+    source_id = _free_id(f"bench-{build.id}-{today}", set(sources) | set(index.catalog.sources))
+    settings = server_recipe_settings(info)
+    recipes = tables.setdefault("recipes", [])
+    recipe = _bench_recipe(recipes, sources, build, cluster, settings)
+    measurements = bench_measurements(figures(collected), collected.spec, source_id, today)
+    sources[source_id] = bench_source(info, cluster, collected, base.id if base else None, today)
+    if recipe is None:
+        taken = {r.get("id") for r in recipes if isinstance(r, dict)} | {r.id for r in index.catalog.recipes}
+        recipe = new_bench_recipe(build, cluster, info, collected, _dump(base) if base else None, settings,
+                                  source_id)
+        recipe["id"] = _free_id(recipe["id"], taken)
+        recipes.append(recipe)
+        new = True
+    else:
+        recipe["source"] = [*_as_list(recipe.get("source")), source_id]
+        new = False
+    recipe["measurements"] = [*recipe.get("measurements", []), *measurements]
+    text = HEADER + _toml(tables)
+    _validate(text)
+    path = _write_atomically(paths.user_catalog_path(), text)
+    return Recorded(recipe["id"], source_id, len(measurements), new, path)
+
+
+def _free_id(wanted: str, taken: set[Any]) -> str:
+    if wanted not in taken:
+        return wanted
+    n = 2
+    while f"{wanted}-{n}" in taken:
+        n += 1
+    return f"{wanted}-{n}"
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else ([value] if value else [])
+
+
+def _bench_recipe(recipes: list[Any], sources: dict[str, Any], build: Build, cluster: Any,
+                  settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The user's bench recipe for this build and cluster measured with these server settings."""
+    from sparkadvisor.core.benchrecord import BENCH_SETTINGS
+
+    for recipe in reversed(recipes):
+        if not isinstance(recipe, dict) or not any(
+                isinstance(sources.get(i), dict) and sources[i].get("kind") == "bench"
+                for i in _as_list(recipe.get("source"))):
+            continue
+        same_place = (recipe.get("build"), recipe.get("hardware", "dgx-spark"), recipe.get("nodes")) == \
+                     (build.id, cluster.hardware.id, cluster.nodes)
+        if same_place and all(recipe.get(k) == settings.get(k) for k in BENCH_SETTINGS):
+            return recipe
+    return None

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.inputs import fraction, number_above_zero, positive_int, share
 
+TYPE_CHECKING = False
+"""typing.TYPE_CHECKING without importing typing: `--help` imports only argparse (mypy reads the name)."""
+
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from sparkadvisor.core.index import CatalogIndex
     from sparkadvisor.core.plan import Cluster
     from sparkadvisor.core.workload import Settings, Workload
@@ -23,9 +27,15 @@ class UsageError(Exception):
     """Bad input named in one sentence (exit code 2)."""
 
 
+def _path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
+
+
 def add_catalog_option(parser: argparse.ArgumentParser) -> None:
     """--catalog FILE, repeatable."""
-    parser.add_argument("--catalog", type=Path, action="append", default=[], metavar="FILE",
+    parser.add_argument("--catalog", type=_path, action="append", default=[], metavar="FILE",
                         help="merge a catalog over the bundled one (repeatable)")
 
 

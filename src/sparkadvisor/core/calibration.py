@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from sparkadvisor.core.index import CatalogIndex
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.speed import (
     MIN_BAND,
@@ -57,7 +58,7 @@ MIN_BANDWIDTH_FIT = 3
 DECODE_METRICS = ("decode_tok_s", "aggregate_tok_s")
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Observation:
     """One decode measurement, with what the model says its step reads and runs."""
 

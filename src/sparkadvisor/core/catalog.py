@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 import typing
-from dataclasses import dataclass, is_dataclass, replace
+from dataclasses import is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
-from sparkadvisor.core.records import field_names, iter_tables
+from sparkadvisor.core.records import field_names, iter_tables, record
+from sparkadvisor.core.sanity import MAX_CATALOG_BYTES, MAX_NESTING, sanity_findings
 from sparkadvisor.core.schema import Catalog, Context, Recipe
 from sparkadvisor.core.tomllines import TomlLines, index_lines
 
@@ -26,7 +27,7 @@ __all__ = ["CatalogError", "CatalogIndex", "Problem", "check_references", "iter_
            "source_ids"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Problem:
     """One thing wrong with a catalog."""
 
@@ -59,24 +60,51 @@ class CatalogError(Exception):
 def parse_catalog(text: str, name: str = "catalog.toml") -> Catalog:
     """Parse TOML text into a Catalog; references are checked by `check_references`.
 
-    The one place a catalog meets pydantic (through `core.validation`)."""
+    The one place a catalog meets pydantic (through `core.validation`). The limits of
+    `core.sanity` come first, so nothing the arithmetic cannot carry reaches the schema."""
     import tomllib
 
     from pydantic import ValidationError
 
     from sparkadvisor.core.validation import validate_catalog
 
+    if len(text) > MAX_CATALOG_BYTES:
+        raise CatalogError([Problem(name, None, "", f"is {len(text) / 2**20:.1f} MiB; a catalog file holds at most "
+                                                    f"{MAX_CATALOG_BYTES // 2**20} MiB of text")])
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise CatalogError([_toml_problem(name, error, text)]) from None
-    try:
-        return validate_catalog(data)
-    except ValidationError as error:
+    except RecursionError:
+        raise CatalogError([_too_deep(name, text)]) from None
+    lines: TomlLines | None = None
+    problems = []
+    if findings := sanity_findings(data):
         lines = index_lines(text)
-        raise CatalogError(
-            [_validation_problem(name, lines, data, item) for item in error.errors()]
-        ) from None
+        problems = [Problem(name, lines.find(loc), _field_path(loc, data), message) for loc, message in findings]
+        if any("nested more than" in p.message for p in problems):
+            raise CatalogError(problems)
+    try:
+        catalog = validate_catalog(data)
+    except ValidationError as error:
+        lines = lines or index_lines(text)
+        problems += [_validation_problem(name, lines, data, item) for item in error.errors()
+                     if not _already_said(problems, lines, tuple(item["loc"]))]
+    if problems:
+        raise CatalogError(problems)
+    return catalog
+
+
+def _too_deep(name: str, text: str) -> Problem:
+    depth, line = index_lines(text).deepest
+    return Problem(name, line or None, "", f"arrays or tables are nested {depth} deep here; a catalog needs a few "
+                                           f"levels (at most {MAX_NESTING})")
+
+
+def _already_said(problems: list[Problem], lines: TomlLines, loc: tuple[Any, ...]) -> bool:
+    """A schema error at a place the sanity limits already named (one sentence per place)."""
+    line = lines.find(loc)
+    return any(p.line == line and line is not None for p in problems)
 
 
 def _toml_problem(name: str, error: tomllib.TOMLDecodeError, text: str) -> Problem:
@@ -114,10 +142,18 @@ def _message(loc: tuple[Any, ...], item: Any) -> str:
     if kind == "missing":
         return f"missing required key {loc[-1]!r}"
     if kind == "dataclass_type":
-        return f"should be a table (got {item.get('input')!r})"
+        return f"should be a table (got {_shown(item.get('input'))})"
     text = item["msg"].replace("Input should be", "should be").replace("a valid tuple", "a valid list")
     text = text.replace("Value error, ", "")
-    return f"{text} (got {item.get('input')!r})"
+    if kind == "value_error":
+        return text
+    return f"{text} (got {_shown(item.get('input'))})"
+
+
+def _shown(value: Any) -> str:
+    """A value as a problem sentence quotes it: repr, cut short (a file can hold a huge one)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:

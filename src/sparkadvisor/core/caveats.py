@@ -7,12 +7,11 @@ Views colour a severity (critical red, warning amber, info dim); the core only n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Caveat, Severity
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class CaveatKindInfo:
     """What a caveat kind is called in a table and what it means for a decision."""
 

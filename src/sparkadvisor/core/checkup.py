@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.metrics import MetricsWindow, ServedConfig
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build
 from sparkadvisor.core.units import fmt_seconds, fmt_tokens
 from sparkadvisor.core.workload import Workload
@@ -35,7 +35,7 @@ LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"}
 CLOUD_HOSTS = {"api.anthropic.com"}
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Finding:
     """One sentence about the service, with how much it matters."""
 
@@ -59,7 +59,7 @@ def most_severe_first(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity])
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class ServedModel:
     """One entry of vLLM's /v1/models."""
 
@@ -70,7 +70,7 @@ class ServedModel:
     max_model_len: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class BuildMatch:
     """Which catalog builds a served model may be, and how that was decided."""
 

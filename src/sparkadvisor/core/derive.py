@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import kv_shape
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Context, Format, LinearAttention, MtpHead, Params, TokenTable
 
 DTYPE_BITS: dict[str, int] = {
@@ -51,7 +51,7 @@ class DeriveError(ValueError):
     """config.json or a header holds something that cannot be a model's description."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class TensorMeta:
     """One tensor as a safetensors header describes it."""
 
@@ -69,7 +69,7 @@ class TensorMeta:
         return -(-self.elements * DTYPE_BITS[self.dtype] // 8)
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Derived:
     """Everything an import learns about a repo, and what it could not learn."""
 

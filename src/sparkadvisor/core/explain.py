@@ -7,12 +7,12 @@ detail pane, `sparkadvisor show` and the Markdown report all print these steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
 from sparkadvisor.core.speed import prefill_range
 from sparkadvisor.core.targets import context_needed, usable_context
@@ -21,7 +21,7 @@ from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Step:
     """One line of the arithmetic."""
 
@@ -231,7 +231,7 @@ def _pool(plan: Plan) -> Step:
 
 def _measurement(m: Measurement, fmt: object) -> str:
     render = fmt if callable(fmt) else str
-    if m.low is not None and m.high is not None:
+    if m.low is not None and m.high is not None and render(m.low) != render(m.high):
         return f"{render(m.low)}-{render(m.high)}"
     text = render(m.value)
     return f"{text} ± {render(m.spread)}" if m.spread else str(text)
@@ -333,7 +333,13 @@ def _first_token(plan: Plan) -> list[Step]:
                 f"TFLOPS, {plan.constants.basis.get('prefill_flops_per_node')}, over ~2 x active parameters plus "
                 "attention FLOPs per token, plus the link's share under TP)")
         basis = "estimated"
-    text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.ttft_s)} to the first token."
+    text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \
+           "to the first token."
+    if plan.ttft_measured is not None:
+        m = plan.ttft_measured
+        text = (f"Measured {_measurement(m, fmt_seconds)} to the first token ({_source(m)}) with {m.cached_tokens:,} "
+                f"of {w.context_tokens:,} prompt tokens from the prefix cache; the arithmetic gives: {text}")
+        basis = "measured"
     cold_s = plan.cold_ttft_s
     if plan.prefix_caching and cold_s is not None:
         text += f" Uncached (a cold {w.context_tokens:,}-token prompt): {fmt_seconds(cold_s)}."

@@ -10,10 +10,10 @@ hidden.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 
 from sparkadvisor.core.calibration import calibrate, recipe_decode, recipe_prefill
 from sparkadvisor.core.index import CatalogIndex
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Measurement, Recipe
 from sparkadvisor.core.speed import SpeedConstants
 
@@ -21,7 +21,7 @@ SPEED_METRICS = ("decode_tok_s", "aggregate_tok_s", "prefill_tok_s")
 """Metrics the speed model predicts; the others are listed as skipped with the reason."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Check:
     """One measurement set against its leave-one-out prediction."""
 
@@ -55,7 +55,7 @@ class Check:
         return self.low <= self.measured <= self.high
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Summary:
     """Statistics over the predicted checks of one metric (or all of them)."""
 
@@ -74,7 +74,7 @@ class Summary:
         return self.within_range / self.count if self.count else None
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Fitted:
     """The constants fitted to the whole catalog for one hardware and engine."""
 
@@ -83,7 +83,7 @@ class Fitted:
     constants: SpeedConstants
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Report:
     """Every check and the summaries, per metric and over all speed metrics."""
 

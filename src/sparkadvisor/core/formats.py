@@ -23,10 +23,10 @@ IQ3_XXS 3.0625), is its floor and is never used for a size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from sparkadvisor.core.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class FormatInfo:
     """How a weight format stores a parameter."""
 

@@ -31,6 +31,8 @@ class BuildFacts:
     """Its vLLM recipes, by hardware id (other engines' figures do not apply to a vLLM plan)."""
     caveats: tuple[Caveat, ...]
     """The caveats the build carries on every recipe."""
+    own_recipes: frozenset[str] = frozenset()
+    """Ids of its recipes a `sparkadvisor bench --record` run wrote (their source is kind "bench")."""
 
     def recipes_on(self, hardware: Hardware) -> tuple[Recipe, ...]:
         """Its vLLM recipes on this hardware."""
@@ -74,9 +76,16 @@ class CatalogIndex:
         for recipe in self.recipes_by_build.get(build.id, ()):
             if recipe.engine == ENGINE:
                 by_hardware.setdefault(recipe.hardware, []).append(recipe)
+        own = frozenset(r.id for rs in by_hardware.values() for r in rs if self._measured_here(r))
         return BuildFacts(build=build, model=model, weights=build_weights(build, model),
                           recipes={hw: tuple(rs) for hw, rs in by_hardware.items()},
-                          caveats=tuple(self.caveats[c] for c in dict.fromkeys(build.caveats) if c in self.caveats))
+                          caveats=tuple(self.caveats[c] for c in dict.fromkeys(build.caveats) if c in self.caveats),
+                          own_recipes=own)
+
+    def _measured_here(self, recipe: Recipe) -> bool:
+        """The recipe records a `sparkadvisor bench` run on the user's own cluster."""
+        ids = (recipe.source,) if isinstance(recipe.source, str) else recipe.source
+        return any((s := self.catalog.sources.get(i)) is not None and s.kind == "bench" for i in ids)
 
     def recipes_on(self, hardware_id: str, engine: str = ENGINE) -> list[Recipe]:
         """Every recipe run on this hardware with this engine, for a build the catalog has."""

@@ -23,16 +23,16 @@ window, a compressed layer its rows, a linear layer its state.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from sparkadvisor.core.formats import kv_dtype_bytes
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, LinearAttention
 
 STATE_BYTES = 2
 """Linear-attention and Mamba states are kept in the model dtype (bf16) by default in vLLM."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class KvShape:
     """What one sequence costs in KV memory on one rank."""
 

@@ -8,9 +8,9 @@ profiles activations, and gives the rest to the KV cache, or exactly
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
@@ -20,7 +20,7 @@ article's GLM recipe leaves ~11 GiB per node at 0.85 and pins 6 GiB of KV, keepi
 ~5 GiB for the rest; the same share is assumed elsewhere until a recipe says more."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Weights:
     """How many bytes a build holds and how that is known."""
 
@@ -78,7 +78,7 @@ def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None) -> tuple[
     return 1, nodes, f"{nodes} does not divide the heads, so the layers are split instead"
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Budget:
     """One node's memory at a given gpu-memory-utilization."""
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from sparkadvisor.core.records import record
 
 PREFIX_HITS = "vllm:prefix_cache_hits_total"
 PREFIX_QUERIES = "vllm:prefix_cache_queries_total"
@@ -37,7 +39,7 @@ class MetricsFormatError(ValueError):
     """The text is not Prometheus exposition format, or holds no vLLM metric."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Scrape:
     """One read of /metrics: every sample as (name, labels, value)."""
 
@@ -137,7 +139,7 @@ def bucket_delta(before: dict[float, float], after: dict[float, float]) -> dict[
     return {b: v - before.get(b, 0.0) for b, v in after.items()}
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Latency:
     """Percentiles of one latency histogram, in seconds."""
 
@@ -150,7 +152,7 @@ class Latency:
     """"interval" (observed between the two scrapes), "since start" or "none"."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class ServedConfig:
     """How the engine was started, as its metrics tell it: what identifies a build beyond its name."""
 
@@ -199,7 +201,7 @@ def _label_float(text: str | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class MetricsWindow:
     """What vLLM's metrics say over the probe's interval (two scrapes `interval_s` apart)."""
 

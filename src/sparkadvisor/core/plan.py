@@ -8,8 +8,6 @@ shorthands for the figures views read most.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex
 from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
@@ -25,6 +23,7 @@ from sparkadvisor.core.stages import (
     fit_on,
     kv_pool_for,
     measured,
+    measured_ttft,
     pick_recipe,
     prefill,
     short_bytes,
@@ -35,7 +34,7 @@ from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 __all__ = ["ENGINE", "Cluster", "Plan", "evaluate", "measured"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Cluster:
     """`nodes` of one hardware profile."""
 
@@ -103,6 +102,7 @@ class Plan:
     prefill_basis = property(lambda self: self.first.prefill_basis)
     prefill_measured = property(lambda self: self.first.prefill_measured)
     ttft_s = property(lambda self: self.first.ttft_s)
+    ttft_measured = property(lambda self: self.first.ttft_measured)
 
     @property
     def streams_tables(self) -> bool:
@@ -129,8 +129,12 @@ class Plan:
 
     @property
     def cold_ttft_s(self) -> float | None:
-        """First token for the whole prompt computed from scratch (no prefix reuse)."""
+        """First token for the whole prompt computed from scratch (no prefix reuse): measured at
+        this context when a bench run did, else from the prefill rate."""
         context = self.workload.context_tokens
+        cold = measured_ttft(self.recipe, context, context)
+        if cold is not None:
+            return cold.value
         rate, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants)
         return context / rate if rate else None
 

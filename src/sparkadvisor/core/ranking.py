@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Capability, Caveat, Model
-from sparkadvisor.core.targets import TargetCheck, check_targets
+from sparkadvisor.core.targets import TargetCheck
 from sparkadvisor.core.units import fmt_seconds
 from sparkadvisor.core.workload import Workload
 
@@ -36,7 +37,7 @@ too short, it misses a latency or memory target, a target is unknown; or, among 
 meet the targets, its capability, or (capability unknown) its time per turn."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Ranked:
     """A plan in its place."""
 
@@ -95,7 +96,7 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
             continue
         why = exclusion_reason(plan)
         if why is None:
-            checks = check_targets(plan)
+            checks = plan.targets
             included.append((_sort_key(plan, checks, ratio, cap), plan, checks, ratio, cap))
         else:
             excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap, why))

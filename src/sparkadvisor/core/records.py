@@ -14,12 +14,16 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, field, fields, is_dataclass
 from operator import attrgetter
-from typing import Any, TypeVar, dataclass_transform
+from types import MappingProxyType
+from typing import Any, TypeVar, dataclass_transform, overload
 
 T = TypeVar("T")
 
 PYDANTIC_CONFIG = {"extra": "forbid", "allow_inf_nan": False}
 """What pydantic enforces on every record: unknown keys refused, no inf or nan."""
+STRICT_SCALARS = frozenset({"bool", "int", "float", "bool | None", "int | None", "float | None"})
+"""Field types pydantic checks strictly: TOML's `true` is not the number 1, `32.5` is not a
+layer count, and `1` is not `true` (an int still passes where a float is expected)."""
 
 
 def checked(*, default: Any = MISSING, default_factory: Any = MISSING, **limits: Any) -> Any:
@@ -27,24 +31,37 @@ def checked(*, default: Any = MISSING, default_factory: Any = MISSING, **limits:
     return field(default=default, default_factory=default_factory, metadata=limits)
 
 
+@overload
+def record(cls: type[T], /) -> type[T]: ...
+@overload
+def record(*, kw_only: bool = True) -> Callable[[type[T]], type[T]]: ...
+
+
 @dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(field, checked))
-def record(cls: type[T]) -> type[T]:
-    """A frozen, keyword-only, slotted record; pydantic refuses unknown keys when it validates one.
+def record(cls: type[T] | None = None, /, *, kw_only: bool = True) -> Any:
+    """A frozen, slotted record, keyword-only unless `kw_only=False`; pydantic refuses
+    unknown keys when it validates one.
 
     `dataclasses.dataclass` generates six methods per class by compiling source for each,
     about 1.5 ms a class on this project's machines; a record compiles only `__init__`
     and shares one `__repr__`, `__eq__`, `__hash__` and frozen `__setattr__`."""
-    cls.__pydantic_config__ = PYDANTIC_CONFIG  # type: ignore[attr-defined]
-    for name, method in _SHARED.items():
-        setattr(cls, name, method)
-    made = dataclass(init=False, repr=False, eq=False, slots=True, kw_only=True)(cls)
-    made.__init__ = _make_init(made)  # type: ignore[method-assign]
-    names = field_names(made)
-    made._values = attrgetter(*names) if names else _no_values  # type: ignore[attr-defined]
-    return made
+    def make(target: type[T]) -> type[T]:
+        target.__pydantic_config__ = PYDANTIC_CONFIG  # type: ignore[attr-defined]
+        for name, method in _SHARED.items():
+            setattr(target, name, method)
+        made = dataclass(init=False, repr=False, eq=False, slots=True, kw_only=kw_only)(target)
+        for spec in fields(made):  # type: ignore[arg-type]
+            if spec.type in STRICT_SCALARS and "strict" not in spec.metadata:
+                spec.metadata = MappingProxyType({**spec.metadata, "strict": True})
+        made.__init__ = _make_init(made, kw_only)  # type: ignore[method-assign]
+        names = field_names(made)
+        made._values = attrgetter(*names) if names else _no_values  # type: ignore[attr-defined]
+        return made
+
+    return make(cls) if cls is not None else make
 
 
-def _make_init(cls: type) -> Callable[..., None]:
+def _make_init(cls: type, kw_only: bool) -> Callable[..., None]:
     """`__init__(self, *, a, b=<default>, ...)` setting each field once, then `__post_init__`."""
     params, lines = [], []
     env: dict[str, Any] = {"_set": object.__setattr__, "_MISSING": MISSING}
@@ -62,7 +79,8 @@ def _make_init(cls: type) -> Callable[..., None]:
             lines.append(f"    _set(self, {spec.name!r}, {spec.name})")
     if hasattr(cls, "__post_init__"):
         lines.append("    self.__post_init__()")
-    source = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(lines or ["    pass"]) + "\n"
+    star = "*, " if kw_only and params else ""
+    source = f"def __init__(self, {star}{', '.join(params)}):\n" + "\n".join(lines or ["    pass"]) + "\n"
     exec(compile(source, f"<record {cls.__qualname__}>", "exec"), env)
     init: Callable[..., None] = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -167,10 +185,33 @@ _DECODERS: dict[type, dict[str, Callable[[Any], Any]]] = {}
 def _decoders(cls: type) -> dict[str, Callable[[Any], Any]]:
     found = _DECODERS.get(cls)
     if found is None:
-        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-        found = {name: decode for name, hint in hints.items() if (decode := _decoder(hint)) is not None}
+        namespace = vars(sys.modules[cls.__module__])
+        found = {}
+        for spec in fields(cls):
+            if _plain_already(spec.type, namespace):
+                continue
+            # What typing.get_type_hints does: the annotation text of our own class, in its module.
+            hint = eval(spec.type, namespace) if isinstance(spec.type, str) else spec.type
+            if (decode := _decoder(hint)) is not None:
+                found[spec.name] = decode
         _DECODERS[cls] = found
     return found
+
+
+def _plain_already(annotation: Any, namespace: dict[str, Any]) -> bool:
+    """True for `str`, `float | None`, a Literal alias and the like, which JSON gives back as they were:
+    deciding this from the annotation's text spares evaluating every annotation at start-up."""
+    if not isinstance(annotation, str) or "[" in annotation:
+        return False
+    names = [name.strip() for name in annotation.split("|")]
+    return all(name in _BUILTIN_NAMES or _literal_alias(namespace.get(name)) for name in names)
+
+
+_BUILTIN_NAMES = frozenset({"str", "int", "float", "bool", "None"})
+
+
+def _literal_alias(value: Any) -> bool:
+    return typing.get_origin(value) is typing.Literal
 
 
 def _decoder(hint: Any) -> Callable[[Any], Any] | None:

@@ -98,9 +98,9 @@ class Source:
     url: str | None = None
     """Where to open it. Only the seed article has no public address."""
     kind: Literal[
-        "article", "model-card", "config", "repo", "issue", "blog", "docs", "spec-sheet", "benchmark"
+        "article", "model-card", "config", "repo", "issue", "blog", "docs", "spec-sheet", "benchmark", "bench"
     ] = "docs"
-    """What sort of document it is."""
+    """What sort of document it is ("bench": a `sparkadvisor bench` run on the user's own cluster)."""
     note: str = ""
     """Anything a reader should know about it (date read, which table)."""
 
@@ -171,6 +171,11 @@ class Hardware:
     source: SourceRef
     """Where memory and bandwidth are published."""
 
+    def __post_init__(self) -> None:
+        if self.gpu_memory_utilization > self.max_gpu_memory_utilization:
+            raise ValueError(f"gpu_memory_utilization {self.gpu_memory_utilization:g} is above "
+                             f"max_gpu_memory_utilization {self.max_gpu_memory_utilization:g}")
+
 
 # --- models -------------------------------------------------------------------
 
@@ -190,6 +195,14 @@ class Params:
     """MoE: routed experts each token uses (num_experts_per_tok)."""
     source: SourceRef
     """Model card or config.json."""
+
+    def __post_init__(self) -> None:
+        if self.active_b is not None and self.active_b > self.total_b:
+            raise ValueError(f"active_b {self.active_b:g} is more than total_b {self.total_b:g}; the active "
+                             "parameters are part of the total")
+        if self.routed_experts and self.experts_per_token and self.experts_per_token > self.routed_experts:
+            raise ValueError(f"experts_per_token {self.experts_per_token} is more than routed_experts "
+                             f"{self.routed_experts}")
 
 
 @record
@@ -268,6 +281,9 @@ class Attention:
     """config.json."""
 
     def __post_init__(self) -> None:
+        if self.heads and self.kv_heads and self.kv_heads > self.heads:
+            raise ValueError(f"kv_heads {self.kv_heads} is more than heads {self.heads}; each KV head serves "
+                             "one or more query heads")
         special = self.sliding_layers + (self.linear.layers if self.linear else 0) + self.ffn_layers
         if special > self.layers:
             raise ValueError(f"sliding_layers + linear.layers + ffn_layers = {special} but layers = {self.layers}; "
@@ -422,6 +438,12 @@ class Size:
     source: SourceRef
     """The repo's file listing or model card."""
 
+    def __post_init__(self) -> None:
+        parts = (self.mtp or 0) + (self.tables or 0)
+        if parts >= self.value:
+            raise ValueError(f"mtp + tables = {parts:g} {self.unit} but value = {self.value:g} {self.unit}; the "
+                             "parts are inside the whole size, so they must add up to less than it")
+
 
 @record
 class Build:
@@ -534,6 +556,7 @@ MetricName = Literal[
     "kv_pool_tokens",
     "prefill_tok_s",
     "cold_load_s",
+    "ttft_s",
 ]
 
 
@@ -563,10 +586,18 @@ class Measurement:
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
     kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
+    cached_tokens: int | None = checked(default=None, ge=0)
+    """For a first token (ttft_s): prompt tokens vLLM's prefix-cache counters say were reused."""
     note: str = ""
     """Conditions in a few words."""
     source: SourceRef
     """Where it was published."""
+
+    def __post_init__(self) -> None:
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"low {self.low:g} is above high {self.high:g}")
+        if self.low is not None and self.value < self.low or self.high is not None and self.value > self.high:
+            raise ValueError(f"value {self.value:g} lies outside low-high ({self.low}-{self.high})")
 
 
 @record

@@ -19,8 +19,8 @@ cross the link twice per layer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Hardware
 
 DEFAULT_BANDWIDTH_FRACTION = 0.8
@@ -62,7 +62,7 @@ ASSUMED_BAND = 0.3
 """Relative half-width of a range before the model's own errors size it."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class SpeedConstants:
     """The free constants of the speed model for one hardware profile and engine."""
 
@@ -114,7 +114,7 @@ def default_constants(hardware: Hardware) -> SpeedConstants:
         prefill_band=ASSUMED_BAND, basis=basis)
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class DecodeInputs:
     """What one decode step reads and runs, per node."""
 
@@ -152,7 +152,7 @@ class DecodeInputs:
     """Per-token tables read every token ("PLE", "Engram"), whose bytes are unpublished; "" for none."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class DecodeEstimate:
     """Ceiling, expected value and range, with where a step's time goes."""
 

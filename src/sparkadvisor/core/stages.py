@@ -33,15 +33,36 @@ PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
 
 
 def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
-    """The recipe's measurement of `metric` at `streams` concurrent requests."""
+    """The recipe's newest measurement of `metric` at `streams` concurrent requests (a later
+    bench run is listed after an earlier one; calibration still uses every run)."""
     if recipe is None:
         return None
-    return next((m for m in recipe.measurements if m.metric == metric and m.streams == streams), None)
+    return next((m for m in reversed(recipe.measurements) if m.metric == metric and m.streams == streams), None)
+
+
+def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: int) -> Measurement | None:
+    """The newest first token measured at this context with as many tokens from the prefix
+    cache as the workload reuses (within 2% of the prompt), or None."""
+    if recipe is None:
+        return None
+    cached = context_tokens - uncached_tokens
+    return next((m for m in reversed(recipe.measurements)
+                 if m.metric == "ttft_s" and m.context_tokens == context_tokens and m.cached_tokens is not None
+                 and abs(m.cached_tokens - cached) <= 0.02 * context_tokens), None)
 
 
 def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
-    """The vLLM recipe for this build on exactly `nodes` of this hardware, the best-measured first."""
+    """The vLLM recipe for this build on exactly `nodes` of this hardware: the newest one the
+    user's own `sparkadvisor bench` recorded, else the best-measured published one."""
     candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes]
+    own = [r for r in candidates if r.id in facts.own_recipes]
+    return own[-1] if own else published_recipe(facts, hardware, nodes)
+
+
+def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
+    """The best-measured published vLLM recipe for this build on exactly `nodes` of this hardware
+    (a bench run copies from it what a server cannot tell)."""
+    candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes and r.id not in facts.own_recipes]
     return max(candidates, key=lambda r: len(r.measurements), default=None)
 
 
@@ -73,7 +94,7 @@ def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe 
     """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
     tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
     budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
-    needed = nodes if fits and nodes == 1 else _nodes_needed(facts, hardware, settings)
+    needed = _nodes_needed(facts, hardware, settings, nodes if fits else None)
     return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
                nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
                                                                                  else "auto"))
@@ -92,12 +113,13 @@ def _fits(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings
     return budget, budget.fits or by_recipe, by_recipe
 
 
-def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings) -> int | None:
+def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None) -> int | None:
+    """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried."""
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
-    for nodes in range(1, hardware.max_nodes + 1):
+    for nodes in range(1, fits_on or hardware.max_nodes + 1):
         if _fits(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes)[1]:
             return nodes
-    return None
+    return fits_on
 
 
 def utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
@@ -252,8 +274,13 @@ def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Re
         acceptance=spec.acceptance if spec else None,
         hidden_size=attention.hidden_size if attention else None,
         streams=streams,
-        tables=" + ".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables)),
+        tables=_tables_label(model) if model.tables else "",
     )
+
+
+def _tables_label(model: Model) -> str:
+    """"PLE", "Engram" or "PLE + Engram": the per-token tables a decode step reads."""
+    return " + ".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables))
 
 
 def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: int) -> float:
@@ -286,7 +313,10 @@ class FirstToken:
     prefill_measured: Measurement | None
     """The recipe's prefill measurement, when it has one."""
     ttft_s: float | None
-    """Seconds to the first token: uncached tokens at the prefill rate."""
+    """Seconds to the first token: measured at this context and reuse, else uncached tokens at the
+    prefill rate."""
+    ttft_measured: Measurement | None = None
+    """A first token a bench run measured at this context and reuse."""
 
 
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
@@ -296,9 +326,10 @@ def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tup
     uncached = workload.context_tokens if not prefix_on else round(workload.context_tokens
                                                                    * (1 - workload.prefix_reuse))
     rate, basis, measurement = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants)
+    ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
                       prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement,
-                      ttft_s=uncached / rate if rate else None)
+                      ttft_s=ttft.value if ttft else (uncached / rate if rate else None), ttft_measured=ttft)
 
 
 def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sparkadvisor.core.caveats import KINDS, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.records import record
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 from sparkadvisor.core.workload import Workload
@@ -16,7 +15,7 @@ BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Column:
     """A table column."""
 

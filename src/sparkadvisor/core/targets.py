@@ -8,9 +8,9 @@ figure says: every turn recomputes the whole prompt (the article's point).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Model, Recipe
 from sparkadvisor.core.units import fmt_seconds
 from sparkadvisor.core.workload import Workload
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 Status = Literal["met", "missed", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class TargetCheck:
     """One target of the workload against one plan."""
 
@@ -31,7 +31,7 @@ class TargetCheck:
     """In words, e.g. "context 32,768 < 100,200 needed"."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class UsableContext:
     """The longest prompt plus answer the served model accepts (vLLM's --max-model-len)."""
 

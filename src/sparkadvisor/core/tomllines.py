@@ -1,19 +1,25 @@
 """Where things are in a TOML text: the line of every table and key, and of a construct left open.
 
-One pass over the characters, no regular expressions, so the time grows with the size of
-the file and nothing else (a backtracking pattern once made a 4 KB file take a minute).
+One pass over the text that jumps between the characters that matter with single-character
+classes (never a pattern that can backtrack), so the time grows with the size of the file
+and nothing else (a backtracking header pattern once made a 4 KB file take a minute).
 Strings, comments and multi-line arrays are followed, so a line inside a string that
 happens to start with `[` is not taken for a table header.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 Loc = tuple[Any, ...]
 """A location as validation reports it: ("builds", 2, "size", "value")."""
 
+_VALUE_STOP = re.compile(r"[#\"'\[\]{}\n]")
+"""Characters that change what a value's scan is inside."""
+_NOT_BLANK = re.compile(r"[^ \t\r\n]")
+_BASIC_STOP = re.compile(r'[\\"\n]')
 _BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -26,6 +32,8 @@ class TomlLines:
     """(line, what) of a string, array or inline table still open at the end of the text."""
     last_line: int = 0
     """The last line that holds anything but white space."""
+    deepest: tuple[int, int] = (0, 0)
+    """(depth, line): the most arrays and inline tables open at once, and where."""
 
     def find(self, loc: Loc) -> int | None:
         """The line of `loc`, or of the nearest enclosing table or key that has one."""
@@ -67,9 +75,14 @@ class _Scanner:
     # --- statements -----------------------------------------------------------
 
     def _skip_blank(self) -> None:
-        text = self.text
-        while self.pos < len(text) and text[self.pos] in " \t\r\n":
-            self._advance()
+        found = _NOT_BLANK.search(self.text, self.pos)
+        end = found.start() if found else len(self.text)
+        self._move_to(end)
+
+    def _move_to(self, end: int) -> None:
+        """Jump to `end`, counting the lines passed."""
+        self.line += self.text.count("\n", self.pos, end)
+        self.pos = end
 
     def _advance(self) -> None:
         if self.text[self.pos] == "\n":
@@ -144,21 +157,31 @@ class _Scanner:
         """Follow a value: strings, comments and brackets, to the end of the statement."""
         text = self.text
         while self.pos < len(text):
-            char = text[self.pos]
-            if char == "\n" and stop_at_newline and not self.open:
+            found = _VALUE_STOP.search(text, self.pos)
+            if found is None:
+                self.result.last_line = self.line if text[self.pos:].strip() else self.result.last_line
+                self.pos = len(text)
                 return
-            if char == "#":
+            if text[self.pos:found.start()].strip():
+                self.result.last_line = self.line
+            self.pos = found.start()
+            char = text[self.pos]
+            if char == "\n":
+                if stop_at_newline and not self.open:
+                    return
+                self._advance()
+            elif char == "#":
                 self._skip_to_newline()
             elif char in "\"'":
                 self._string(char)
             elif char in "[{":
                 self.open.append((char, self.line))
-                self._advance()
-            elif char in "]}":
-                if self.open:
-                    self.open.pop()
+                if len(self.open) > self.result.deepest[0]:
+                    self.result.deepest = (len(self.open), self.line)
                 self._advance()
             else:
+                if self.open:
+                    self.open.pop()
                 self._advance()
 
     def _string(self, quote: str) -> None:
@@ -171,25 +194,47 @@ class _Scanner:
         """A one-line string from its opening quote; the text between the quotes."""
         text, start = self.text, self.pos + 1
         self.pos = start
-        while self.pos < len(text) and text[self.pos] not in (quote, "\n"):
-            self.pos += 2 if quote == '"' and text[self.pos] == "\\" else 1
-        value = text[start:min(self.pos, len(text))]
+        stop = _BASIC_STOP if quote == '"' else None
+        while self.pos < len(text):
+            if stop is None:
+                ends = [i for i in (text.find(quote, self.pos), text.find("\n", self.pos)) if i >= 0]
+                self.pos = min(ends) if ends else len(text)
+            else:
+                found = stop.search(text, self.pos)
+                self.pos = found.start() if found else len(text)
+            if self.pos < len(text) and text[self.pos] == "\\":
+                self.pos += 2
+                continue
+            break
+        self.pos = min(self.pos, len(text))
+        value = text[start:self.pos]
         if self.pos < len(text) and text[self.pos] == quote:
             self.pos += 1
         self.result.last_line = self.line
         return value
 
     def _multiline(self, quote: str) -> None:
-        text, line = self.text, self.line
-        self.pos += 3
-        while self.pos < len(text):
-            if text.startswith(quote * 3, self.pos):
-                self.pos += 3
-                while self.pos < len(text) and text[self.pos] == quote:  # up to two quotes end the content
-                    self.pos += 1
-                return
-            if quote == '"' and text[self.pos] == "\\" and self.pos + 1 < len(text) and text[self.pos + 1] != "\n":
-                self.pos += 1
-            self._advance()
+        text, line, delimiter = self.text, self.line, quote * 3
+        search = self.pos + 3
+        while (end := text.find(delimiter, search)) >= 0:
+            if quote == '"' and _escaped(text, end):
+                search = end + 1
+                continue
+            end += 3
+            for _ in range(2):  # a closing """" or """"" ends the content with one or two quotes
+                if end < len(text) and text[end] == quote:
+                    end += 1
+            self._move_to(end)
+            self.result.last_line = self.line
+            return
+        self._move_to(len(text))
         what = 'a multi-line string """' if quote == '"' else "a multi-line string '''"
         self.result.unclosed = (line, what)
+
+
+def _escaped(text: str, position: int) -> bool:
+    """An odd number of backslashes stands before `position`."""
+    count = 0
+    while position - count - 1 >= 0 and text[position - count - 1] == "\\":
+        count += 1
+    return count % 2 == 1

@@ -10,13 +10,15 @@ one at 73.2 s, and call a minute before every reply unusable for an agent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
+
+from sparkadvisor.core.records import record
 
 WorkloadKind = Literal["agentic", "chat"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Workload:
     """One kind of use, with its assumptions and latency targets."""
 
@@ -52,7 +54,7 @@ CHAT = Workload("chat", 8_000, 0.25, 800, False, 5.0, 90.0, 15.0)
 WORKLOADS: dict[str, Workload] = {"agentic": AGENTIC, "chat": CHAT}
 
 
-@dataclass(frozen=True, slots=True)
+@record(kw_only=False)
 class Settings:
     """Cluster-wide settings a user may override (None keeps the recipe's or the default)."""
 

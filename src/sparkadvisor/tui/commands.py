@@ -65,6 +65,9 @@ COMMANDS: tuple[Command, ...] = (
             "build", "Export highlighted build"),
     Command("i", "hub_import", "Import", "Import a build from the Hugging Face hub into your catalog.",
             "catalog", "Import from the hub"),
+    Command("b", "bench", "Bench", "Measure the served build on your cluster (cold and warm first token, decode) "
+            "beside the plan; Record adds the run to your catalog.", "service", "Bench the served build",
+            show=False),
     Command("t", "cycle_theme", "Theme", "Switch to the next theme (bundled and your own).", "app", "Next theme"),
     Command("question_mark", "help", "Help", "Keys, what each figure's basis means, and where files live.",
             "app", "Help", key_display="?"),

@@ -263,6 +263,25 @@ class MainScreen(Screen[None]):
             return
         self.app.push_screen(module.HubImportScreen(), self.reload_catalog)
 
+    def action_bench(self) -> None:
+        """Bench the served build on the cluster and workload on screen; a recorded run reloads."""
+        from sparkadvisor.benchsession import BenchOptions
+        from sparkadvisor.core.bench import BenchSpec
+        from sparkadvisor.sources import default_vllm_url
+        from sparkadvisor.sources.bench import BenchConfig
+        from sparkadvisor.tui.screens.bench import BenchScreen
+        from sparkadvisor.urls import UrlError
+
+        try:
+            url = default_vllm_url()
+        except UrlError as error:
+            self.notify(safe_text(str(error)), severity="error", markup=False)
+            return
+        w = self.scenario.workload
+        options = BenchOptions(BenchConfig(url), BenchSpec(w.context_tokens, w.prefix_reuse, w.output_tokens),
+                               self.ranking.cluster, w, self.scenario.settings)
+        self.app.push_screen(BenchScreen(self.index, options), self.reload_catalog)
+
     def reload_catalog(self, build_id: str | None) -> None:
         """Read the catalogs again after an import and show the new build."""
         if not build_id:

@@ -1,0 +1,155 @@
+"""One bench run from start to record, for the CLI and the TUI alike: connect, find the build
+and its plan, run the schedule with the predicted (then measured) time per step, and add
+what was measured to the user's catalog on request."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, schedule
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.benchplan import Prediction
+    from sparkadvisor.core.catalog import CatalogIndex
+    from sparkadvisor.core.checkup import BuildMatch
+    from sparkadvisor.core.plan import Cluster, Plan
+    from sparkadvisor.core.workload import Settings, Workload
+    from sparkadvisor.sources.bench import BenchConfig, ServerInfo
+    from sparkadvisor.usercatalog import Recorded
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    """What to bench, where, and within which limits."""
+
+    config: BenchConfig
+    spec: BenchSpec
+    cluster: Cluster
+    workload: Workload
+    settings: Settings
+    build_id: str | None = None
+    """The catalog build being served; None matches it from what vLLM loaded."""
+    max_seconds: float | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a run is, for a progress bar."""
+
+    label: str
+    done: int
+    total: int
+    step_s: float | None
+    """How long the running step should take."""
+    after_s: float | None
+    """How long the steps after it should take."""
+
+
+class BenchSession:
+    """A run's state: the server, the plan it is held against, and what was measured."""
+
+    def __init__(self, index: CatalogIndex, options: BenchOptions):
+        self.index, self.options = index, options
+        self.steps: tuple[Step, ...] = schedule(options.spec)
+        self.collected = Collected(options.spec)
+        self.info: ServerInfo | None = None
+        self.match: BuildMatch | None = None
+        self.plan: Plan | None = None
+        self.predictions: dict[str, Prediction] = {}
+        self.predicted = Rates()
+
+    async def run(self, progress: Callable[[Step | None], None]) -> None:
+        """Measure into `collected`; a BenchError (one sentence) when the server stops it."""
+        from sparkadvisor.core.benchplan import predict, predicted_rates
+        from sparkadvisor.sources.bench import Limits, check_fits, connect, run
+
+        o = self.options
+        self.info = await connect(o.config)
+        check_fits(self.info, o.spec)
+        self.match, self.plan = self._plan(self.info)
+        self.predictions = predict(self.plan, o.spec) if self.plan else {}
+        self.predicted = predicted_rates(self.predictions, o.spec)
+        self._check_budget()
+        deadline = time.monotonic() + o.max_seconds if o.max_seconds else None
+        await run(o.config, self.info, self.steps, self.collected, Limits(deadline, o.max_tokens, self.expected_s),
+                  progress)
+
+    def _plan(self, info: ServerInfo) -> tuple[BuildMatch, Plan | None]:
+        """The build being served and its plan; several candidates are narrowed by how the engine
+        was started (KV dtype, block size, speculation), as the probe does."""
+        from sparkadvisor.core.advisor import evaluate_build
+        from sparkadvisor.core.checkup import BuildMatch, match_build, narrow
+
+        o = self.options
+        if o.build_id is not None:
+            match = BuildMatch((self.index.builds[o.build_id],), f"--build {o.build_id}", info.served)
+        else:
+            match = match_build(self.index, (info.served,))
+        plans = [evaluate_build(self.index, b, o.cluster, o.workload, o.settings) for b in match.builds]
+        if len(plans) > 1:
+            plans, said = narrow(plans, info.config)
+            if said:
+                match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
+                                   match.served)
+        return match, plans[0] if len(plans) == 1 else None
+
+    def _check_budget(self) -> None:
+        from sparkadvisor.sources.bench import BenchError
+
+        first, budget = self.steps[0], self.options.max_tokens
+        if budget is not None and first.computed_tokens > budget:
+            raise BenchError(f"the token budget of {budget:,} is less than the first cold request's "
+                             f"{first.computed_tokens:,} tokens; raise --max-tokens or lower --context")
+
+    def rates(self) -> Rates:
+        """Measured speeds where known, predicted ones elsewhere."""
+        from sparkadvisor.core.benchplan import measured_rates
+
+        return measured_rates(self.collected, self.predicted)
+
+    def expected_s(self, step: Step) -> float | None:
+        """How long `step` should take."""
+        return self.rates().seconds(step, self.options.spec)
+
+    def progress(self, step: Step) -> Progress:
+        """Where the run is while `step` runs."""
+        from sparkadvisor.core.benchplan import time_left
+
+        rates, spec, done = self.rates(), self.options.spec, len(self.collected.results)
+        return Progress(step.label(spec), done, len(self.steps), rates.seconds(step, spec),
+                        time_left(self.steps[done + 1:], spec, rates))
+
+    def rows(self) -> list[tuple[Figure, Prediction | None]]:
+        """Each measured figure with the prediction it is held against."""
+        from sparkadvisor.core.bench import figures
+        from sparkadvisor.core.benchplan import prediction_for
+
+        return [(f, prediction_for(f, self.predictions)) for f in figures(self.collected)]
+
+    def record(self) -> Recorded | None:
+        """Add what was measured to the user's catalog (None when nothing was); a BenchError when
+        no catalog build is known, a UserCatalogError when the file cannot be written."""
+        from sparkadvisor.core.bench import figures
+        from sparkadvisor.core.stages import published_recipe
+        from sparkadvisor.sources.bench import BenchError
+        from sparkadvisor.usercatalog import record_bench
+
+        if not figures(self.collected) or self.info is None:
+            return None
+        if self.match is None or self.match.build is None:
+            how = self.match.how if self.match else "no catalog build is known"
+            raise BenchError(f"{how.split('; pass --build')[0]}; recording needs the catalog build: pass --build ID")
+        facts, cluster = self.index.facts.get(self.match.build.id), self.options.cluster
+        base = published_recipe(facts, cluster.hardware, cluster.nodes) if facts else None
+        return record_bench(self.index, self.match.build, self.options.cluster, self.info, self.collected, base)
+
+
+def spec_text(spec: BenchSpec) -> str:
+    """The prompt the bench sends, in words."""
+    return (f"prompts of exactly {spec.context_tokens:,} tokens (token ids from vLLM's /tokenize); a warm one "
+            f"shares its first {spec.shared_tokens:,} with the cold one before it and adds {spec.new_tokens:,}; "
+            f"{spec.output_tokens} output tokens; {spec.repetitions} repetition{'s' * (spec.repetitions > 1)}")

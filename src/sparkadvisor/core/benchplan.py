@@ -1,0 +1,132 @@
+"""A bench run held against the plan: the speed model's prediction for every figure. Pure.
+
+The predictions come from the same estimators `show` uses (`estimate_prefill`,
+`estimate_decode` with the constants calibrated for this hardware), at the bench's own
+context and concurrency, so a measured figure is compared with what the model would have
+said, never with another measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, figures
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.speed import estimate_decode, estimate_prefill, prefill_range
+from sparkadvisor.core.stages import decode_inputs, kv_bytes_read
+
+Verdict = Literal["inside", "below", "above", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """What the speed model expects for one figure, and its range."""
+
+    expected: float
+    low: float
+    high: float
+
+    def verdict(self, value: float) -> Verdict:
+        """Where a measured value falls against the range."""
+        if value < self.low:
+            return "below"
+        return "above" if value > self.high else "inside"
+
+
+def predict(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
+    """Predictions by figure key (`aggregate_tok_s@N` per concurrency); figures the model
+    cannot predict (no active parameters, no prefill rate) are absent."""
+    found: dict[str, Prediction] = {}
+    found.update(_first_token(plan, spec))
+    single = _decode(plan, spec.context_tokens, 1)
+    if single is not None:
+        found["decode_tok_s"] = single
+    for streams in sorted(set(spec.streams)):
+        if streams > 1 and (group := _decode(plan, spec.context_tokens, streams)) is not None:
+            found[f"aggregate_tok_s@{streams}"] = group
+    return found
+
+
+def _prefill_rate(plan: Plan, attended: float) -> float | None:
+    active = plan.model.params.active_b
+    if active is None:
+        return None
+    return estimate_prefill(plan.cluster.nodes, active * 1e9, plan.model.attention, attended, plan.constants)
+
+
+def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
+    """Cold: every token computed, attending on average to half the prompt. Warm: only the new
+    tokens (all of them when the plan says prefix caching is off), attending to the cached
+    prefix plus half of themselves."""
+    context = spec.context_tokens
+    cold_rate = _prefill_rate(plan, context / 2)
+    if cold_rate is None:
+        return {}
+    new = spec.new_tokens if plan.prefix_caching else context
+    warm_rate = _prefill_rate(plan, context - new / 2) or cold_rate
+    low, high = prefill_range(cold_rate, plan.constants)
+    warm_low, warm_high = prefill_range(warm_rate, plan.constants)
+    ratio = (context / cold_rate) / (new / warm_rate)
+    band = 1 + plan.constants.prefill_band
+    return {
+        "prefill_tok_s": Prediction(cold_rate, low, high),
+        "cold_ttft_s": Prediction(context / cold_rate, context / high, context / low),
+        "warm_ttft_s": Prediction(new / warm_rate, new / warm_high, new / warm_low),
+        "ratio": Prediction(ratio, ratio / band, ratio * band),
+    }
+
+
+def _decode(plan: Plan, context: int, streams: int) -> Prediction | None:
+    """Per stream for one stream, all streams together for several (as the figures are)."""
+    kv_read = kv_bytes_read(plan.kv, plan.kv_bytes_per_token, context)
+    inputs = decode_inputs(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, kv_read,
+                           streams)
+    if inputs is None:
+        return None
+    d = estimate_decode(inputs, plan.cluster.hardware.memory_bandwidth_gb_s, plan.constants)
+    return Prediction(d.expected_tok_s, d.low_tok_s, d.high_tok_s)
+
+
+def prediction_for(figure: Figure, predictions: dict[str, Prediction]) -> Prediction | None:
+    """The prediction a figure is held against."""
+    key = f"{figure.key}@{figure.streams}" if figure.key == "aggregate_tok_s" else figure.key
+    return predictions.get(key)
+
+
+def predicted_rates(predictions: dict[str, Prediction], spec: BenchSpec) -> Rates:
+    """The speeds the time left is first estimated from."""
+    prefill = predictions.get("prefill_tok_s")
+    decode = {1: p.expected} if (p := predictions.get("decode_tok_s")) else {}
+    for streams in spec.streams:
+        if (group := predictions.get(f"aggregate_tok_s@{streams}")) is not None:
+            decode[streams] = group.expected / streams
+    return Rates(prefill.expected if prefill else None, decode)
+
+
+def measured_rates(collected: Collected, fallback: Rates) -> Rates:
+    """The speeds measured so far, else the fallback's: the time left sharpens as the run goes."""
+    found = {f.key if f.key != "aggregate_tok_s" else f"{f.key}@{f.streams}": f for f in figures(collected)}
+    prefill = found["prefill_tok_s"].median if "prefill_tok_s" in found else fallback.prefill_tok_s
+    decode = dict(fallback.decode_tok_s)
+    if "decode_tok_s" in found:
+        single = found["decode_tok_s"].median
+        # Streams not yet measured slow down as predicted relative to one stream.
+        base = fallback.decode_tok_s.get(1)
+        decode = {s: (v * single / base if base else single) for s, v in decode.items()} or {1: single}
+        decode.setdefault(1, single)
+    for key, figure in found.items():
+        if key.startswith("aggregate_tok_s@"):
+            decode[figure.streams] = figure.median / figure.streams
+    return Rates(prefill, decode)
+
+
+def time_left(steps: tuple[Step, ...], spec: BenchSpec, rates: Rates) -> float | None:
+    """Seconds `steps` should take (None when a rate is unknown)."""
+    total = 0.0
+    for step in steps:
+        seconds = rates.seconds(step, spec)
+        if seconds is None:
+            return None
+        total += seconds
+    return total

@@ -1,0 +1,96 @@
+"""`sparkadvisor bench` against the stand-in: what it measures is what the stand-in does."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from bench_fakes import bench_server
+
+from sparkadvisor.cli import main
+
+CONTEXT = 8_000
+
+
+@pytest.fixture(scope="module")
+def run() -> Iterator[tuple[dict[str, Any], Any]]:
+    """One full run (2 cold/warm pairs, 1 and 4 streams), shared by the tests below."""
+    server = bench_server(overhead_s=0.25, prefill_tok_s=8_000.0, decode_tok_s=400.0)
+    out = io.StringIO()
+    with tempfile.TemporaryDirectory() as home, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SPARKADVISOR_HOME", home)
+        mp.delenv("SPARKADVISOR_VLLM_URL", raising=False)
+        with contextlib.redirect_stdout(out):
+            code = main(["bench", "--vllm", server.url, "--context", str(CONTEXT), "--output-tokens", "60",
+                         "--repetitions", "2", "--streams", "1,4", "--json"])
+    server.close()
+    assert code == 0
+    yield json.loads(out.getvalue()), server.state
+
+
+def figure(data: dict[str, Any], metric: str, streams: int = 1) -> dict[str, Any]:
+    return next(f for f in data["figures"] if f["metric"] == metric and f["streams"] == streams)
+
+
+def test_cold_over_warm_is_the_stand_ins_ratio_within_ten_percent(run):
+    data, state = run
+    truth = state.truth_ratio(CONTEXT, 0.95)
+    measured = figure(data, "ratio")["median"]
+    assert truth > 3
+    assert measured == pytest.approx(truth, rel=0.10)
+
+
+def test_the_counters_say_cold_missed_and_warm_hit(run):
+    data, _ = run
+    assert figure(data, "cold_ttft_s")["prefix_cache_hit_share"] < 0.01
+    warm = figure(data, "warm_ttft_s")
+    assert warm["prefix_cache_hit_share"] == pytest.approx(0.95, abs=0.01)
+    # 7,600 shared tokens are 475 blocks of 16: the cache serves all of them.
+    assert warm["cached_tokens"] == 7_600
+
+
+def test_every_prompt_is_exactly_the_context(run):
+    data, _ = run
+    assert data["prompt_tokens_seen"] == [CONTEXT]
+
+
+def test_decode_is_the_stand_ins_rate_and_more_streams_give_more(run):
+    data, state = run
+    single = figure(data, "decode_tok_s")
+    assert single["median"] == pytest.approx(state.decode_tok_s, rel=0.10)
+    assert len(single["values"]) == 2 and single["spread"] is not None
+    assert figure(data, "aggregate_tok_s", 4)["median"] > 1.3 * single["median"]
+
+
+def test_each_figure_stands_beside_the_plans_prediction(run):
+    data, _ = run
+    assert data["build"] == "glm-5.3-flash-nvfp4-redhat" and data["vllm_version"] == "0.33.0"
+    for f in data["figures"]:
+        p = f["predicted"]
+        assert p is not None and p["low"] <= p["expected"] <= p["high"]
+        where = "inside" if p["low"] <= f["median"] <= p["high"] else ("below" if f["median"] < p["low"] else "above")
+        assert p["verdict"] == where
+    # The stand-in is far faster than two real Sparks: its first token falls below the prediction.
+    assert figure(data, "cold_ttft_s")["predicted"]["verdict"] == "below"
+    assert data["steps_run"] == data["steps_planned"] == 5 and data["stopped"] is None
+
+
+def test_the_text_report_reads_like_show(standin, capsys):
+    code = main(["bench", "--vllm", standin.url, "--context", "4000", "--repetitions", "1", "--streams", "1",
+                 "--output-tokens", "20"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith(f"bench RedHatAI/GLM-5.3-Flash-NVFP4 · vLLM 0.33.0 at {standin.url}")
+    warm = next(line for line in lines if line.startswith("warm first token [measured]"))
+    assert re.search(r"\[measured\] 0\.\d\d s beside 0\.\d\d s predicted: (inside|OUTSIDE \((below|above)\)) the "
+                     r"predicted range 0\.\d\d-0\.\d\d s\.", warm)
+    assert "Prefix-cache counters over these requests: 95% of prompt tokens hit (3,792 tokens a request)" in warm
+    assert any(line.startswith("cold / warm [measured]") for line in lines)
+    assert lines[-1] == "add --record to keep these as measurements of this build on this cluster"

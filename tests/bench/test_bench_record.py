@@ -1,0 +1,81 @@
+"""--record: the run becomes measurements that show, rank and the calibration use at once."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+from bench_fakes import bench_server
+
+from sparkadvisor import paths
+from sparkadvisor.cli import main
+
+BUILD = "glm-5.3-flash-nvfp4-redhat"
+RUN = ["--context", "4000", "--repetitions", "2", "--streams", "1,2", "--output-tokens", "20", "--record"]
+
+
+def user_recipes() -> list[dict]:
+    return tomllib.loads(paths.user_catalog_path().read_text(encoding="utf-8"))["recipes"]
+
+
+def constants():
+    from sparkadvisor.catalogs import load_index
+
+    return load_index().constants["dgx-spark"]
+
+
+def test_recorded_runs_are_measured_in_show_and_move_the_calibration(standin, capsys):
+    before = constants()
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    out = capsys.readouterr().out
+    recipe_id = f"bench-{BUILD}-2x-dgx-spark"
+    assert f"recorded 5 measurements as recipe {recipe_id}" in out
+
+    after = constants()
+    assert after.prefill_flops_per_node != before.prefill_flops_per_node
+    assert after.basis["prefill_flops_per_node"] != before.basis["prefill_flops_per_node"]
+
+    assert main(["show", BUILD, "--context", "4000", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    warm = next(m for m in user_recipes()[0]["measurements"] if m.get("cached_tokens"))
+    assert shown["recipe"] == recipe_id
+    assert shown["ttft_s"] == round(warm["value"], 1)
+    assert shown["decode_measured_tok_s"] > 300  # the stand-in decodes at 400 tok/s, two Sparks at ~47
+    assert main(["show", BUILD, "--context", "4000"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "first token [measured] Measured" in text and "sparkadvisor bench" in text
+    assert "with 3,792 of 4,000 prompt tokens from the prefix cache" in text
+
+
+def test_a_second_record_adds_runs_and_keeps_the_first(standin, capsys):
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    first = user_recipes()
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    out = capsys.readouterr().out
+    second = user_recipes()
+    assert len(second) == 1 and len(second[0]["measurements"]) == 10
+    assert second[0]["measurements"][:5] == first[0]["measurements"]
+    assert len(second[0]["source"]) == 2 and "recipe bench-" in out.splitlines()[-1]
+    catalog = tomllib.loads(paths.user_catalog_path().read_text(encoding="utf-8"))
+    notes = [s["note"] for s in catalog["sources"].values()]
+    assert len(notes) == 2 and all("against vLLM 0.33.0 serving RedHatAI/GLM-5.3-Flash-NVFP4" in n for n in notes)
+    assert all("cache_dtype fp8_e4m3, enable_prefix_caching True" in n for n in notes)
+
+
+def test_a_server_run_with_other_settings_starts_a_new_recipe(standin, capsys):
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    other = bench_server(overhead_s=0.1, block_size=32, spec=True)
+    try:
+        assert main(["bench", "--vllm", other.url, *RUN]) == 0
+    finally:
+        other.close()
+    recipes = user_recipes()
+    assert [r["id"] for r in recipes] == [f"bench-{BUILD}-2x-dgx-spark", f"bench-{BUILD}-2x-dgx-spark-2"]
+    assert [r["block_size"] for r in recipes] == [16, 32]
+    # Speculation: off on the first server (the catalog recipe's drafter is dropped), on for the second,
+    # with the method from the catalog recipe and the acceptance the counters measured (1.5 of 2 drafted).
+    assert "speculative" not in recipes[0]
+    assert recipes[1]["speculative"]["method"] == "dflash" and recipes[1]["speculative"]["acceptance"] == 0.75
+    assert main(["show", BUILD, "--context", "4000", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("\n{") + 1:])["recipe"] == f"bench-{BUILD}-2x-dgx-spark-2"  # the newest
