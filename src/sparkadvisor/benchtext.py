@@ -55,25 +55,35 @@ def figure_text(figure: Figure, prediction: Prediction | None, why_none: str) ->
     return text
 
 
-def lines(session: BenchSession, interrupted: bool, recorded: Recorded | None, record_asked: bool) -> list[str]:
-    """The report, one string per line."""
+Line = tuple[str, str | None, str]
+"""(title, basis, text): a figure line has a basis ("measured"), a plain line has none and no title."""
+
+
+def report(session: BenchSession, interrupted: bool, recorded: Recorded | None, record_asked: bool) -> list[Line]:
+    """The report, line by line."""
     from sparkadvisor.benchsession import spec_text
 
     info, spec = session.info, session.collected.spec
-    out: list[str] = []
+    out: list[Line] = []
     if info is not None:
         version = f"vLLM {info.version}" if info.version else "vLLM (version unknown)"
         limit = f" · max_model_len {info.served.max_model_len:,}" if info.served.max_model_len else ""
-        out.append(f"bench {info.served.id} · {version} at {info.url}{limit}")
+        out.append(("", None, f"bench {info.served.id} · {version} at {info.url}{limit}"))
     if session.plan is not None and session.match is not None:
         p = session.plan
-        out.append(f"plan  {p.build.id} on {p.cluster.label}, {p.workload.label} ({session.match.how})")
-    out.append(spec_text(spec))
+        out.append(("", None, f"plan  {p.build.id} on {p.cluster.label}, {p.workload.label} ({session.match.how})"))
+    out.append(("", None, spec_text(spec)))
     why = _why_no_prediction(session)
     for figure, prediction in session.rows():
-        out.append(f"{figure.label} [measured] {figure_text(figure, prediction, why)}")
-    out += _tail(session, interrupted, recorded, record_asked)
+        out.append((figure.label, "measured", figure_text(figure, prediction, why)))
+    out += [("", None, line) for line in _tail(session, interrupted, recorded, record_asked)]
     return out
+
+
+def lines(session: BenchSession, interrupted: bool, recorded: Recorded | None, record_asked: bool) -> list[str]:
+    """The report, one string per line."""
+    return [f"{title} [{basis}] {text}" if basis else text
+            for title, basis, text in report(session, interrupted, recorded, record_asked)]
 
 
 def _why_no_prediction(session: BenchSession) -> str:

@@ -156,8 +156,9 @@ def check_all_formats(plan, expect_refusal: bool | None = None) -> None:  # type
 FIELDS = ("tool", "reasoning", "title", "image", "draft", "seqs", "batched", "id", "repo")
 
 
-ROUND_TRIP = HOSTILE.map(lambda v: "x" + v if v.startswith("-") else v)
-"""Hostile values an export must carry (a leading '-' is refused, tested below)."""
+ROUND_TRIP = HOSTILE.map(lambda v: "x" + v if v.startswith(("-", "/")) else v)
+"""Hostile values an export must carry (a leading '-' is refused, tested below; a build id's leading '/'
+becomes the served name's leading '-')."""
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

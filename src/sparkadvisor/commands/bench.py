@@ -123,14 +123,26 @@ def _options(args: argparse.Namespace, index: Any) -> BenchOptions:
 
 def _report(session: BenchSession, args: argparse.Namespace, interrupted: bool = False,
             recorded: Recorded | None = None) -> None:
-    from sparkadvisor.benchtext import as_json, lines
+    """JSON, or lines styled as `show` styles them (Rich drops the styles in a pipe)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from sparkadvisor.benchtext import as_json, report
+    from sparkadvisor.render import BASIS_STYLE
     from sparkadvisor.urls import redacted
 
     if args.json:
         print_json(redacted(as_json(session, interrupted, recorded, args.record)))
         return
-    for line in lines(session, interrupted, recorded, args.record):
-        print(_safe(line))
+    console = Console()
+    for title, basis, text in report(session, interrupted, recorded, args.record):
+        if basis is None:
+            console.print(Text(_safe(text)), highlight=False)
+            continue
+        body = Text(_safe(f" {text}"))
+        body.highlight_words(["OUTSIDE"], "bold red")
+        console.print(Text.assemble((_safe(title), "bold"), " ", (f"[{basis}]", BASIS_STYLE[basis]), body),
+                      highlight=False)
 
 
 def _safe(text: str) -> str:

@@ -96,12 +96,12 @@ def _update_json(outcome: Any) -> dict[str, Any]:
 
 def _info(args: argparse.Namespace) -> int:
     from sparkadvisor import __version__, paths
-    from sparkadvisor.catalogs import active_catalog, read_catalog
+    from sparkadvisor.catalogs import active_catalog, load_index
     from sparkadvisor.commands.common import print_json
     from sparkadvisor.sources.catalog_update import KINDS, origin
 
     active = active_catalog()
-    catalog = read_catalog(active.path)
+    catalog = load_index(include_user=False).catalog
     counts = {kind: len(getattr(catalog, kind)) for kind in KINDS}
     came_from = origin() if active.updated else {}
     previous = paths.catalog_updates_dir() / "previous.toml"
