@@ -87,7 +87,7 @@ source = "evil"
 [[builds]]
 id = "evil-fp8"
 model = "evil"
-repo = {json.dumps("evil/repo" + CLEAR)}
+repo = "evil/repo"
 format = "fp8"
 caveats = ["evil-caveat"]
 source = "evil"
@@ -117,3 +117,20 @@ def test_error_hint_prints_no_raw_escape(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err
     assert "\\x1b" in err
+
+
+@pytest.mark.parametrize("fmt", ["sh", "md", "yaml"])
+def test_exported_messages_and_comments_carry_no_raw_escape(fmt, tmp_path, capsys):
+    """A script's `warn` and its comments, and the report, show a caveat's escapes escaped."""
+    catalog = hostile_catalog(tmp_path)
+    out = tmp_path / "out"
+    code = main(["export", "evil-fp8", "--format", fmt, "--out", str(out), "--nodes", "1", "--catalog", str(catalog)])
+    text = capsys.readouterr()
+    assert "Traceback" not in text.out + text.err
+    for raw in RAW:
+        assert raw not in text.out + text.err
+    if code == 0:
+        for path in out.rglob("*"):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.lstrip().startswith(("#", "warn ", "echo ")) or fmt == "md":
+                    assert not any(raw in line for raw in RAW), f"{path.name}: {line!r}"

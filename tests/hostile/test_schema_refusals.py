@@ -82,3 +82,18 @@ def test_the_seed_passes_and_its_json_is_strict(tmp_path, capsys):
     code, out, _ = run(capsys, "rank", "--json", "--catalog", str(SEED))
     assert code == 0
     json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+
+
+def test_a_hand_edited_cache_with_absurd_numbers_is_rebuilt(tmp_path, capsys):
+    """Whoever can write the cache folder cannot feed the arithmetic what `check` would refuse."""
+    from sparkadvisor import paths
+    from sparkadvisor.catalogs import load_index
+
+    cold = load_index([SEED], include_user=False)
+    [entry] = [p for p in paths.cache_dir().glob("catalog-*.json")]
+    data = json.loads(entry.read_text())
+    data["catalog"]["recipes"][-1]["kv_cache_gib"] = 1e300
+    entry.write_text(json.dumps(data))
+    assert load_index([SEED], include_user=False).catalog == cold.catalog
+    code, out, _ = run(capsys, "rank", "--json", "--catalog", str(SEED))
+    assert code == 0 and "1e+300" not in out

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.ranking import Ranked, capability_for
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Source
 from sparkadvisor.core.table import COLUMNS, row_cells
 from sparkadvisor.export.spec import ExportFile, Launch
@@ -63,7 +64,7 @@ def _commands(launch: Launch) -> list[str]:
     lines = []
     for node in launch.nodes:
         words = ["vllm", "serve", *node.vllm_argv] if node.vllm_argv else ["ray", *node.ray_argv]
-        body = sh_words(words)
+        body = safe_text(sh_words(words), keep_newlines=True)  # for reading; serve.sh carries the exact bytes
         fence = md_fence(body)
         lines += [f"On {md_cell(node.host_hint)}:", "", fence + "sh", body, fence, ""]
     lines.append(f"Image: `{md_cell(launch.image)}`. The sh export wraps these in pre-flight checks and the "
