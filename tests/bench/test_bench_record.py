@@ -21,7 +21,8 @@ def user_recipes() -> list[dict]:
 def constants():
     from sparkadvisor.catalogs import load_index
 
-    return load_index().constants["dgx-spark"]
+    index = load_index()
+    return index.speed_constants(index.hardware["dgx-spark"])
 
 
 def test_recorded_runs_are_measured_in_show_and_move_the_calibration(standin, capsys):
@@ -32,8 +33,8 @@ def test_recorded_runs_are_measured_in_show_and_move_the_calibration(standin, ca
     assert f"recorded 5 measurements as recipe {recipe_id}" in out
 
     after = constants()
-    assert after.prefill_flops_per_node != before.prefill_flops_per_node
-    assert after.basis["prefill_flops_per_node"] != before.basis["prefill_flops_per_node"]
+    assert after.prefill_ms_per_gflop != before.prefill_ms_per_gflop
+    assert after.prefill_measurements > before.prefill_measurements
 
     assert main(["show", BUILD, "--context", "4000", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)

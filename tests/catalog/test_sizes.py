@@ -17,6 +17,8 @@ STATED_SIZES = {
     ("ggml-org/gpt-oss-20b-GGUF", "mxfp4"): (11.27, "GiB"),  # llama.cpp benches/dgx-spark.md
     ("ggml-org/gpt-oss-120b-GGUF", "mxfp4"): (59.02, "GiB"),  # llama.cpp benches/dgx-spark.md
     ("ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF", "gguf-q8_0"): (30.25, "GiB"),  # llama.cpp benches
+    ("ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF", "gguf-q8_0"): (7.54, "GiB"),  # llama.cpp benches
+    ("ggml-org/gemma-3-4b-it-qat-GGUF", "gguf-q4_0"): (2.35, "GiB"),  # llama.cpp benches
     ("prithivMLmods/Qwen3-Coder-30B-A3B-Instruct-GGUF", "gguf-q4_k_m"): (18.6, "GB"),  # HF file page
     ("Qwen/Qwen3-Next-80B-A3B-Thinking-GGUF", "gguf-q4_k_m"): (48.4, "GB"),  # HF tree
     ("Qwen/Qwen3-Next-80B-A3B-Thinking-GGUF", "gguf-q8_0"): (84.8, "GB"),  # HF tree

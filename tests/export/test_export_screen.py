@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from export_helpers import plan_for
+from export_helpers import plan_for, ranked_for
 from textual.app import App
 from textual.widgets import Input, Select, TextArea
 
@@ -13,7 +13,7 @@ async def test_export_screen_shows_and_writes(index, tmp_path):
     plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
     app = App()
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = ExportScreen(index, plan)
+        screen = ExportScreen(index, plan, ranked_for(index, 2))
         await app.push_screen(screen)
         await pilot.pause()
         text = screen.query_one("#export-text", TextArea).text
@@ -33,7 +33,7 @@ async def test_address_fields_reach_the_files_and_bad_ones_are_named(index):
     plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
     app = App()
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = ExportScreen(index, plan)
+        screen = ExportScreen(index, plan, ranked_for(index, 2))
         await app.push_screen(screen)
         screen.query_one("#export-format", Select).value = "claude"
         await pilot.pause()

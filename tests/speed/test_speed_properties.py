@@ -12,7 +12,12 @@ from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.speed import DecodeInputs, SpeedConstants, estimate_decode
 from sparkadvisor.core.workload import AGENTIC
 
-CONSTANTS = SpeedConstants(0.85, 3.0, 6.0, 30.0, 5.0, 30.3, 19.0, 0.64, 2e13, 0.25, 0.5, {})
+CONSTANTS = SpeedConstants(
+    engine="vllm", bandwidth_fraction=0.85, weight_penalty={"nvfp4": 0.1}, kv_ms_per_gb=5.0,
+    compute_ms_per_gflop=0.02, fixed_ms=1.0, layer_ms=0.1, eager_ms_per_layer=0.6, spec_ms_per_step=1.0,
+    allreduce_us=30.3, link_gb_s=19.0, acceptance=0.64, expert_spread=0.5, prefill_ms_per_gflop={"bf16": 0.02},
+    expert_prefill_factor=2.0, prefill_attention_ms_per_gflop=0.02, decode_band=0.25, aggregate_band=0.3,
+    prefill_band=0.5)
 
 
 @st.composite
@@ -32,8 +37,9 @@ def plain_inputs(draw: st.DrawFn) -> DecodeInputs:
 
 @st.composite
 def constants(draw: st.DrawFn) -> SpeedConstants:
-    return replace(CONSTANTS, bandwidth_fraction=draw(st.floats(0.3, 1.0)), fixed_ms_graphs=draw(st.floats(0, 50)),
-                   fixed_ms_eager=draw(st.floats(0, 50)), decode_band=draw(st.floats(0.1, 1.0)))
+    return replace(CONSTANTS, bandwidth_fraction=draw(st.floats(0.3, 1.0)), fixed_ms=draw(st.floats(0, 50)),
+                   layer_ms=draw(st.floats(0, 1)), eager_ms_per_layer=draw(st.floats(0, 2)),
+                   decode_band=draw(st.floats(0.1, 1.0)))
 
 
 @given(plain_inputs(), constants(), st.floats(100, 8000))
@@ -83,3 +89,19 @@ def test_batching_never_raises_per_stream_speed(inputs: DecodeInputs, spec: int,
     one = estimate_decode(inputs, 273, CONSTANTS)
     many = estimate_decode(replace(inputs, streams=streams), 273, CONSTANTS)
     assert many.expected_tok_s / streams <= one.expected_tok_s * (1 + 1e-9)
+
+
+@given(plain_inputs(), st.integers(2, 64))
+def test_a_batch_never_reads_fewer_weights_than_one_token(inputs: DecodeInputs, streams: int) -> None:
+    one = estimate_decode(inputs, 273, CONSTANTS)
+    many = estimate_decode(replace(inputs, streams=streams), 273, CONSTANTS)
+    assert many.weights_ms >= one.weights_ms
+    if inputs.routed_experts and inputs.experts_per_token:
+        assert one.experts_read <= many.experts_read <= inputs.routed_experts
+
+
+@given(plain_inputs())
+def test_eager_mode_is_never_faster_than_cuda_graphs(inputs: DecodeInputs) -> None:
+    graphs = estimate_decode(replace(inputs, eager=False), 273, CONSTANTS)
+    eager = estimate_decode(replace(inputs, eager=True), 273, CONSTANTS)
+    assert eager.expected_tok_s <= graphs.expected_tok_s

@@ -25,10 +25,14 @@ source = "article"
 
 def row_ids(table) -> list[str]:
     """Build ids in the order the table shows them."""
-    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+    return table.shown
 
 
 def cell(table, build_id: str, column: str) -> str:
-    """The text a user reads in one cell."""
-    value = table.get_cell(build_id, column)
-    return str(getattr(value, "text", value))
+    """The text of one cell in the table's current ranking."""
+    return table.ranking.cells[build_id][column]
+
+
+def screen_lines(widget) -> list[str]:
+    """The lines a line-drawn widget (the table, a document) paints now, as plain text."""
+    return [widget.render_line(y).text for y in range(widget.scrollable_content_region.height)]

@@ -6,24 +6,62 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from textual.widgets._footer import FooterKey
 
 from sparkadvisor import cli, paths
 from sparkadvisor.tui.commands import COMMANDS
-from sparkadvisor.tui.widgets.memory_bar import MemoryBar
 
-from .helpers import row_ids
+from .helpers import row_ids, screen_lines
+
+DECISION = ("flags", "fit", "expected", "ttft")
+
+
+async def footer_keys(app, pilot) -> list[FooterKey]:
+    """The footer's keys on screen, once the footer has composed them (it waits for the bindings)."""
+    for _ in range(50):
+        await pilot.pause()
+        keys = [k for k in app.screen.query(FooterKey) if k.region.area]
+        if keys:
+            return keys
+    raise AssertionError("the footer never showed its keys")
 
 
 async def test_footer_shows_each_key_with_its_tooltip(make_app) -> None:
     app = make_app()
-    async with app.run_test(size=(200, 40)) as pilot:
-        await pilot.pause()
-        keys = {k.description: k.tooltip for k in app.screen.query(FooterKey)}
+    async with app.run_test(size=(240, 40)) as pilot:
+        keys = {k.description: k.tooltip for k in await footer_keys(app, pilot)}
         for command in (c for c in COMMANDS if c.show):
             assert keys[command.footer] == command.tooltip
         ids = [b.id for b in app.screen.BINDINGS if hasattr(b, "id") and b.id]
         assert len(ids) == len(set(ids)) == len(COMMANDS)
+
+
+async def test_the_footer_keeps_help_and_quit_at_80_columns(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        keys = await footer_keys(app, pilot)
+        shown = [k.description for k in keys]
+        assert {"Help", "Quit", "Workload", "Nodes"} <= set(shown) and "Theme" not in shown
+        assert all(k.region.right <= 80 and k.region.y == 23 for k in keys)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+async def test_the_decision_is_on_the_first_screen_and_no_figure_is_cut(make_app, size) -> None:
+    app = make_app()
+    async with app.run_test(size=size):
+        table = app.screen.table
+        assert set(DECISION) <= set(table.layout_now.keys)
+        lines = screen_lines(table)
+        cells = table.ranking.cells
+        for line, build_id in zip(lines[1:], table.shown, strict=False):
+            row = cells[build_id]
+            for key in table.layout_now.keys:
+                if key in ("model", "build", "reason", "caveats", "flags"):
+                    continue
+                assert f" {row[key]} " in f" {line} ", (key, row[key], line)
+            assert row["flags"].split(" ")[0] in line
+        assert lines[1].split()[:2] == ["1", "GLM-5.3-Flash"] and "fits +11.2 GiB" in lines[1]
 
 
 async def test_palette_lists_commands_as_category_action(make_app) -> None:
@@ -44,7 +82,7 @@ async def test_works_at_80_by_24(make_app) -> None:
     async with app.run_test(size=(80, 24)):
         screen = app.screen
         assert screen.has_class("-narrow")
-        assert screen.table.region.height >= 6 and screen.query_one("#detail").region.height >= 6
+        assert screen.table.region.height >= 10 and screen.query_one("#detail").region.height >= 6
         assert screen.query_one("Footer").region.y == 23
 
 
@@ -67,8 +105,8 @@ async def test_no_color_is_respected(make_app, monkeypatch) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)):
         assert app.no_color
-        bar = app.screen.query_one(MemoryBar)
-        assert all(glyph in str(bar.render()) for glyph in "█▓▒░")
+        detail = app.screen.query_one("#detail").text
+        assert all(glyph in detail for glyph in "█▓▒░") and "▲ SWAP (warning)" in detail
 
 
 async def test_broken_theme_is_reported_once_and_the_app_runs(index) -> None:

@@ -1,19 +1,19 @@
-"""Every key of the main screen, driven through the Pilot (each test presses only its own key)."""
+"""Every key of the main screen, driven through the Pilot (each test presses only its own keys).
+
+`type_at_once` posts keys the way a terminal delivers a burst (tmux send-keys, a fast
+typist): all before the app has handled the first, so nothing waits for a widget.
+"""
 
 from __future__ import annotations
 
-import types
-
 import pytest
-from textual.screen import ModalScreen
+from textual import events
 from textual.widgets import Input, Label, OptionList, TextArea
 
-from sparkadvisor import paths
-from sparkadvisor.core.plan import Plan
 from sparkadvisor.state import load_state
-from sparkadvisor.tui.screens import main as main_module
+from sparkadvisor.tui.screens import hub_import as hub_module
 
-from .helpers import EXTRA_BUILD, cell, row_ids
+from .helpers import EXTRA_BUILD, cell, row_ids, screen_lines
 
 SIZE = (140, 40)
 QWEN = "qwen3.8-flash-next-nvfp4"
@@ -30,7 +30,15 @@ def seconds(text: str) -> float:
     return float(parts[0]) * 60 + float(parts[1]) if len(parts) == 2 else float(parts[0])
 
 
-async def test_w_toggles_the_workload_and_reranks_without_rebuilding(make_app) -> None:
+async def type_at_once(app, pilot, *keys: str) -> None:
+    """Post every key before any is handled, then let the app catch up."""
+    for key in keys:
+        app.post_message(events.Key(key, key if len(key) == 1 else None))
+    for _ in range(len(keys) + 2):  # each key's messages (key, change, re-rank) settle in turn
+        await pilot.pause()
+
+
+async def test_w_toggles_the_workload_and_reranks_in_place(make_app) -> None:
     app = make_app("agentic")
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.table
@@ -38,18 +46,14 @@ async def test_w_toggles_the_workload_and_reranks_without_rebuilding(make_app) -
         agentic = row_ids(table)
         assert agentic.index(QWEN) > agentic.index(GLM)
         assert seconds(cell(table, QWEN, "ttft")) > 20
-        table.move_cursor(row=agentic.index(QWEN))
-        rebuilt = []
-        table.add_row = lambda *a, **k: rebuilt.append(a)
-        table.clear = lambda *a, **k: rebuilt.append(a)
+        table.move_to(agentic.index(QWEN))
         await pilot.press("w")
         assert "Chat" in header_text(app) and "Agentic" not in header_text(app)
         chat = row_ids(table)
         assert chat != agentic and sorted(chat) == sorted(agentic)
         assert [r.plan.build.id for r in app.screen.ranking.ranked] == chat
         assert seconds(cell(table, QWEN, "ttft")) < 10
-        assert table.highlighted_build == QWEN
-        assert rebuilt == []
+        assert table.highlighted_build == QWEN and app.screen.table is table
     assert load_state().workload == "chat"
 
 
@@ -59,8 +63,7 @@ async def test_number_keys_set_the_node_count(make_app, key: str) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press(key)
         assert header_text(app).startswith(f"{key} x DGX Spark")
-        sweep = app.screen.query_one("#sweep")
-        assert str(sweep.get_cell(key, "nodes")).strip() == f"▶ {key}"
+        assert f"▶ {key} " in app.screen.query_one("#detail").text
         fits_on_four = cell(app.screen.table, "deepseek-v4.1-flash", "rank") != "-"
         assert fits_on_four is (key == "4")
     assert load_state().nodes == int(key)
@@ -75,117 +78,196 @@ async def test_2_and_3_set_the_node_count(make_app) -> None:
         assert header_text(app).startswith("2 x DGX Spark · 243.2 GiB · 273 GB/s")
 
 
-async def test_h_picks_the_hardware(make_app, extra_hardware_catalog) -> None:
+async def test_h_picks_the_hardware_and_the_view_goes_to_the_top(make_app, extra_hardware_catalog) -> None:
     app = make_app(nodes=4, catalog_paths=[extra_hardware_catalog])
     async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.table
+        table.move_to(30)
         await pilot.press("h")
         choice = app.screen.query_one(OptionList)
+        assert choice.has_focus
         prompts = [str(choice.get_option_at_index(i).prompt) for i in range(choice.option_count)]
         choice.highlighted = next(i for i, prompt in enumerate(prompts) if "Big Box" in prompt)
         await pilot.press("enter")
         assert header_text(app).startswith("2 x Big Box")
+        assert table.cursor == 0 and table.scroll_offset.y == 0
     assert load_state().hardware == "big-box"
 
 
-async def test_a_recomputes_as_you_type_and_marks_bad_input(make_app) -> None:
+async def test_a_takes_digits_typed_at_once_and_marks_bad_input(make_app) -> None:
     app = make_app("agentic")
     async with app.run_test(size=SIZE) as pilot:
         before = cell(app.screen.table, QWEN, "ttft")
-        await pilot.press("a")
+        await type_at_once(app, pilot, "a", "5", "0", "0", "0", "0")
         editor = app.screen
         field = editor.query_one("#context_tokens", Input)
-        field.value = "10000"
+        assert field.has_focus and field.value == "50000"
         await pilot.pause()
         main = app.screen_stack[-2]
-        assert "10,000 tokens" in str(main.query_one("#cluster-header").render())
+        assert "50,000 tokens" in str(main.query_one("#cluster-header").render())
         assert cell(main.table, QWEN, "ttft") != before
         field.value = "lots"
         await pilot.pause()
         assert field.has_class("-invalid")
         assert "'lots' is not a whole number" in str(editor.query_one("#context_tokens-error", Label).render())
-        assert "10,000 tokens" in str(main.query_one("#cluster-header").render())
+        assert "50,000 tokens" in str(main.query_one("#cluster-header").render())
         editor.query_one("#kv_cache_dtype", Input).value = "fp4-ish"
         await pilot.pause()
         assert "not a KV dtype" in str(editor.query_one("#kv_cache_dtype-error", Label).render())
 
 
-async def test_slash_filters_by_name_and_escape_clears(make_app) -> None:
+async def test_slash_takes_text_typed_at_once_and_escape_clears(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("slash")
-        box = app.screen.query_one("#filter", Input)
-        assert box.display and box.has_focus
         total = app.screen.table.row_count
-        await pilot.press(*"flash")
+        await type_at_once(app, pilot, "slash", *"flash")
+        box = app.screen.query_one("#filter", Input)
+        assert box.display and box.has_focus and box.value == "flash"
         shown = sorted(row_ids(app.screen.table))
-        assert QWEN in shown and "glm-5.3-flash-nvfp4-redhat" in shown and "gpt-oss-120b-mxfp4" not in shown
+        assert QWEN in shown and GLM in shown and "gpt-oss-120b-mxfp4" not in shown
         assert all("flash" in app.screen.ranking.by_id[b].plan.model.name.lower() for b in shown)
         assert f"Candidates ({len(shown)} of {total})" in app.screen.table.border_title
         await pilot.press("escape")
         assert app.screen.table.row_count == total and not box.display
 
 
-async def test_s_sorts_by_a_chosen_column(make_app) -> None:
+async def test_a_filter_that_matches_nothing_clears_the_detail_pane(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
+        await type_at_once(app, pilot, "slash", *"zzzz")
+        screen = app.screen
+        total = len(screen.ranking.ranked)
+        assert screen.table.row_count == 0 and f"Candidates (0 of {total})" in screen.table.border_title
+        assert screen.query_one("#detail").text.strip() == "No build matches 'zzzz'."
+
+
+async def test_s_sorts_by_a_chosen_column_and_the_view_goes_to_the_top(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.table
+        table.move_to(30)
         await pilot.press("s")
         choice = app.screen.query_one(OptionList)
-        choice.highlighted = [o.id for o in choice.options].index("ttft")
+        choice.highlighted = [o.id for o in choice.options].index("kv_pool")
         await pilot.press("enter")
         screen = app.screen
-        expected = sorted(screen.ranking.positions("ttft").items(), key=lambda kv: kv[1])
-        assert row_ids(screen.table) == [b for b, _ in expected]
-        assert "sorted by 1st token ▲" in screen.table.border_title
+        assert row_ids(table) == screen.ranking.ordered("kv_pool")
+        assert "sorted by KV pool ▲" in table.border_title
+        assert table.cursor == 0 and table.scroll_offset.y == 0
+        assert "KV pool▲" in screen_lines(table)[0], "the sorted column is on screen, even at 80 columns"
 
 
 async def test_clicking_a_header_sorts_and_again_reverses(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         table = app.screen.table
-        x = 1 + sum(c.get_render_width(table) for c in table.ordered_columns[:3])
+        x = screen_lines(table)[0].index("turn")
         await pilot.click("#candidates", offset=(x + 2, 1))
-        assert "sorted by size ▲" in table.border_title
-        sizes = [app.screen.ranking.by_id[b].plan.weights.total_bytes for b in row_ids(table)[:8]]
-        assert sizes == sorted(sizes)
+        assert "sorted by turn ▲" in table.border_title
+        turns = [app.screen.ranking.by_id[b].plan.turn_s for b in row_ids(table)[:8]]
+        assert turns == sorted(turns)
         await pilot.click("#candidates", offset=(x + 2, 1))
-        assert "sorted by size ▼" in table.border_title
+        assert "sorted by turn ▼" in table.border_title
 
 
-async def test_e_shows_the_plan_as_text_without_an_exporter(make_app, monkeypatch) -> None:
-    monkeypatch.setattr(main_module, "optional_module", lambda name: None)
+async def test_rows_move_with_arrows_vi_keys_pages_and_ends(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.table
+        last = table.row_count - 1
+        page = table.scrollable_content_region.height - 2
+        expected = {"down": 1, "j": 2, "k": 1, "up": 0, "pagedown": page, "pageup": 0, "end": last, "home": 0,
+                    "G": last, "g": 0}
+        for key, row in expected.items():
+            await pilot.press(key)
+            assert table.cursor == row, key
+        await pilot.press("G")
+        assert table.highlighted_build in screen_lines(table)[-1] or \
+            app.screen.ranking.cells[table.highlighted_build]["model"][:10] in screen_lines(table)[-1]
+        assert app.screen.query_one("#detail").text.startswith(
+            app.screen.ranking.by_id[table.highlighted_build].plan.model.name)
+
+
+async def test_enter_opens_the_build_full_screen_and_escape_returns(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("e")
-        text = app.screen.query_one(TextArea).text
-        assert text.startswith("GLM-5.3-Flash · RedHatAI/GLM-5.3-Flash-NVFP4 · rank 1")
-        assert "weights [stated]" in text
+        await pilot.press("enter")
+        assert type(app.screen).__name__ == "BuildScreen"
+        text = app.screen.query_one("#build-document").text
+        for words in ("The arithmetic", "The same build on 1-4 nodes", "Caveats (6)", "source: ", "Recipes"):
+            assert words in text
+        await pilot.press("escape")
+        assert type(app.screen).__name__ == "MainScreen" and app.screen.table.highlighted_build == GLM
 
 
-async def test_e_opens_the_exporter_when_installed(make_app, monkeypatch) -> None:
-    opened = []
-
-    class ExportScreen(ModalScreen[None]):
-        def __init__(self, index, plan: Plan):
-            super().__init__()
-            opened.append(plan.build.id)
-
-    fake = types.SimpleNamespace(ExportScreen=ExportScreen)
-    monkeypatch.setattr(main_module, "optional_module", lambda name: fake if name.endswith("export") else None)
+async def test_m_groups_by_model_right_unfolds_left_folds(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.table
+        await pilot.press("m")
+        models = [app.screen.ranking.model_of[b] for b in row_ids(table)]
+        assert len(models) == len(set(models)) < len(app.screen.ranking.ranked) and table.rows[0].build_id == GLM
+        assert "by model" in table.border_title and "+2" in screen_lines(table)[1]
+        await pilot.press("right")
+        assert [r.kind for r in table.rows[:3]] == ["model", "member", "member"]
+        await pilot.press("down", "left")
+        assert table.rows[1].kind == "model" and table.cursor == 0
+
+
+async def test_v_shows_every_column_and_scrolls_with_rank_model_build_fixed(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.table
+        assert "per_node" not in table.layout_now.keys
+        await pilot.press("v")
+        assert "per_node" in table.layout_now.keys and "wide" in table.border_title
+        await pilot.press(*["right"] * 12)
+        header = screen_lines(table)[0]
+        assert table.scroll_offset.x > 0 and header.split()[:3] == ["#", "model", "build"]
+        assert "size" in header and "flags" not in header
+
+
+async def test_space_marks_and_c_compares(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        first, second = (app.screen.ranking.by_id[b].plan.build.repo for b in row_ids(app.screen.table)[:2])
+        await pilot.press("space", "down", "c")
+        assert type(app.screen).__name__ == "CompareScreen"
+        text = app.screen.query_one("#compare-document").text
+        assert first == "RedHatAI/GLM-5.3-Flash-NVFP4" and first in text and second in text
+        assert "1st token, cold" in text and "source: " in text
+
+
+async def test_e_exports_the_highlighted_build_with_the_real_ranking(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        ranking = app.screen.ranking
+        first, second = row_ids(app.screen.table)[:2]
         await pilot.press("e")
-        assert isinstance(app.screen, ExportScreen) and opened == [GLM]
+        export = app.screen
+        assert type(export).__name__ == "ExportScreen" and export.plan.build.id == GLM
+        assert export.ranked == ranking.ranked
+        export.query_one("#export-format").value = "md"
+        for _ in range(50):  # the dialog renders the new format once the change reaches it
+            await pilot.pause()
+            report = export.query_one("#export-text", TextArea).text
+            if report.startswith("==> report.md"):
+                break
+        assert f"- 1. `{first}`" in report and f"- 2. `{second}`" in report and first == GLM
 
 
 async def test_i_imports_and_reloads_the_catalog(make_app, monkeypatch) -> None:
+    from textual.screen import ModalScreen
+
+    from sparkadvisor import paths
+
     class HubImportScreen(ModalScreen[str | None]):
         def on_mount(self) -> None:
             paths.user_catalog_path().parent.mkdir(parents=True, exist_ok=True)
             paths.user_catalog_path().write_text(EXTRA_BUILD)
             self.dismiss("glm-5.3-flash-nvfp4-imported")
 
-    fake = types.SimpleNamespace(HubImportScreen=HubImportScreen)
-    monkeypatch.setattr(main_module, "optional_module", lambda name: fake if name.endswith("hub_import") else None)
+    monkeypatch.setattr(hub_module, "HubImportScreen", HubImportScreen)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         total = app.screen.table.row_count
@@ -193,14 +275,6 @@ async def test_i_imports_and_reloads_the_catalog(make_app, monkeypatch) -> None:
         await pilot.pause()
         assert app.screen.table.row_count == total + 1
         assert app.screen.table.highlighted_build == "glm-5.3-flash-nvfp4-imported"
-
-
-async def test_i_without_the_importer_says_so(make_app, monkeypatch) -> None:
-    monkeypatch.setattr(main_module, "optional_module", lambda name: None)
-    app = make_app()
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await pilot.press("i")
-        assert [n.message for n in app._notifications] == ["Hub import is not part of this install."]
 
 
 async def test_t_cycles_themes_and_remembers(make_app) -> None:
@@ -215,15 +289,26 @@ async def test_t_cycles_themes_and_remembers(make_app) -> None:
     assert load_state().theme == app.theme != "dark"
 
 
-async def test_question_mark_opens_help(make_app) -> None:
+async def test_question_mark_opens_help_with_the_legend(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
         assert type(app.screen).__name__ == "HelpScreen"
         text = " ".join(str(s.render()) for s in app.screen.query("Static"))
-        assert "Switch between the agentic" in text and "[measured]" in text
+        for words in ("Switch between the agentic", "[measured]", "✖", "▲", "•", "679k*", "fits +X GiB",
+                      "57.54↑", "outside the predicted low-high range", "Home End g G"):
+            assert words in text, words
         await pilot.press("question_mark")
         assert type(app.screen).__name__ == "MainScreen"
+
+
+async def test_tab_moves_focus_and_the_focused_pane_has_the_heavy_border(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        table, detail = app.screen.table, app.screen.query_one("#detail")
+        assert table.has_focus and table.styles.border_top[0] == "heavy" and detail.styles.border_top[0] == "round"
+        await pilot.press("tab")
+        assert detail.has_focus and detail.styles.border_top[0] == "heavy" and table.styles.border_top[0] == "round"
 
 
 async def test_q_quits(make_app) -> None:

@@ -18,17 +18,17 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed, so no real terminal to drive"),
     pytest.mark.skipif(not SCRIPT.exists(), reason=f"the sparkadvisor script is not installed at {SCRIPT}"),
 ]
-ROW = re.compile(r"^│ +(\d+|-) +(\S+(?: \S+)*?)  ")
+ROW = re.compile(r"^[│┃]? +(\d+|-) +(\S+(?: \S+)*?)  ")
 
 
 class Terminal:
     """One tmux server of our own (its own socket), one pane running the app."""
 
-    def __init__(self, home: Path):
-        self.socket = f"sparkadvisor-test-{os.getpid()}"
+    def __init__(self, home: Path, width: int = 160, height: int = 45):
+        self.socket = f"sparkadvisor-test-{os.getpid()}-{width}"
         app = f"env -u COLUMNS -u LINES SPARKADVISOR_HOME={home} TERM=xterm-256color {SCRIPT}"
         command = f"{app}; echo \"sparkadvisor exited with status $?\""
-        self.tmux("new-session", "-d", "-x", "160", "-y", "45", "-s", "app", command, ";",
+        self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), "-s", "app", command, ";",
                   "set-option", "-w", "-t", "app", "remain-on-exit", "on")
 
     def tmux(self, *args: str) -> str:
@@ -61,7 +61,7 @@ def table_rows(screen: str) -> list[tuple[str, str, str]]:
         match = ROW.match(line)
         if match and "model" not in line:
             rows.append((match.group(1), match.group(2), line))
-        if line.startswith("╰") and rows:
+        if line[:1] in ("╰", "┗", "━") and rows:
             break
     return rows
 
@@ -116,3 +116,20 @@ def test_real_terminal_rank_toggle_one_node_and_quit(terminal: Terminal) -> None
     terminal.press("q")
     screen = terminal.wait_for(lambda s: "exited with status" in s or "Pane is dead" in s, "the app to exit")
     assert re.search(r"(exited with status|Pane is dead \(status) 0\b", screen) and "Traceback" not in screen
+
+
+def test_real_terminal_at_80_by_24_shows_the_decision_and_help(isolated_home: Path) -> None:
+    term = Terminal(isolated_home, 80, 24)
+    try:
+        screen = term.wait_for(lambda s: "GLM-5.3-Flash" in s and "? Help" in s, "the table and the footer")
+        lines = screen.splitlines()
+        header = next(line for line in lines if " model " in line and " build " in line)
+        assert all(label in header for label in ("flags", "fit", "tok/s", "1st token")), header
+        _, glm = row_of(table_rows(screen), "GLM-5.3-Flash", "RedHatAI")
+        assert "▲" in glm and "fits +11.2 GiB" in glm and re.search(r" 4\d \(\d+-\d+\) ", glm)
+        assert first_token_s(glm) < 20
+        assert "? Help" in lines[-1] and "q Quit" in lines[-1]
+        term.press("q")
+        term.wait_for(lambda s: "exited with status 0" in s or "Pane is dead" in s, "the app to exit")
+    finally:
+        term.close()

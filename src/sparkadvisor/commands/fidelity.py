@@ -30,14 +30,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def text_lines(report: object) -> list[str]:
-    """The report as plain lines: one per check, then the summaries."""
+    """The report as plain lines: one per check, then the summaries and the constants."""
     from sparkadvisor.core.fidelity import Report, constants_dict
 
     assert isinstance(report, Report)
-    lines = ["Each measurement is predicted with constants fitted to the other recipes (leave-one-out).", ""]
+    lines = ["Each measurement is predicted at its own context, streams, engine and mode, with constants",
+             "fitted to the other recipes (leave-one-out).", ""]
     width = max((len(c.recipe) for c in report.checks), default=10)
     for c in report.checks:
-        where = f"{c.recipe:<{width}}  {c.metric:<15} x{c.streams:<2}"
+        context = f"@{c.context_tokens:,}" if c.context_tokens else ""
+        where = f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8}"
         if c.predicted is None:
             lines.append(f"{where} measured {c.measured:>9,.1f}  skipped: {c.skipped}")
             continue
@@ -45,22 +47,29 @@ def text_lines(report: object) -> list[str]:
         note = f"  [{c.note}]" if c.note else ""
         lines.append(f"{where} measured {c.measured:>9,.1f}  predicted {c.predicted:>9,.1f} "
                      f"({c.low:,.1f}-{c.high:,.1f})  {c.error_pct:+6.1f}%  {verdict}{note}")
-    lines += ["", "Summary (median absolute error; share of measured figures inside the predicted range):"]
-    for s in report.summaries:
-        median = "n/a" if s.median_abs_error_pct is None else f"{s.median_abs_error_pct:.1f}%"
-        share = "n/a" if s.within_range_share is None else f"{s.within_range}/{s.count} ({s.within_range_share:.0%})"
-        lines.append(f"  {METRIC_LABELS.get(s.metric, s.metric):<22} {s.count:>3} predicted, {s.skipped} skipped; "
-                     f"median |error| {median}; inside range {share}")
+    lines += ["", "Summary (median absolute error; within 20%; off by 2x or more; inside the predicted range):"]
+    lines += [_summary_line(s, METRIC_LABELS.get(s.metric, s.metric)) for s in report.summaries]
+    if report.by_engine:
+        lines += ["", "By engine:"]
+        lines += [_summary_line(s, f"{s.engine}: {METRIC_LABELS.get(s.metric, s.metric)}") for s in report.by_engine]
     for f in report.fitted:
         lines += ["", f"Constants fitted to the whole catalog for {f.hardware} ({f.engine}):"]
-        lines += [f"  {name:<24} {_value(name, item['value'])}  ({item['basis']})"  # type: ignore[index]
+        lines += [f"  {name:<28} {_value(item['value'])}  ({item['basis']})"  # type: ignore[index]
                   for name, item in constants_dict(f.constants).items()]
     return lines
 
 
-def _value(name: str, value: object) -> str:
-    if value is None:
-        return "unknown"
-    if name == "prefill_flops_per_node":
-        return f"{float(value) / 1e12:.1f} TFLOPS"  # type: ignore[arg-type]
-    return f"{value:g}"
+def _summary_line(s: object, label: str) -> str:
+    from sparkadvisor.core.fidelity import Summary
+
+    assert isinstance(s, Summary)
+    if not s.count:
+        return f"  {label:<34} {s.count:>3} predicted, {s.skipped} skipped"
+    median = "n/a" if s.median_abs_error_pct is None else f"{s.median_abs_error_pct:.1f}%"
+    return (f"  {label:<34} {s.count:>3} predicted, {s.skipped} skipped; median |error| {median}; "
+            f"within 20% {s.within_20}/{s.count} ({s.within_20_share:.0%}); off 2x {s.off_2x}; "
+            f"inside range {s.within_range}/{s.count} ({s.within_range_share:.0%})")
+
+
+def _value(value: object) -> str:
+    return "unknown" if value is None else f"{value:g}"

@@ -13,7 +13,7 @@ from typing import Literal
 
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, figures
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.speed import estimate_decode, estimate_prefill, prefill_range
+from sparkadvisor.core.speed import estimate_decode, estimate_prefill, prefill_inputs, prefill_range
 from sparkadvisor.core.stages import decode_inputs, kv_bytes_read
 
 Verdict = Literal["inside", "below", "above", "unknown"]
@@ -49,10 +49,12 @@ def predict(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
 
 
 def _prefill_rate(plan: Plan, attended: float) -> float | None:
-    active = plan.model.params.active_b
-    if active is None:
+    p = plan.model.params
+    if p.active_b is None:
         return None
-    return estimate_prefill(plan.cluster.nodes, active * 1e9, plan.model.attention, attended, plan.constants)
+    point = prefill_inputs(plan.cluster.nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
+                           p.experts_per_token, plan.build.format, plan.model.attention, attended)
+    return estimate_prefill(point, plan.constants)
 
 
 def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:

@@ -1,45 +1,49 @@
-"""Fit the speed model's free constants to the catalog's measurements, per hardware and engine.
+"""Fit the speed model's rates to the catalog's measurements, per hardware, engine and mode.
 
-- Prefill: each measured prefill rate, times the FLOPs per token of its model at its
-  context (less the link time), gives the effective FLOP/s per node that run achieved;
-  the median is the constant.
-- Bandwidth: with three or more decode measurements without speculation, a straight
-  line through (bytes read per step, measured step time) gives the effective bandwidth
-  (the slope) and the fixed cost (the intercept); otherwise the read test stands.
-- Decode: each measured speed, set against the bytes and all-reduces the model says one
-  step costs, leaves the fixed cost it implies: measurements without speculation give the
-  fixed cost per graph mode (eager or CUDA graphs), speculative ones the extra cost of
-  speculation, several streams the cost per further token in a batch. Medians throughout.
-- Ranges: the spread of the model's errors on measurements left out of the fit.
-Recipes that stream per-token tables from disk do not fit decode constants: the bytes
-they read per token are unknown, and their time would pass for a fixed cost.
-`exclude` leaves recipes out, so a measurement never predicts itself (leave-one-out).
+A decode step's time is a sum of physical quantities, each times a rate (core.speed): the
+weights at the published read test (a format's dequantization overhead on top), the KV bytes
+the attention kernel reads, the GEMM FLOPs of the tokens verified, the drafter steps, the
+layers (with and without CUDA graphs), the all-reduces. The rates are the least-squares
+solution, in relative error and all non-negative, over every decode measurement on the
+hardware: the physics is shared by all engines, the fixed costs are each engine's own once
+two of its recipes are measured (the others pool theirs), and eager mode has its own cost
+per layer. How far a batch's routing spreads over the experts is chosen from a short list by
+the same fit. Prefill: the same kind of fit over prefill measurements, with a rate per
+compute precision and experts at their own efficiency.
+
+Recipes whose models read per-token tables (PLE, Engram) do not fit: the bytes they read are
+unpublished, and their time would pass for a rate. Models without layer facts do not either.
+Ranges: the errors on recipes left out of the fit, in folds. `exclude` leaves recipes out, so
+a measurement never predicts itself (leave-one-out).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import replace
 
 from sparkadvisor.core.index import CatalogIndex
+from sparkadvisor.core.lsq import nnls
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.speed import (
     MIN_BAND,
-    DecodeEstimate,
+    PRECISIONS,
     DecodeInputs,
+    PrefillInputs,
     SpeedConstants,
     default_constants,
     estimate_decode,
     estimate_prefill,
     link_ms,
-    prefill_flops_per_token,
+    prefill_inputs,
     prefill_link_s_per_token,
     prefill_range,
     read_ms,
     tensor_peak_flops,
+    attention_flops_per_token,
 )
 from sparkadvisor.core.stages import decode_inputs, recipe_kv_read
 
@@ -47,15 +51,27 @@ DEFAULT_DECODE_CONTEXT = 2_000
 """Context assumed for a decode measurement that does not state one (a short prompt)."""
 
 BAND_QUANTILE = 0.8
-"""The range covers this share of the errors the model makes on its own measurements."""
+"""The range covers this share of the errors the model makes on measurements left out of the fit."""
 
 BAND_FOLDS = 5
-"""Cross-validation groups for the decode range (leave-one-recipe-out below five recipes)."""
+"""Cross-validation groups for the ranges (leave-one-recipe-out below five recipes)."""
 
-MIN_BANDWIDTH_FIT = 3
-"""Measurements without speculation needed before the bandwidth is fitted rather than read-tested."""
+MIN_ENGINE_RECIPES = 2
+"""Measured recipes an engine needs before its fixed costs are its own rather than pooled."""
+
+MIN_CLASS_RECIPES = 2
+"""Measured recipes a weight format or compute precision needs before it gets its own rate."""
+
+SPREADS = (0.3, 0.4, 0.5, 0.65, 0.8, 1.0)
+"""Candidate shares of the experts a batch's routing spreads over (1: uniform independent draws)."""
+
+EXPERT_FACTORS = (1.0, 1.5, 2.0, 3.0)
+"""Candidate costs of an expert prefill FLOP in dense FLOPs."""
 
 DECODE_METRICS = ("decode_tok_s", "aggregate_tok_s")
+
+POOLED = "*"
+"""The group of engines with too few measured recipes for constants of their own."""
 
 
 @record(kw_only=False)
@@ -72,134 +88,228 @@ class Observation:
         m = self.measurement
         return m.value * m.streams if m.metric == "decode_tok_s" else m.value
 
+    def step_ms(self, acceptance: float) -> float:
+        """The measured time of one pass: every stream's accepted tokens over the total rate."""
+        i = self.inputs
+        accepted = i.acceptance if i.acceptance is not None else acceptance
+        return i.streams * (1 + i.spec_tokens * accepted) / self.total_tok_s * 1e3
+
+
+@record(kw_only=False)
+class Calibration:
+    """Speed constants for one hardware profile, for every engine the catalog measured there."""
+
+    hardware: str
+    engines: dict[str, SpeedConstants]
+    """Constants of each engine with measured recipes of its own, and of the pooled group."""
+    reference: SpeedConstants
+    """For an engine nobody measured: the pooled group's, else vLLM's, else the assumptions."""
+
+    def for_engine(self, engine: str) -> SpeedConstants:
+        """The constants a plan on this engine uses."""
+        own = self.engines.get(engine)
+        if own is not None:
+            return own
+        return replace(self.reference, engine=engine, basis={
+            **self.reference.basis, "engine": f"no {engine} measurement: {self.reference.engine}'s fixed costs"})
+
 
 def calibrate(index: CatalogIndex, hardware: Hardware, engine: str = "vllm",
               exclude: frozenset[str] = frozenset()) -> SpeedConstants:
     """Constants for `hardware` and `engine`, fitted to every recipe measured there but `exclude`."""
-    recipes = [r for r in index.recipes_on(hardware.id, engine) if r.id not in exclude]
-    constants = _fit_prefill(index, recipes, default_constants(hardware))
-    if not constants.basis["prefill_flops_per_node"].startswith("fitted"):
-        constants = _borrow_prefill(index, hardware, engine, constants)
-    constants = _fit_acceptance(recipes, constants)
-    observations = [o for r in recipes if not r.streams_tables for m in r.measurements
-                    if (o := observation(index, r, m)) is not None]
-    constants = fit_decode(observations, hardware.memory_bandwidth_gb_s, constants)
-    return _fit_band(observations, hardware.memory_bandwidth_gb_s, constants)
+    return calibrate_all(index, hardware, exclude).for_engine(engine)
 
 
-def fit_decode(observations: list[Observation], bandwidth: float, constants: SpeedConstants) -> SpeedConstants:
-    """Bandwidth, fixed costs, speculation and batch constants fitted to decode observations."""
-    for fit in (_fit_bandwidth, _fit_fixed, _fit_spec, _fit_batch):
-        constants = fit(observations, bandwidth, constants)
-    return constants
+def calibrate_all(index: CatalogIndex, hardware: Hardware, exclude: frozenset[str] = frozenset()) -> Calibration:
+    """Constants for every engine measured on `hardware`, fitted to all its recipes but `exclude`."""
+    recipes = [r for r in index.catalog.recipes if r.hardware == hardware.id and r.id not in exclude
+               and r.build in index.builds]
+    base = _with_prefill(index, hardware, recipes, _with_acceptance(recipes, default_constants(hardware)))
+    observations = [o for r in recipes for m in r.measurements if (o := fittable(index, r, m)) is not None]
+    if not observations:
+        return Calibration(hardware.id, {}, base)
+    fit = fit_decode(observations, hardware.memory_bandwidth_gb_s, base)
+    (decode, aggregate), notes = _bands(observations, hardware.memory_bandwidth_gb_s,
+                                        next(iter(fit.values())).expert_spread, base)
+    engines = {e: replace(c, decode_band=decode, aggregate_band=aggregate, basis={**c.basis, **notes})
+               for e, c in fit.items()}
+    reference = engines.get(POOLED) or engines.get("vllm") or base
+    return Calibration(hardware.id, {e: c for e, c in engines.items() if e != POOLED}, reference)
 
 
 def observation(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Observation | None:
-    """The decode measurement `m` with its step inputs, or None (not decode, or no active params)."""
+    """The decode measurement `m` with its step inputs at its own context, streams and mode,
+    or None (not decode, or no active params)."""
     if m.metric not in DECODE_METRICS:
         return None
     inputs = recipe_inputs(index, recipe, m.context_tokens, m.streams)
-    return Observation(recipe, m, inputs) if inputs is not None else None
+    if inputs is None:
+        return None
+    if m.enforce_eager is not None:
+        inputs = replace(inputs, eager=m.enforce_eager)
+    return Observation(recipe, m, inputs)
+
+
+def fittable(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Observation | None:
+    """An observation the decode fit may use: its model's layers known, no unpublished table reads."""
+    o = observation(index, recipe, m)
+    if o is None or o.inputs.tables or not o.inputs.layers:
+        return None
+    return o
 
 
 def recipe_inputs(index: CatalogIndex, recipe: Recipe, context: int | None, streams: int) -> DecodeInputs | None:
     """What one decode step of this recipe reads at `context` tokens with `streams` sequences."""
-    facts = index.facts.get(recipe.build)
-    if facts is None:
-        return None
-    kv_read = recipe_kv_read(facts, recipe, index.hardware[recipe.hardware], context or DEFAULT_DECODE_CONTEXT)
+    facts = index.facts[recipe.build]
+    hardware = index.hardware[recipe.hardware]
+    kv_read = recipe_kv_read(facts, recipe, hardware, context or DEFAULT_DECODE_CONTEXT)
     return decode_inputs(facts.model, facts.build.format, facts.weights, recipe, recipe.tp, recipe.pp, kv_read,
                          streams)
 
 
-def _fitted(count: int, suffix: str = "") -> str:
-    return f"fitted to {count} measurement{'s' if count != 1 else ''}{suffix}"
+# --- decode -------------------------------------------------------------------
 
 
-def _estimate(o: Observation, bandwidth: float, c: SpeedConstants) -> DecodeEstimate:
-    return estimate_decode(o.inputs, bandwidth, c)
+@record(kw_only=False)
+class _Design:
+    """The fit's columns for one set of observations: names, rows, targets, weights."""
+
+    columns: list[str]
+    rows: list[list[float]]
+    targets: list[float]
+    weights: list[float]
 
 
-def _implied(o: Observation, bandwidth: float, c: SpeedConstants, part: Callable[[DecodeEstimate], float]) -> float:
-    """Milliseconds a step part must take for the model to meet the measurement exactly."""
-    d = _estimate(o, bandwidth, c)
-    measured_step = o.inputs.streams * d.tokens_per_pass / o.total_tok_s * 1e3
-    return measured_step - (d.step_ms - part(d))
+def fit_decode(observations: Sequence[Observation], bandwidth: float,
+               base: SpeedConstants) -> dict[str, SpeedConstants]:
+    """Constants per engine group, at the expert spread that fits best."""
+    best: tuple[float, dict[str, SpeedConstants]] | None = None
+    batched = any(o.inputs.tokens_verified > 1 and o.inputs.routed_experts for o in observations)
+    for spread in SPREADS if batched else (base.expert_spread,):
+        constants = _fit_at(observations, bandwidth, replace(base, expert_spread=spread))
+        error = sum(_log_error(o, bandwidth, constants) ** 2 for o in observations)
+        if best is None or error < best[0] - 1e-12:
+            best = (error, constants)
+    assert best is not None
+    return best[1]
 
 
-def _plain(o: Observation) -> bool:
-    return o.inputs.spec_tokens == 0 and o.inputs.streams == 1
+def _groups(observations: Sequence[Observation], key, minimum: int) -> set[str]:
+    recipes: dict[str, set[str]] = {}
+    for o in observations:
+        recipes.setdefault(key(o), set()).add(o.recipe.id)
+    return {k for k, ids in recipes.items() if len(ids) >= minimum}
 
 
-def _fit_bandwidth(obs: list[Observation], bandwidth: float, c: SpeedConstants) -> SpeedConstants:
-    """Slope and intercept of measured step time over bytes read, when enough plain measurements exist
-    and the hardware has no published read test (a measured bandwidth is not refitted)."""
-    plain = [o for o in obs if _plain(o) and not o.inputs.eager]
-    if len(plain) < MIN_BANDWIDTH_FIT or c.basis.get("bandwidth_fraction") == "published read test":
-        return c
-    at_rated = replace(c, bandwidth_fraction=1.0)
-    xs = [sum(read_ms(o.inputs, bandwidth, at_rated)) for o in plain]
-    ys = [1e3 / o.total_tok_s - link_ms(o.inputs, c) for o in plain]
-    if statistics.pvariance(xs) == 0:
-        return c
-    slope, intercept = statistics.linear_regression(xs, ys)
-    if slope <= 1.0 or slope > 2.5 or intercept < 0:
-        return c
-    basis = {**c.basis, "bandwidth_fraction": _fitted(len(plain), " without speculation"),
-             "fixed_ms_graphs": _fitted(len(plain), " without speculation")}
-    return replace(c, bandwidth_fraction=1 / slope, fixed_ms_graphs=intercept, basis=basis)
+def _engine_of(o: Observation, own: set[str]) -> str:
+    return o.recipe.engine if o.recipe.engine in own else POOLED
 
 
-def _fit_fixed(obs: list[Observation], bandwidth: float, c: SpeedConstants) -> SpeedConstants:
-    """Fixed cost per graph mode from plain measurements; a mode without any borrows the other's."""
-    implied = {eager: [max(_implied(o, bandwidth, c, lambda d: d.fixed_ms), 0.0) / o.inputs.pp
-                       for o in obs if _plain(o) and o.inputs.eager == eager] for eager in (True, False)}
-    basis, values = dict(c.basis), {}
-    for eager, name, other in ((True, "fixed_ms_eager", "CUDA-graph"), (False, "fixed_ms_graphs", "eager")):
-        own, others = implied[eager], implied[not eager]
-        if basis[name].startswith("fitted"):
-            continue
-        if own:
-            values[name], basis[name] = statistics.median(own), _fitted(len(own), " without speculation")
-        elif others:
-            values[name] = statistics.median(others)
-            basis[name] = f"borrowed from the {other} fit ({len(others)}): no measurement in this mode"
-    return replace(c, **values, basis=basis)
+def _design(observations: Sequence[Observation], bandwidth: float, c: SpeedConstants) -> tuple[_Design, set[str]]:
+    own = _groups(observations, lambda o: o.recipe.engine, MIN_ENGINE_RECIPES)
+    classes = sorted(_groups(observations, lambda o: o.inputs.weight_class, MIN_CLASS_RECIPES))
+    multi = _groups([o for o in observations if o.inputs.tp > 1], lambda o: "tp", MIN_ENGINE_RECIPES)
+    engines = sorted(own | {_engine_of(o, own) for o in observations})
+    columns = ["kv_ms_per_gb", "compute_ms_per_gflop", "spec_ms_per_step", "eager_ms_per_layer"]
+    columns += ["allreduce_us"] if multi else []
+    columns += [f"{name}:{e}" for e in engines for name in ("fixed_ms", "layer_ms")]
+    columns += [f"weight_penalty:{k}" for k in classes]
+    bare = replace(c, weight_penalty={}, allreduce_us=0.0 if multi else c.allreduce_us)
+    design = _Design(columns, [], [], [])
+    for o in observations:
+        i, measured = o.inputs, o.step_ms(c.acceptance)
+        weights, _, draft, _ = read_ms(i, bandwidth, bare)
+        values = {"kv_ms_per_gb": i.kv_bytes_read * i.streams * i.pp / 1e9,
+                  "compute_ms_per_gflop": i.tokens_verified * 2 * i.active_params / i.tp / 1e9,
+                  "spec_ms_per_step": i.drafter_steps if i.spec_tokens else 0.0,
+                  "eager_ms_per_layer": (i.layers or 0) if i.eager else 0.0,
+                  "allreduce_us": (2 * (i.layers or 0) * math.log2(i.tp) + i.pp - 1) / 1e3,
+                  f"fixed_ms:{_engine_of(o, own)}": float(i.pp),
+                  f"layer_ms:{_engine_of(o, own)}": float(i.layers or 0),
+                  f"weight_penalty:{i.weight_class}": weights}
+        design.rows.append([values.get(name, 0.0) for name in columns])
+        design.targets.append(measured - weights - draft - link_ms(i, bare))
+        design.weights.append(1 / measured ** 2)
+    return design, own
 
 
-def _fit_spec(obs: list[Observation], bandwidth: float, c: SpeedConstants) -> SpeedConstants:
-    spec = [o for o in obs if o.inputs.spec_tokens and o.inputs.streams == 1]
-    if not spec:
-        return c
-    values = [max(_implied(o, bandwidth, c, lambda d: d.spec_ms), 0.0) for o in spec]
-    return replace(c, spec_ms=statistics.median(values), basis={**c.basis, "spec_ms": _fitted(len(spec))})
+def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConstants) -> dict[str, SpeedConstants]:
+    design, own = _design(observations, bandwidth, c)
+    solution = dict(zip(design.columns, nnls(design.rows, design.targets, design.weights), strict=True))
+    count = len(observations)
+    shared: dict[str, float] = {k: solution[k] for k in ("kv_ms_per_gb", "compute_ms_per_gflop", "spec_ms_per_step",
+                                       "eager_ms_per_layer", "allreduce_us")
+                                 if k in solution and _exercised(design, k)}
+    penalty = {k.split(":", 1)[1]: v for k, v in solution.items() if k.startswith("weight_penalty:")}
+    basis = {**c.basis, "weight_penalty": f"fitted to {count} decode measurements (formats with 2+ recipes)"}
+    for k in shared:
+        basis[k] = _fitted(sum(1 for row in design.rows if row[design.columns.index(k)]), k)
+    if "allreduce_us" not in shared:
+        basis["allreduce_us"] = c.basis.get("allreduce_us", "assumed")
+    basis["expert_spread"] = f"best of {len(SPREADS)} spreads over {count} decode measurements"
+    result = {}
+    for engine in {k.split(":", 1)[1] for k in design.columns if k.startswith("fixed_ms:")}:
+        rows = sum(1 for row in design.rows if row[design.columns.index(f"fixed_ms:{engine}")])
+        whose = (f"fitted to {rows} {engine} measurements" if engine != POOLED
+                 else f"pooled over engines with fewer than {MIN_ENGINE_RECIPES} measured recipes ({rows} measurements)")
+        fitted = replace(c, engine=engine, weight_penalty=penalty, fixed_ms=solution[f"fixed_ms:{engine}"],
+                         layer_ms=solution[f"layer_ms:{engine}"], decode_measurements=rows,
+                         basis={**basis, "fixed_ms": whose, "layer_ms": whose, "engine": whose})
+        result[engine] = _with_rates(fitted, shared)
+    return result
 
 
-def _fit_batch(obs: list[Observation], bandwidth: float, c: SpeedConstants) -> SpeedConstants:
-    batched = [o for o in obs if o.inputs.streams > 1]
-    if not batched:
-        return c
-    values = [max(_implied(o, bandwidth, c, lambda d: d.batch_ms), 0.0)
-              / ((o.inputs.streams - 1) * (o.inputs.spec_tokens + 1)) for o in batched]
-    return replace(c, batch_ms_per_token=statistics.median(values),
-                   basis={**c.basis, "batch_ms_per_token": _fitted(len(batched))})
+def _with_rates(c: SpeedConstants, rates: dict[str, float]) -> SpeedConstants:
+    """`c` with the shared rates the fit exercised (the others keep their assumed values)."""
+    return replace(c, kv_ms_per_gb=rates.get("kv_ms_per_gb", c.kv_ms_per_gb),
+                   compute_ms_per_gflop=rates.get("compute_ms_per_gflop", c.compute_ms_per_gflop),
+                   spec_ms_per_step=rates.get("spec_ms_per_step", c.spec_ms_per_step),
+                   eager_ms_per_layer=rates.get("eager_ms_per_layer", c.eager_ms_per_layer),
+                   allreduce_us=rates.get("allreduce_us", c.allreduce_us))
 
 
-def _fit_band(obs: list[Observation], bandwidth: float, c: SpeedConstants) -> SpeedConstants:
-    """The decode range from errors on measurements the fit did not see: the recipes are
-    split into up to BAND_FOLDS groups, each predicted from a fit to the others."""
-    recipe_ids = list(dict.fromkeys(o.recipe.id for o in obs))
+def _exercised(design: _Design, column: str) -> bool:
+    j = design.columns.index(column)
+    return any(row[j] for row in design.rows)
+
+
+def _fitted(count: int, what: str) -> str:
+    return f"fitted to {count} measurement{'s' if count != 1 else ''}"
+
+
+def _log_error(o: Observation, bandwidth: float, constants: dict[str, SpeedConstants]) -> float:
+    c = constants.get(o.recipe.engine) or constants.get(POOLED) or next(iter(constants.values()))
+    d = estimate_decode(o.inputs, bandwidth, c)
+    return math.log(d.expected_tok_s / o.total_tok_s)
+
+
+def _bands(observations: Sequence[Observation], bandwidth: float, spread: float,
+           base: SpeedConstants) -> tuple[tuple[float, float], dict[str, str]]:
+    """Single-stream and aggregate ranges from the errors on recipes held out of the fit, in folds."""
+    recipe_ids = list(dict.fromkeys(o.recipe.id for o in observations))
     if len(recipe_ids) < 2:
-        return c
+        return (base.decode_band, base.aggregate_band), {}
     folds = min(BAND_FOLDS, len(recipe_ids))
-    errors = []
+    single: list[float] = []
+    batched: list[float] = []
     for fold in range(folds):
         held = set(recipe_ids[fold::folds])
-        fitted = fit_decode([o for o in obs if o.recipe.id not in held], bandwidth, c)
-        errors += [abs(math.log(_estimate(o, bandwidth, fitted).expected_tok_s / o.total_tok_s))
-                   for o in obs if o.recipe.id in held]
-    band = max(math.exp(quantile(errors, BAND_QUANTILE)) - 1, MIN_BAND)
-    return replace(c, decode_band=band, basis={**c.basis, "decode_band": _band_basis(len(errors))})
+        train = [o for o in observations if o.recipe.id not in held]
+        if not train:
+            continue
+        fitted = _fit_at(train, bandwidth, replace(base, expert_spread=spread))
+        for o in observations:
+            if o.recipe.id in held:
+                (single if o.inputs.streams == 1 else batched).append(abs(_log_error(o, bandwidth, fitted)))
+    decode = _band(single) if single else base.decode_band
+    aggregate = _band(batched) if len(batched) >= 3 else decode
+    basis = {"decode_band": _band_basis(len(single)),
+             "aggregate_band": _band_basis(len(batched)) if len(batched) >= 3 else "the single-stream range"}
+    return (decode, aggregate), basis
+
+
+def _band(errors: list[float]) -> float:
+    return max(math.exp(quantile(errors, BAND_QUANTILE)) - 1, MIN_BAND)
 
 
 def _band_basis(count: int) -> str:
@@ -216,7 +326,7 @@ def quantile(values: list[float], share: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def _fit_acceptance(recipes: list[Recipe], c: SpeedConstants) -> SpeedConstants:
+def _with_acceptance(recipes: list[Recipe], c: SpeedConstants) -> SpeedConstants:
     """The median published acceptance stands in for recipes that do not publish theirs."""
     rates = [r.speculative.acceptance for r in recipes if r.speculative and r.speculative.acceptance is not None]
     if not rates:
@@ -228,50 +338,124 @@ def _fit_acceptance(recipes: list[Recipe], c: SpeedConstants) -> SpeedConstants:
 # --- prefill ------------------------------------------------------------------
 
 
-def _fit_prefill(index: CatalogIndex, recipes: list[Recipe], c: SpeedConstants) -> SpeedConstants:
-    rates = [rate for r in recipes for m in r.measurements
-             if m.metric == "prefill_tok_s" and (rate := _prefill_flops(index, r, m, c)) is not None]
-    if not rates:
+def prefill_point(index: CatalogIndex, recipe: Recipe, m: Measurement) -> PrefillInputs | None:
+    """What a prefill measurement computed per prompt token, or None (no active parameters).
+    The prompt attends to the cached depth plus, on average, half of itself."""
+    facts = index.facts[recipe.build]
+    model, params = facts.model, facts.model.params
+    if params.active_b is None:
+        return None
+    attended = (m.depth_tokens or 0) + (m.context_tokens or 0) / 2
+    return prefill_inputs(recipe.nodes, params.active_b * 1e9, params.total_b * 1e9, params.routed_experts,
+                          params.experts_per_token, facts.build.format, model.attention, attended)
+
+
+def _with_prefill(index: CatalogIndex, hardware: Hardware, recipes: list[Recipe],
+                  c: SpeedConstants, borrow: bool = True) -> SpeedConstants:
+    points = [(p, m.value, r.id) for r in recipes for m in r.measurements
+              if m.metric == "prefill_tok_s" and not index.facts[r.build].model.tables
+              and (p := prefill_point(index, r, m)) is not None]
+    if not points:
+        return _borrow_prefill(index, hardware, c) if borrow else c
+    best = min((_fit_prefill(points, replace(c, expert_prefill_factor=f)) for f in EXPERT_FACTORS),
+               key=lambda fitted: sum(_prefill_error(p, v, fitted) ** 2 for p, v, _ in points))
+    return _with_prefill_band(points, best)
+
+
+def _fit_prefill(points: list[tuple[PrefillInputs, float, str]], c: SpeedConstants) -> SpeedConstants:
+    own = _groups_by([(p.precision, rid) for p, _, rid in points], MIN_CLASS_RECIPES)
+    columns = [*sorted(own), "attention"]
+    rows, targets, weights = [], [], []
+    for p, value, _ in points:
+        gemm = 2 * (p.dense_params + c.expert_prefill_factor * p.expert_params) / p.nodes / 1e9
+        row = [gemm if p.precision == name else 0.0 for name in columns[:-1]]
+        row.append(attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9)
+        ms = 1e3 / value
+        rows.append(row)
+        targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3)
+        weights.append(1 / ms ** 2)
+    solution = dict(zip(columns, nnls(rows, targets, weights), strict=True))
+    rates: dict[str, float | None] = {name: solution.get(name) or None for name in PRECISIONS}
+    basis = dict(c.basis)
+    for name in PRECISIONS:
+        count = sum(1 for q, _, _ in points if q.precision == name)
+        basis[f"prefill:{name}"] = f"fitted to {count} prefill measurements" if rates[name] else ""
+    rates, basis = _fill_precisions(rates, basis)
+    attention = solution["attention"] or rates.get("bf16") or 0.0
+    basis["prefill_ms_per_gflop"] = f"fitted to {len(points)} prefill measurements (all engines)"
+    basis["expert_prefill_factor"] = f"best of {len(EXPERT_FACTORS)} factors over {len(points)} prefill measurements"
+    return replace(c, prefill_ms_per_gflop=rates, prefill_attention_ms_per_gflop=attention,
+                   prefill_measurements=len(points), basis=basis)
+
+
+def _groups_by(pairs: list[tuple[str, str]], minimum: int) -> set[str]:
+    ids: dict[str, set[str]] = {}
+    for key, rid in pairs:
+        ids.setdefault(key, set()).add(rid)
+    return {k for k, v in ids.items() if len(v) >= minimum}
+
+
+def _fill_precisions(rates: dict[str, float | None], basis: dict[str, str]) -> tuple[dict[str, float | None],
+                                                                                      dict[str, str]]:
+    """A precision without measurements of its own: between its neighbours on the fp4 < fp8 < bf16
+    ladder (the geometric mean), else the slower neighbour's rate (no speed-up assumed)."""
+    filled = dict(rates)
+    ladder = ("fp4", "fp8", "bf16")
+    for i, p in enumerate(ladder):
+        if filled.get(p):
+            continue
+        lower = next((filled[q] for q in reversed(ladder[:i]) if filled.get(q)), None)
+        upper = next((filled[q] for q in ladder[i + 1:] if filled.get(q)), None)
+        if lower and upper:
+            filled[p], basis[f"prefill:{p}"] = math.sqrt(lower * upper), "no measurement: between its neighbours"
+        elif upper or lower:
+            filled[p] = upper or lower
+            basis[f"prefill:{p}"] = "no measurement: a neighbouring precision's rate, no speed-up assumed"
+    if not filled.get("int8"):
+        filled["int8"], basis["prefill:int8"] = filled.get("fp8"), "as fp8"
+    return filled, basis
+
+
+def _prefill_error(p: PrefillInputs, value: float, c: SpeedConstants) -> float:
+    rate = estimate_prefill(p, c)
+    return math.log(rate / value) if rate else 10.0
+
+
+def _with_prefill_band(points: list[tuple[PrefillInputs, float, str]], c: SpeedConstants) -> SpeedConstants:
+    recipe_ids = list(dict.fromkeys(rid for _, _, rid in points))
+    if len(recipe_ids) < 2:
         return c
-    middle = statistics.median(rates)
-    basis = {**c.basis, "prefill_flops_per_node": _fitted(len(rates))}
-    band = c.prefill_band
-    if len(rates) > 1:
-        errors = [abs(math.log(r / statistics.median(rates[:i] + rates[i + 1:]))) for i, r in enumerate(rates)]
-        band = max(math.exp(quantile(errors, BAND_QUANTILE)) - 1, MIN_BAND)
-        basis["prefill_band"] = _band_basis(len(rates))
-    return replace(c, prefill_flops_per_node=middle, prefill_band=band, basis=basis)
+    folds = min(BAND_FOLDS, len(recipe_ids))
+    errors = []
+    for fold in range(folds):
+        held = set(recipe_ids[fold::folds])
+        train = [pt for pt in points if pt[2] not in held]
+        if train:
+            fitted = _fit_prefill(train, c)
+            errors += [abs(_prefill_error(p, v, fitted)) for p, v, rid in points if rid in held]
+    return replace(c, prefill_band=_band(errors), basis={**c.basis, "prefill_band": _band_basis(len(errors))})
 
 
-def _borrow_prefill(index: CatalogIndex, hardware: Hardware, engine: str, c: SpeedConstants) -> SpeedConstants:
+def _borrow_prefill(index: CatalogIndex, hardware: Hardware, c: SpeedConstants) -> SpeedConstants:
     """Without prefill measurements of its own, a hardware profile takes the share of the tensor
-    peak that measured hardware reaches (the median over those profiles) times its own peak."""
+    peak measured hardware reaches, times its own peak."""
     own_peak = tensor_peak_flops(hardware)
     if not own_peak:
         return c
-    shares, donors = [], []
     for other in index.catalog.hardware:
-        recipes = index.recipes_on(other.id, engine)
-        fitted = _fit_prefill(index, recipes, default_constants(other))
-        peak = tensor_peak_flops(other)
-        if other.id != hardware.id and peak and fitted.basis["prefill_flops_per_node"].startswith("fitted"):
-            shares.append(fitted.prefill_flops_per_node / peak)  # type: ignore[operator]
-            donors.append(other.name)
-    if not shares:
-        return c
-    share = statistics.median(shares)
-    basis = {**c.basis, "prefill_flops_per_node": f"{share:.1%} of the tensor peak, as measured on {', '.join(donors)}"}
-    return replace(c, prefill_flops_per_node=own_peak * share, basis=basis)
-
-
-def _prefill_flops(index: CatalogIndex, recipe: Recipe, m: Measurement, c: SpeedConstants) -> float | None:
-    """Effective FLOP/s per node the measured rate implies, after the link's share of the time."""
-    model = index.models.get(index.builds[recipe.build].model)
-    if model is None or model.params.active_b is None:
-        return None
-    flops = prefill_flops_per_token(model.params.active_b * 1e9, model.attention, (m.context_tokens or 0) / 2)
-    compute_s = 1 / m.value - prefill_link_s_per_token(recipe.nodes, model.attention, c.link_gb_s)
-    return flops / (recipe.nodes * compute_s) if compute_s > 0 else None
+        if other.id == hardware.id or not tensor_peak_flops(other):
+            continue
+        recipes = [r for r in index.catalog.recipes if r.hardware == other.id and r.build in index.builds]
+        donor = _with_prefill(index, other, recipes, default_constants(other), borrow=False) if recipes else None
+        if donor is None or not donor.prefill_measurements:
+            continue
+        scale = tensor_peak_flops(other) / own_peak
+        rates = {p: (r * scale if r else None) for p, r in donor.prefill_ms_per_gflop.items()}
+        basis = {**c.basis, "prefill_ms_per_gflop": f"{other.name}'s measured rates, scaled by the tensor peaks"}
+        return replace(c, prefill_ms_per_gflop=rates, expert_prefill_factor=donor.expert_prefill_factor,
+                       prefill_attention_ms_per_gflop=donor.prefill_attention_ms_per_gflop * scale,
+                       prefill_band=donor.prefill_band, basis=basis)
+    return c
 
 
 # --- predictions for the report card ------------------------------------------
@@ -280,7 +464,8 @@ def _prefill_flops(index: CatalogIndex, recipe: Recipe, m: Measurement, c: Speed
 def recipe_decode(index: CatalogIndex, recipe: Recipe, m: Measurement,
                   constants: SpeedConstants) -> tuple[float, float, float] | str:
     """(expected, low, high) in the measurement's own terms (per stream for decode_tok_s,
-    all streams for aggregate_tok_s), or why it cannot be predicted."""
+    all streams for aggregate_tok_s), at its own context, streams and mode, or why it cannot
+    be predicted."""
     o = observation(index, recipe, m)
     if o is None:
         return "active parameters unpublished"
@@ -292,12 +477,11 @@ def recipe_decode(index: CatalogIndex, recipe: Recipe, m: Measurement,
 
 def recipe_prefill(index: CatalogIndex, recipe: Recipe, m: Measurement,
                    constants: SpeedConstants) -> tuple[float, float, float] | str:
-    """(expected, low, high) prompt tok/s for a recipe at the measurement's context, or why not."""
-    model = index.models.get(index.builds[recipe.build].model)
-    if model is None or model.params.active_b is None:
+    """(expected, low, high) prompt tok/s for a recipe at the measurement's context and depth, or why not."""
+    p = prefill_point(index, recipe, m)
+    if p is None:
         return "active parameters unpublished"
-    rate = estimate_prefill(recipe.nodes, model.params.active_b * 1e9, model.attention,
-                            (m.context_tokens or 0) / 2, constants)
+    rate = estimate_prefill(p, constants)
     if rate is None:
         return "no effective prefill rate (no compute peak and no other prefill measurement)"
     return (rate, *prefill_range(rate, constants))

@@ -14,7 +14,7 @@ from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
-from sparkadvisor.core.speed import prefill_range
+from sparkadvisor.core.speed import prefill_precision, prefill_range, weight_class
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
 
@@ -269,16 +269,25 @@ def _decode(plan: Plan) -> list[Step]:
 def _expected_text(plan: Plan) -> str:
     d, c = plan.decode, plan.constants
     assert d is not None
-    mode = "eager" if plan.recipe and plan.recipe.enforce_eager else "CUDA graphs"
-    fixed_basis = c.basis.get("fixed_ms_eager" if mode == "eager" else "fixed_ms_graphs")
+    eager = plan.speed.eager
+    mode = "eager" if eager else "CUDA graphs"
+    layers = plan.model.attention.layers if plan.model.attention else 0
+    per_layer = c.layer_ms + (c.eager_ms_per_layer if eager else 0.0)
+    fixed_note = (f"{mode}: {c.fixed_ms:.1f} ms + {layers} layers x {per_layer:.2f} ms, {c.engine} constants "
+                  f"{c.basis.get('fixed_ms')}" + (f"; eager {c.basis.get('eager_ms_per_layer')}" if eager else ""))
+    penalty = c.weight_penalty.get(weight_class(plan.build.format), 0.0)
     parts = [("weights", d.weights_ms, f"{plan.weights.stored_bits:.2f} stored bits at {c.bandwidth_fraction:.0%} "
-              f"of rated bandwidth, {c.basis.get('bandwidth_fraction')}"),
-             ("KV", d.kv_ms, f"at {plan.workload.context_tokens:,} tokens"),
+              f"of rated bandwidth, {c.basis.get('bandwidth_fraction')}"
+              + (f", +{penalty:.0%} dequantization ({c.basis.get('weight_penalty')})" if penalty else "")),
+             ("KV", d.kv_ms, f"what attention reads at {plan.workload.context_tokens:,} tokens"
+              f"{' x ' + str(d.streams) + ' streams' if d.streams > 1 else ''}, {c.basis.get('kv_ms_per_gb')}"),
              ("draft", d.draft_ms, ""),
-             ("fixed", d.fixed_ms, f"{mode}, {fixed_basis}"),
-             ("speculation", d.spec_ms, c.basis.get("spec_ms", "")),
+             ("compute", d.compute_ms, f"the GEMMs of the tokens one pass verifies, {c.basis.get('compute_ms_per_gflop')}"),
+             ("fixed", d.fixed_ms, fixed_note),
+             ("speculation", d.spec_ms, c.basis.get("spec_ms_per_step", "")),
              ("all-reduce", d.allreduce_ms, _allreduce_note(plan))]
-    shown = [(name, ms, note) for name, ms, note in parts if ms > 0 or name in ("weights", "fixed")]
+    shown = [(name, ms, note) for name, ms, note in parts
+             if ms > 0 or name in ("weights", "fixed") or (name == "speculation" and d.tokens_per_pass > 1)]
     terms = " + ".join(f"{name} {ms:.1f} ms" + (f" ({note})" if note else "") for name, ms, note in shown)
     text = f"One step: {terms} = {d.step_ms:.1f} ms"
     if d.tables:
@@ -327,10 +336,14 @@ def _first_token(plan: Plan) -> list[Step]:
         basis: Basis = "measured"
     else:
         low, high = prefill_range(plan.prefill_tok_s, plan.constants)
+        c = plan.constants
+        precision = prefill_precision(plan.build.format)
+        rate_ms = c.prefill_ms_per_gflop.get(precision)
+        tflops = 1 / rate_ms if rate_ms else 0.0
         rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}; "
-                f"{plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''} x effective "
-                f"{(plan.constants.prefill_flops_per_node or 0) / 1e12:.0f} "
-                f"TFLOPS, {plan.constants.basis.get('prefill_flops_per_node')}, over ~2 x active parameters plus "
+                f"{plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''} x effective {tflops:.0f} "
+                f"TFLOPS at {precision}, {c.basis.get(f'prefill:{precision}') or c.basis.get('prefill_ms_per_gflop')}, "
+                f"over ~2 x active parameters (experts at {c.expert_prefill_factor:g}x the cost) plus "
                 "attention FLOPs per token, plus the link's share under TP)")
         basis = "estimated"
     text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \

@@ -1,17 +1,18 @@
 """The speed model's report card: every measurement in the catalog against its prediction.
 
-Each measurement is predicted with constants calibrated on every other recipe of its
-hardware and engine (leave-one-recipe-out), so no figure ever predicts itself. The
-summary gives, per metric, how many were predicted, the median absolute % error and the
-share that fell inside the predicted range. A figure outside its range is counted, not
-hidden.
+Each measurement is predicted at its own context, streams, engine and execution mode, with
+constants calibrated on every other recipe of its hardware (leave-one-recipe-out), so no
+figure ever predicts itself. The summary gives, per metric (and per engine), how many were
+predicted, the median absolute % error, how many came within 20% and how many were off by
+2x or more, and the share that fell inside the predicted range. A figure outside its range
+is counted, not hidden.
 """
 
 from __future__ import annotations
 
 import statistics
 
-from sparkadvisor.core.calibration import calibrate, recipe_decode, recipe_prefill
+from sparkadvisor.core.calibration import calibrate_all, recipe_decode, recipe_prefill
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Measurement, Recipe
@@ -29,6 +30,8 @@ class Check:
     build: str
     hardware: str
     engine: str
+    mode: str
+    """"graphs" or "eager": the run's own execution mode."""
     metric: str
     streams: int
     context_tokens: int | None
@@ -67,11 +70,22 @@ class Summary:
     median_abs_error_pct: float | None
     within_range: int
     """How many measured figures fell inside their predicted range."""
+    within_20: int = 0
+    """How many predictions came within 20% of the measured figure."""
+    off_2x: int = 0
+    """How many predictions were off by a factor of 2 or more, either way."""
+    engine: str = "all"
+    """The engine these checks ran on ("all" for every engine)."""
 
     @property
     def within_range_share(self) -> float | None:
         """Share of predicted measurements inside their range."""
         return self.within_range / self.count if self.count else None
+
+    @property
+    def within_20_share(self) -> float | None:
+        """Share of predictions within 20% of the measurement."""
+        return self.within_20 / self.count if self.count else None
 
 
 @record(kw_only=False)
@@ -90,6 +104,8 @@ class Report:
     checks: tuple[Check, ...]
     summaries: tuple[Summary, ...]
     fitted: tuple[Fitted, ...]
+    by_engine: tuple[Summary, ...] = ()
+    """The same summaries for each engine's own measurements."""
 
 
 def fidelity(index: CatalogIndex) -> Report:
@@ -97,20 +113,27 @@ def fidelity(index: CatalogIndex) -> Report:
     checks = tuple(c for recipe in index.catalog.recipes for c in _recipe_checks(index, recipe))
     metrics = [m for m in SPEED_METRICS if any(c.metric == m for c in checks)]
     summaries = [summarize(checks, m) for m in metrics] + [summarize(checks, "all")]
+    engines = list(dict.fromkeys(c.engine for c in checks if c.predicted is not None))
+    by_engine = [summarize(checks, m, e) for e in engines for m in metrics
+                 if any(c.engine == e and c.metric == m and c.predicted is not None for c in checks)]
     pairs = dict.fromkeys((r.hardware, r.engine) for r in index.catalog.recipes
                           if r.measurements and r.hardware in index.hardware)
-    fitted = tuple(Fitted(h, e, calibrate(index, index.hardware[h], e)) for h, e in pairs)
-    return Report(checks, tuple(summaries), fitted)
+    fitted = tuple(Fitted(h, e, index.speed_constants(index.hardware[h], e)) for h, e in pairs)
+    return Report(checks, tuple(summaries), fitted, tuple(by_engine))
 
 
-def summarize(checks: tuple[Check, ...], metric: str) -> Summary:
-    """Statistics for `metric` ("all" for every speed metric)."""
-    chosen = [c for c in checks if (c.metric == metric if metric != "all" else c.metric in SPEED_METRICS)]
+def summarize(checks: tuple[Check, ...], metric: str, engine: str = "all") -> Summary:
+    """Statistics for `metric` ("all" for every speed metric), on `engine` ("all" for every engine)."""
+    chosen = [c for c in checks if (c.metric == metric if metric != "all" else c.metric in SPEED_METRICS)
+              and engine in ("all", c.engine)]
     predicted = [c for c in chosen if c.predicted is not None]
     errors = [abs(c.error_pct) for c in predicted if c.error_pct is not None]
     median = statistics.median(errors) if errors else None
     inside = sum(1 for c in predicted if c.inside)
-    return Summary(metric, len(predicted), len(chosen) - len(predicted), median, inside)
+    within = sum(1 for e in errors if e <= 20)
+    ratios = [c.predicted / c.measured for c in predicted if c.predicted]
+    off = sum(1 for r in ratios if r >= 2 or r <= 0.5)
+    return Summary(metric, len(predicted), len(chosen) - len(predicted), median, inside, within, off, engine)
 
 
 def _recipe_checks(index: CatalogIndex, recipe: Recipe) -> list[Check]:
@@ -119,13 +142,17 @@ def _recipe_checks(index: CatalogIndex, recipe: Recipe) -> list[Check]:
     hardware = index.hardware.get(recipe.hardware)
     if hardware is None:
         return [_check(recipe, m, skipped=f"unknown hardware {recipe.hardware!r}") for m in recipe.measurements]
-    constants = calibrate(index, hardware, recipe.engine, exclude=frozenset({recipe.id}))
+    constants = calibrate_all(index, hardware, exclude=frozenset({recipe.id})).for_engine(recipe.engine)
     return [_predict(index, recipe, m, constants) for m in recipe.measurements]
 
 
 def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: SpeedConstants) -> Check:
     if m.metric not in SPEED_METRICS:
         return _check(recipe, m, skipped="not a speed figure (the speed model does not predict it)")
+    tables = _tables(index, recipe)
+    if tables:
+        return _check(recipe, m, skipped=f"unknown: every token reads the {tables} table, whose bytes per token are "
+                                          "unpublished" + (" (rows streamed from disk)" if recipe.streams_tables else ""))
     if m.metric == "prefill_tok_s":
         result = recipe_prefill(index, recipe, m, constants)
     else:
@@ -133,34 +160,31 @@ def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: Spe
     if isinstance(result, str):
         return _check(recipe, m, skipped=result)
     expected, low, high = result
-    return _check(recipe, m, expected, low, high, note=_note(index, recipe, m.metric))
+    return _check(recipe, m, expected, low, high)
 
 
-def _note(index: CatalogIndex, recipe: Recipe, metric: str) -> str:
+def _tables(index: CatalogIndex, recipe: Recipe) -> str:
+    """The per-token tables (PLE, Engram) a recipe's model reads, "" for none."""
     model = index.models.get(index.builds[recipe.build].model)
-    if model is None or not model.tables or metric == "prefill_tok_s":
+    if model is None:
         return ""
-    kinds = "/".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables))
-    if recipe.streams_tables:
-        return f"{kinds} rows read from disk: unknown, not counted (and not used to fit)"
-    return f"{kinds} bytes per token unknown, not counted"
+    return "/".join(dict.fromkeys(t.kind.upper() if t.kind == "ple" else t.kind.title() for t in model.tables))
 
 
 def _check(recipe: Recipe, m: Measurement, predicted: float | None = None, low: float | None = None,
            high: float | None = None, skipped: str = "", note: str = "") -> Check:
-    return Check(recipe.id, recipe.build, recipe.hardware, recipe.engine, m.metric, m.streams, m.context_tokens,
-                 m.value, predicted, low, high, skipped, note)
+    eager = m.enforce_eager if m.enforce_eager is not None else recipe.enforce_eager
+    return Check(recipe.id, recipe.build, recipe.hardware, recipe.engine, "eager" if eager else "graphs", m.metric,
+                 m.streams, m.context_tokens, m.value, predicted, low, high, skipped, note)
 
 
 def report_dict(report: Report) -> dict[str, object]:
     """`fidelity --json`: the summaries and every check (field names are an API)."""
     return {
         "method": "leave-one-recipe-out: each measurement is predicted with constants fitted to the other recipes",
-        "summary": [{"metric": s.metric, "count": s.count, "skipped": s.skipped,
-                     "median_abs_error_pct": _round(s.median_abs_error_pct, 1),
-                     "within_range": s.within_range, "within_range_share": _round(s.within_range_share, 3)}
-                    for s in report.summaries],
-        "checks": [{"recipe": c.recipe, "build": c.build, "hardware": c.hardware, "engine": c.engine,
+        "summary": [_summary_dict(s) for s in report.summaries],
+        "by_engine": [_summary_dict(s) for s in report.by_engine],
+        "checks": [{"recipe": c.recipe, "build": c.build, "hardware": c.hardware, "engine": c.engine, "mode": c.mode,
                     "metric": c.metric, "streams": c.streams, "context_tokens": c.context_tokens,
                     "measured": c.measured, "predicted": _round(c.predicted, 1), "low": _round(c.low, 1),
                     "high": _round(c.high, 1), "error_pct": _round(c.error_pct, 1), "inside": c.inside,
@@ -171,12 +195,30 @@ def report_dict(report: Report) -> dict[str, object]:
     }
 
 
+def _summary_dict(s: Summary) -> dict[str, object]:
+    return {"metric": s.metric, "engine": s.engine, "count": s.count, "skipped": s.skipped,
+            "median_abs_error_pct": _round(s.median_abs_error_pct, 1), "within_20": s.within_20,
+            "within_20_share": _round(s.within_20_share, 3), "off_2x": s.off_2x,
+            "within_range": s.within_range, "within_range_share": _round(s.within_range_share, 3)}
+
+
+CONSTANT_NAMES = ("bandwidth_fraction", "kv_ms_per_gb", "compute_ms_per_gflop", "fixed_ms", "layer_ms",
+                  "eager_ms_per_layer", "spec_ms_per_step", "allreduce_us", "acceptance", "expert_spread",
+                  "expert_prefill_factor", "decode_band", "aggregate_band", "prefill_band")
+"""The scalar constants the report lists, in this order (then the per-format and per-precision ones)."""
+
+
 def constants_dict(c: SpeedConstants) -> dict[str, object]:
     """Each fitted constant with its value and where it comes from."""
-    names = ("bandwidth_fraction", "fixed_ms_graphs", "fixed_ms_eager", "spec_ms", "batch_ms_per_token",
-             "allreduce_us", "acceptance", "prefill_flops_per_node", "decode_band", "prefill_band")
-    return {name: {"value": _round(getattr(c, name), 4 if name != "prefill_flops_per_node" else -9),
-                   "basis": c.basis.get(name, "assumed")} for name in names}
+    out: dict[str, object] = {name: {"value": _round(getattr(c, name), 4), "basis": c.basis.get(name, "assumed")}
+                              for name in CONSTANT_NAMES}
+    for fmt, value in sorted(c.weight_penalty.items()):
+        out[f"weight_penalty.{fmt}"] = {"value": _round(value, 4), "basis": c.basis.get("weight_penalty", "")}
+    for precision, rate in c.prefill_ms_per_gflop.items():
+        out[f"prefill_tflops.{precision}"] = {"value": _round(1 / rate if rate else None, 1),
+                                              "basis": c.basis.get(f"prefill:{precision}") or
+                                              c.basis.get("prefill_ms_per_gflop", "")}
+    return out
 
 
 def _round(value: float | None, digits: int) -> float | None:

@@ -9,11 +9,15 @@ hardware; the per-cluster stages in `core.stages` start from these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sparkadvisor.core.memory import Weights, build_weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
 from sparkadvisor.core.speed import SpeedConstants
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.calibration import Calibration
 
 ENGINE = "vllm"
 """The serving engine the plans, the speed model and the exported recipes are for."""
@@ -52,11 +56,11 @@ class CatalogIndex:
     """Every recipe of each build, any engine or hardware."""
     facts: dict[str, BuildFacts] = field(init=False)
     """Per-build facts, for every build whose model is in the catalog."""
-    constants: dict[str, SpeedConstants] = field(init=False)
-    """Speed constants for each hardware id, calibrated to the catalog's vLLM measurements."""
+    calibrations: dict[str, Calibration] = field(init=False)
+    """Speed constants for each hardware id and engine, calibrated to the catalog's measurements."""
 
     def __post_init__(self) -> None:
-        from sparkadvisor.core.calibration import calibrate
+        from sparkadvisor.core.calibration import calibrate_all
 
         set_ = object.__setattr__
         set_(self, "hardware", {h.id: h for h in self.catalog.hardware})
@@ -68,7 +72,16 @@ class CatalogIndex:
             recipes.setdefault(recipe.build, []).append(recipe)
         set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})
         set_(self, "facts", {b.id: self._facts(b) for b in self.catalog.builds if b.model in self.models})
-        set_(self, "constants", {h.id: calibrate(self, h) for h in self.catalog.hardware})
+        set_(self, "calibrations", {h.id: calibrate_all(self, h) for h in self.catalog.hardware})
+
+    def speed_constants(self, hardware: Hardware, engine: str = ENGINE) -> SpeedConstants:
+        """The calibrated constants for `engine` on `hardware` (calibrated on demand for hand-built hardware)."""
+        calibration = self.calibrations.get(hardware.id)
+        if calibration is None:
+            from sparkadvisor.core.calibration import calibrate_all
+
+            calibration = calibrate_all(self, hardware)
+        return calibration.for_engine(engine)
 
     def _facts(self, build: Build) -> BuildFacts:
         model = self.models[build.model]

@@ -135,7 +135,8 @@ class Plan:
         cold = measured_ttft(self.recipe, context, context)
         if cold is not None:
             return cold.value
-        rate, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants)
+        rate, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
+                             self.build.format)
         return context / rate if rate else None
 
     @property
@@ -181,28 +182,21 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     """The plan for one build on one cluster for one workload."""
     facts = index.facts[build.id]
     hardware, nodes = cluster.hardware, cluster.nodes
-    constants = index.constants.get(hardware.id) or _calibrated(index, hardware)
     recipe = pick_recipe(facts, hardware, nodes)
+    constants = index.speed_constants(hardware, recipe.engine if recipe else settings.engine)
     fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings)
     pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload)
     speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
-                         constants=constants)
+                         constants=constants, eager=settings.enforce_eager)
     caveats = _caveats(index, facts, recipe)
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
-                        constants=constants)
+                        constants=constants, weight_format=build.format)
     stages = dict(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
                   weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
                   disqualified_by=next((c for c in caveats if workload.kind in c.disqualifies), None),
                   constants=constants)
     # The targets read the plan's own figures: judged on the plan without them, then kept with it.
     return Plan(**stages, targets=check_targets(Plan(**stages)))  # type: ignore[arg-type]
-
-
-def _calibrated(index: CatalogIndex, hardware: Hardware) -> SpeedConstants:
-    """Constants for a hardware profile the catalog does not list (a cluster built by hand)."""
-    from sparkadvisor.core.calibration import calibrate
-
-    return calibrate(index, hardware)
 
 
 def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None) -> tuple[Caveat, ...]:

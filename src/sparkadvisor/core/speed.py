@@ -1,33 +1,39 @@
-"""Decode and prefill speed: a roofline with a fixed cost per step, calibrated by measurements.
+"""Decode and prefill speed: what the kernels read and compute, at rates calibrated by measurements.
 
 Decode: one step (a pass of the big model) reads every active weight once, so the ceiling
 is rated bandwidth over the active bytes per node (the article: 18B active x 0.5 B / 2 nodes
 = 4.5 GB, 273 / 4.5 = ~60 tok/s). The expected time of a step adds what the ceiling leaves
-out: the scales a real file stores, the KV cache read at the current context, the drafter,
-a fixed cost per step (kernel launches, the scheduler; larger without CUDA graphs), the
-bookkeeping of speculative decoding, and two all-reduces per layer across the nodes.
-Speculative decoding spreads one step over the tokens it accepts; verifying several
-tokens at once routes them to more experts. Per-token tables (PLE, Engram) are read on
-every token, but how many bytes is unpublished: they stay an explicit unknown term.
+out, each term the product of a physical quantity and a rate fitted per engine:
+- weights: the bytes read at the published read-test bandwidth, plus a format's dequantization
+  overhead; a batch of n tokens routes to the union of their experts (fewer than independent
+  uniform routing would touch: `expert_spread`);
+- KV: what the attention kernel reads for each stream (bounded by top-k, windows and
+  compression: `KvShape.bytes_read`), at its own rate;
+- compute: 2 x active parameters per token verified, which bounds large batches;
+- fixed: a cost per step and per layer (kernel tails with CUDA graphs; every launch from
+  Python in eager mode);
+- speculation: one drafter step per proposed token (one per block for DFlash/DSpark);
+- the link: two all-reduces per layer across the TP nodes.
+Speculative decoding spreads one step over the tokens it accepts. Per-token tables (PLE,
+Engram) are read on every token, but how many bytes is unpublished: they stay an explicit
+unknown term.
 
-Prefill is compute-bound: ~2 x active parameters FLOPs per prompt token, plus attention
-that grows with the context the token attends to, at an effective FLOP rate per node the
-catalog's prefill measurements calibrate; across nodes, each token's activations also
-cross the link twice per layer.
+Prefill is compute-bound: 2 x (dense + expert) parameters per prompt token, the experts at
+their own (lower) efficiency, at a rate per compute precision, plus attention that grows with
+the context the token attends to, plus the link's share under TP.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import field
 
+from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Hardware
 
 DEFAULT_BANDWIDTH_FRACTION = 0.8
 """Share of rated bandwidth a decode step achieves when the hardware has no read test."""
-
-ASSUMED_PREFILL_MFU = 0.3
-"""Share of the dense tensor peak prefill reaches before any measurement calibrates it."""
 
 ACTIVATION_BYTES = 2
 """Hidden states cross the link in bf16."""
@@ -39,64 +45,122 @@ MIN_BAND = 0.10
 # assumption, shown as "assumed" in `show`, until the catalog's own measurements replace it;
 # a hardware profile without measurements keeps them.
 
-ASSUMED_FIXED_MS_GRAPHS = 4.0
-"""Fixed cost of a decode step with CUDA graphs, ms: launches and the scheduler, a few ms in vLLM's step."""
+ASSUMED_FIXED_MS = 2.0
+"""Fixed cost of a decode step, ms: the scheduler and sampling."""
 
-ASSUMED_FIXED_MS_EAGER = 8.0
-"""The same in eager mode, ms: every kernel launched from Python roughly doubles it."""
+ASSUMED_LAYER_MS = 0.05
+"""Fixed cost per layer with CUDA graphs, ms: the tails of ~10 kernels a layer."""
 
-ASSUMED_SPEC_MS = 15.0
-"""Extra cost of a speculative step, ms: drafter launches, rejection sampling, a host sync."""
+ASSUMED_EAGER_MS_PER_LAYER = 0.5
+"""Extra cost per layer without CUDA graphs, ms: ~100 launches from Python at ~5 us each."""
 
-ASSUMED_BATCH_MS_PER_TOKEN = 1.0
-"""Extra cost per token a batched step verifies for each further stream, ms."""
+ASSUMED_SPEC_MS_PER_STEP = 1.5
+"""Cost of one drafter step, ms: its launches and the host sync of rejection sampling."""
+
+ASSUMED_KV_MS_PER_GB = 5.0
+"""Attention reads KV at ~200 GB/s: flash-decoding kernels run below the weights' GEMV rate."""
+
+ASSUMED_COMPUTE_MS_PER_GFLOP = 0.03
+"""~33 TFLOP/s of decode GEMM for tokens batched in one step."""
 
 ASSUMED_ALLREDUCE_US = 20.0
-"""One small all-reduce between two nodes, us, when the link's latency is unpublished
-(NCCL's 48 KB all-reduce takes ~30 us on two Sparks; see `allreduce_us`)."""
+"""One small all-reduce between two nodes, us, when the link's latency is unpublished."""
 
 ASSUMED_ACCEPTANCE = 0.6
 """Share of drafted tokens accepted when a recipe does not report it."""
 
+ASSUMED_EXPERT_SPREAD = 1.0
+"""Routing as independent uniform draws over all experts, until batched measurements say less."""
+
+ASSUMED_PREFILL_MFU = 0.3
+"""Share of the dense tensor peak prefill reaches before any measurement calibrates it."""
+
+ASSUMED_EXPERT_PREFILL_FACTOR = 1.5
+"""Expert GEMMs are smaller than dense ones and run at ~2/3 of their efficiency in prefill."""
+
 ASSUMED_BAND = 0.3
 """Relative half-width of a range before the model's own errors size it."""
+
+PRECISIONS = ("fp4", "fp8", "int8", "bf16")
+"""Compute precisions of the tensor paths prefill can take (formats.FormatInfo.low_precision_compute)."""
+
+
+def weight_class(weight_format: str) -> str:
+    """The dequantization path a format's weights take in a decode GEMV: each has its own overhead."""
+    if weight_format.startswith("nvfp4"):
+        return "nvfp4"
+    if weight_format.startswith("gguf"):
+        return "gguf"
+    if weight_format in ("awq-int4", "gptq-int4", "int4-w4a16", "exl3"):
+        return "int4"
+    if weight_format in ("fp8", "int8"):
+        return "fp8"
+    return weight_format if weight_format == "mxfp4" else "bf16"
 
 
 @record(kw_only=False)
 class SpeedConstants:
     """The free constants of the speed model for one hardware profile and engine."""
 
+    engine: str
+    """The serving engine these constants describe (vllm, llama.cpp, sglang, ...)."""
     bandwidth_fraction: float
-    """Effective / rated memory bandwidth during decode (at most 1)."""
-    fixed_ms_graphs: float
-    """Fixed cost of one decode step with CUDA graphs (launches, scheduler), in ms."""
-    fixed_ms_eager: float
-    """Fixed cost of one decode step in eager mode (a launch per kernel), in ms."""
-    spec_ms: float
-    """Extra cost of a step with speculative decoding (drafter launches, rejection, host sync), in ms."""
-    batch_ms_per_token: float
-    """Extra cost per token a batched step verifies for each further stream, in ms."""
+    """Effective / rated memory bandwidth of a weight read (the published read test where there is one)."""
+    weight_penalty: dict[str, float]
+    """Extra share of the weight read's time a format's dequantization costs, by `weight_class`."""
+    kv_ms_per_gb: float
+    """Milliseconds the attention kernel takes per GB of KV it reads."""
+    compute_ms_per_gflop: float
+    """Milliseconds per GFLOP of the decode GEMMs (what bounds a large batch)."""
+    fixed_ms: float
+    """Fixed cost of one decode step (scheduler, sampling), in ms."""
+    layer_ms: float
+    """Fixed cost per layer with CUDA graphs, in ms."""
+    eager_ms_per_layer: float
+    """Extra cost per layer without CUDA graphs (a launch per kernel), in ms."""
+    spec_ms_per_step: float
+    """Cost of one drafter step in a speculative pass, in ms."""
     allreduce_us: float
     """Latency of one small all-reduce between two nodes, in microseconds."""
     link_gb_s: float | None
     """Collective bandwidth of the node link, GB/s; None for single-node hardware."""
     acceptance: float
     """Share of proposed tokens accepted (accepted / drafted), when a recipe does not say."""
-    prefill_flops_per_node: float | None
-    """Effective prefill FLOP/s of one node; None without a peak or a measurement."""
+    expert_spread: float
+    """Share of the experts a batch's routing spreads over (1 = independent uniform draws)."""
+    prefill_ms_per_gflop: dict[str, float | None]
+    """Milliseconds per GFLOP of prefill GEMM by compute precision (None: no rate)."""
+    expert_prefill_factor: float
+    """How many dense FLOPs an expert FLOP costs in prefill."""
+    prefill_attention_ms_per_gflop: float
+    """Milliseconds per GFLOP of prefill attention."""
     decode_band: float
-    """Relative half-width of the decode range: low = expected / (1 + band), high = expected x (1 + band)."""
+    """Relative half-width of the single-stream range: low = expected / (1 + band), high = expected x (1 + band)."""
+    aggregate_band: float
+    """The same for several streams."""
     prefill_band: float
     """The same for prefill."""
-    basis: dict[str, str]
+    decode_measurements: int = 0
+    """Decode measurements the decode constants were fitted to (0: assumed)."""
+    prefill_measurements: int = 0
+    """Prefill measurements the prefill rates were fitted to."""
+    basis: dict[str, str] = field(default_factory=dict)
     """For each constant, where it comes from ("assumed", "read test", "fitted to 3 measurements")."""
 
+    @property
+    def prefill_flops_per_node(self) -> float | None:
+        """The BF16 prefill rate as FLOP/s of one node (a summary figure)."""
+        rate = self.prefill_ms_per_gflop.get("bf16")
+        return 1e12 / rate if rate else None
 
-def default_constants(hardware: Hardware) -> SpeedConstants:
+
+def default_constants(hardware: Hardware, engine: str = "vllm") -> SpeedConstants:
     """Constants before calibration: the hardware's own read test and link latency where
     published, otherwise round assumptions that the catalog's measurements replace."""
-    basis = {k: "assumed" for k in ("fixed_ms_graphs", "fixed_ms_eager", "spec_ms", "batch_ms_per_token",
-                                    "acceptance", "decode_band", "prefill_band", "bandwidth_fraction")}
+    basis = {k: "assumed" for k in ("weight_penalty", "kv_ms_per_gb", "compute_ms_per_gflop", "fixed_ms",
+                                    "layer_ms", "eager_ms_per_layer", "spec_ms_per_step", "acceptance",
+                                    "expert_spread", "decode_band", "aggregate_band", "prefill_band",
+                                    "bandwidth_fraction", "expert_prefill_factor")}
     fraction = DEFAULT_BANDWIDTH_FRACTION
     if hardware.measured_bandwidth_gb_s:
         fraction = min(1.0, hardware.measured_bandwidth_gb_s / hardware.memory_bandwidth_gb_s)
@@ -105,13 +169,21 @@ def default_constants(hardware: Hardware) -> SpeedConstants:
     if hardware.link and hardware.link.latency_us:
         latency, basis["allreduce_us"] = hardware.link.latency_us, "published link latency"
     peak = tensor_peak_flops(hardware)
-    basis["prefill_flops_per_node"] = f"{ASSUMED_PREFILL_MFU:.0%} of the tensor peak (assumed)" if peak else "unknown"
+    rates = {p: _assumed_rate(peak_flops(hardware, p)) for p in PRECISIONS}
+    basis["prefill_ms_per_gflop"] = f"{ASSUMED_PREFILL_MFU:.0%} of the tensor peak (assumed)" if peak else "unknown"
     return SpeedConstants(
-        bandwidth_fraction=fraction, fixed_ms_graphs=ASSUMED_FIXED_MS_GRAPHS, fixed_ms_eager=ASSUMED_FIXED_MS_EAGER,
-        spec_ms=ASSUMED_SPEC_MS, batch_ms_per_token=ASSUMED_BATCH_MS_PER_TOKEN, allreduce_us=latency,
-        link_gb_s=hardware.link.bandwidth_gb_s if hardware.link else None, acceptance=ASSUMED_ACCEPTANCE,
-        prefill_flops_per_node=peak * ASSUMED_PREFILL_MFU if peak else None, decode_band=ASSUMED_BAND,
-        prefill_band=ASSUMED_BAND, basis=basis)
+        engine=engine, bandwidth_fraction=fraction, weight_penalty={}, kv_ms_per_gb=ASSUMED_KV_MS_PER_GB,
+        compute_ms_per_gflop=ASSUMED_COMPUTE_MS_PER_GFLOP, fixed_ms=ASSUMED_FIXED_MS, layer_ms=ASSUMED_LAYER_MS,
+        eager_ms_per_layer=ASSUMED_EAGER_MS_PER_LAYER, spec_ms_per_step=ASSUMED_SPEC_MS_PER_STEP,
+        allreduce_us=latency, link_gb_s=hardware.link.bandwidth_gb_s if hardware.link else None,
+        acceptance=ASSUMED_ACCEPTANCE, expert_spread=ASSUMED_EXPERT_SPREAD, prefill_ms_per_gflop=rates,
+        expert_prefill_factor=ASSUMED_EXPERT_PREFILL_FACTOR, prefill_attention_ms_per_gflop=rates.get("bf16") or 0.0,
+        decode_band=ASSUMED_BAND, aggregate_band=ASSUMED_BAND, prefill_band=ASSUMED_BAND, basis=basis)
+
+
+def _assumed_rate(peak: float | None) -> float | None:
+    """Milliseconds per GFLOP at the assumed share of a tensor peak (None without a peak)."""
+    return 1e12 / (peak * ASSUMED_PREFILL_MFU) if peak else None
 
 
 @record(kw_only=False)
@@ -135,11 +207,15 @@ class DecodeInputs:
     kv_bytes_read: float
     """KV bytes one rank reads for one sequence at the context."""
     layers: int | None
-    """Decoder layers (all-reduce count); None when unknown."""
+    """Decoder layers (fixed costs and all-reduces); None when unknown."""
     eager: bool
     """No CUDA graphs."""
+    weight_class: str = "bf16"
+    """The dequantization path of the weights (`weight_class`)."""
     spec_tokens: int = 0
     """Tokens proposed per pass (0 without speculation)."""
+    drafter_steps: int = 0
+    """Sequential drafter steps per pass (k for MTP or an EAGLE head, 1 for a block drafter)."""
     draft_bytes_per_pass: float = 0.0
     """Bytes the drafter reads per pass, per node."""
     acceptance: float | None = None
@@ -150,6 +226,11 @@ class DecodeInputs:
     """Sequences decoded together in one step."""
     tables: str = ""
     """Per-token tables read every token ("PLE", "Engram"), whose bytes are unpublished; "" for none."""
+
+    @property
+    def tokens_verified(self) -> int:
+        """Tokens one pass runs through the big model: every stream's proposed tokens plus one."""
+        return self.streams * (self.spec_tokens + 1)
 
 
 @record(kw_only=False)
@@ -167,7 +248,7 @@ class DecodeEstimate:
     draft_ms: float
     fixed_ms: float
     spec_ms: float
-    batch_ms: float
+    compute_ms: float
     allreduce_ms: float
     tokens_per_pass: float
     """Tokens one pass yields per stream."""
@@ -176,12 +257,19 @@ class DecodeEstimate:
     streams: int = 1
     tables: str = ""
     """Per-token tables left out of the step (unknown bytes); "" for none."""
+    experts_read: float = 0.0
+    """Routed experts per layer one pass reads (0 for a dense model)."""
 
     @property
     def step_ms(self) -> float:
         """Time of one pass of the big model."""
-        return (self.weights_ms + self.kv_ms + self.draft_ms + self.fixed_ms + self.spec_ms + self.batch_ms
+        return (self.weights_ms + self.kv_ms + self.draft_ms + self.fixed_ms + self.spec_ms + self.compute_ms
                 + self.allreduce_ms)
+
+    @property
+    def per_stream_tok_s(self) -> float:
+        """What each stream sees."""
+        return self.expected_tok_s / self.streams
 
 
 def tokens_per_pass(spec_tokens: int, measured_acceptance: float | None, assumed: float) -> float:
@@ -191,16 +279,23 @@ def tokens_per_pass(spec_tokens: int, measured_acceptance: float | None, assumed
     return 1 + spec_tokens * rate
 
 
-def params_read_per_pass(inputs: DecodeInputs, tokens_verified: int) -> float:
-    """Parameters one pass reads. Verifying several tokens at once routes them to more
-    experts: n tokens each picking k of E experts touch E x (1 - (1 - k/E)^n) of them."""
+def experts_touched(experts: int, per_token: int, tokens: int, spread: float) -> float:
+    """Distinct experts `tokens` tokens route to in one layer. Each picks `per_token` of
+    `experts`; routing is not uniform (popular experts are shared), so the draws spread over
+    an effective spread x experts: E' (1 - (1 - k/E')^n)."""
+    effective = max(float(per_token), spread * experts)
+    return min(float(experts), effective * (1 - (1 - per_token / effective) ** tokens))
+
+
+def params_read_per_pass(inputs: DecodeInputs, tokens_verified: int, spread: float = 1.0) -> tuple[float, float]:
+    """(parameters one pass reads, routed experts per layer it touches)."""
     experts, per_token = inputs.routed_experts, inputs.experts_per_token
-    if not experts or not per_token or experts <= per_token or tokens_verified <= 1:
-        return inputs.active_params
+    if not experts or not per_token or experts <= per_token:
+        return inputs.active_params, 0.0
     expert_params = max(inputs.total_params - inputs.active_params, 0.0) / (experts - per_token)
     dense_params = max(inputs.active_params - per_token * expert_params, 0.0)
-    touched = experts * (1 - (1 - per_token / experts) ** tokens_verified)
-    return dense_params + max(touched, per_token) * expert_params
+    touched = experts_touched(experts, per_token, tokens_verified, spread) if tokens_verified > 1 else per_token
+    return dense_params + touched * expert_params, touched
 
 
 def ceiling_bits(inputs: DecodeInputs) -> float:
@@ -224,47 +319,51 @@ def allreduce_us(c: SpeedConstants, nodes: int, message_bytes: float) -> float:
     return c.allreduce_us * math.log2(nodes) + (moved / (c.link_gb_s * 1e3) if c.link_gb_s else 0.0)
 
 
-def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: SpeedConstants) -> DecodeEstimate:
-    """The expected decode speed with its range, from the calibrated spread of the model's errors.
-    Without speculation the high end never passes the ceiling (nothing beats reading the weights)."""
-    return _decode(inputs, bandwidth_gb_s, constants, constants.decode_band)
-
-
-def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float]:
-    """(weights, KV, draft) milliseconds one pass spends reading memory on one node."""
-    effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
-    verified = inputs.streams * (inputs.spec_tokens + 1)
-    weights_ms = params_read_per_pass(inputs, verified) * inputs.stored_bits / 8 / inputs.tp / effective * 1e3
-    # Pipeline stages run one after another for a single stream: each reads its own KV.
-    kv_ms = inputs.kv_bytes_read * inputs.streams * inputs.pp / effective * 1e3
-    draft_ms = inputs.draft_bytes_per_pass / effective * 1e3
-    return weights_ms, kv_ms, draft_ms
-
-
 def link_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
     """Two all-reduces per layer across the TP nodes, plus one hand-over per pipeline boundary."""
-    message = inputs.streams * (inputs.spec_tokens + 1) * (inputs.hidden_size or 0) * ACTIVATION_BYTES
+    message = inputs.tokens_verified * (inputs.hidden_size or 0) * ACTIVATION_BYTES
     tp_us = 2 * (inputs.layers or 0) * allreduce_us(c, inputs.tp, message)
     pp_us = (inputs.pp - 1) * c.allreduce_us
     return (tp_us + pp_us) / 1e3
 
 
-def _decode(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants, band: float = 0.0) -> DecodeEstimate:
-    weights_ms, kv_ms, draft_ms = read_ms(inputs, bandwidth_gb_s, c)
-    fixed_ms = (c.fixed_ms_eager if inputs.eager else c.fixed_ms_graphs) * inputs.pp
-    spec_ms = c.spec_ms if inputs.spec_tokens else 0.0
-    batch_ms = (inputs.streams - 1) * (inputs.spec_tokens + 1) * c.batch_ms_per_token
-    allreduce = link_ms(inputs, c)
+def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float, float]:
+    """(weights, KV, draft milliseconds, routed experts touched) of one pass on one node."""
+    effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
+    params, touched = params_read_per_pass(inputs, inputs.tokens_verified, c.expert_spread)
+    read = params * inputs.stored_bits / 8 / inputs.tp / effective * 1e3
+    weights_ms = read * (1 + c.weight_penalty.get(inputs.weight_class, 0.0))
+    # Pipeline stages run one after another for a single stream: each reads its own KV.
+    kv_ms = inputs.kv_bytes_read * inputs.streams * inputs.pp / 1e9 * c.kv_ms_per_gb
+    draft_ms = inputs.draft_bytes_per_pass / effective * 1e3
+    return weights_ms, kv_ms, draft_ms, touched
+
+
+def fixed_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
+    """The step's fixed cost: one per pipeline stage, and one per layer (more without CUDA graphs)."""
+    per_layer = c.layer_ms + (c.eager_ms_per_layer if inputs.eager else 0.0)
+    return c.fixed_ms * inputs.pp + per_layer * (inputs.layers or 0)
+
+
+def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: SpeedConstants) -> DecodeEstimate:
+    """The expected decode speed with its range, from the calibrated spread of the model's errors.
+    Without speculation the high end never passes the ceiling (nothing beats reading the weights)."""
+    c = constants
+    weights, kv, draft, touched = read_ms(inputs, bandwidth_gb_s, c)
+    compute = inputs.tokens_verified * 2 * inputs.active_params / inputs.tp / 1e9 * c.compute_ms_per_gflop
+    spec = inputs.drafter_steps * c.spec_ms_per_step if inputs.spec_tokens else 0.0
+    fixed, allreduce = fixed_ms(inputs, c), link_ms(inputs, c)
     tokens = tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance)
     bits = ceiling_bits(inputs)
     ceiling = decode_ceiling(inputs.active_params, bits, inputs.tp, bandwidth_gb_s)
-    step_ms = weights_ms + kv_ms + draft_ms + fixed_ms + spec_ms + batch_ms + allreduce
-    expected = inputs.streams * tokens / step_ms * 1e3
+    step = weights + kv + draft + fixed + spec + compute + allreduce
+    expected = inputs.streams * tokens / step * 1e3
+    band = c.decode_band if inputs.streams == 1 else c.aggregate_band
     high = expected * (1 + band)
     if inputs.spec_tokens == 0 and inputs.streams == 1:
         high = min(high, max(ceiling, expected))
-    return DecodeEstimate(ceiling, expected, expected / (1 + band), high, weights_ms, kv_ms, draft_ms, fixed_ms,
-                          spec_ms, batch_ms, allreduce, tokens, bits, inputs.streams, inputs.tables)
+    return DecodeEstimate(ceiling, expected, expected / (1 + band), high, weights, kv, draft, fixed, spec, compute,
+                          allreduce, tokens, bits, inputs.streams, inputs.tables, touched)
 
 
 # --- prefill ------------------------------------------------------------------
@@ -287,17 +386,59 @@ def tensor_peak_flops(hardware: Hardware) -> float:
     return max((peak_flops(hardware, p) or 0.0) for p in ("fp4", "fp8", "bf16"))
 
 
-def prefill_flops_per_token(active_params: float, attention: Attention | None, attended_tokens: float) -> float:
-    """FLOPs to prefill one token that attends to `attended_tokens` earlier tokens."""
-    flops = 2 * active_params
+@record(kw_only=False)
+class PrefillInputs:
+    """What prefilling one prompt token computes, across the cluster."""
+
+    nodes: int
+    dense_params: float
+    """Parameters every token computes with (attention projections, shared experts, dense MLPs)."""
+    expert_params: float
+    """Routed-expert parameters each token computes with (0 for a dense model)."""
+    precision: str
+    """Compute precision of the GEMMs (fp4, fp8, int8, bf16)."""
+    attention: Attention | None
+    attended_tokens: float
+    """Tokens the average prompt token attends to."""
+
+
+def prefill_precision(weight_format: str) -> str:
+    """The compute precision a format's prefill GEMMs run in (formats.FormatInfo.low_precision_compute)."""
+    info = FORMATS.get(weight_format)
+    return (info.low_precision_compute if info else None) or "bf16"
+
+
+def prefill_inputs(nodes: int, active_params: float, total_params: float, routed_experts: int | None,
+                   experts_per_token: int | None, weight_format: str, attention: Attention | None,
+                   attended_tokens: float) -> PrefillInputs:
+    """Split the active parameters into dense and routed-expert parts, from the expert counts."""
+    expert = 0.0
+    if routed_experts and experts_per_token and routed_experts > experts_per_token:
+        expert = experts_per_token * max(total_params - active_params, 0.0) / (routed_experts - experts_per_token)
+    return PrefillInputs(nodes, max(active_params - expert, 0.0), min(expert, active_params),
+                         prefill_precision(weight_format), attention, attended_tokens)
+
+
+def attention_flops_per_token(attention: Attention | None, attended_tokens: float) -> float:
+    """QK^T and AV for one prompt token: full layers up to the top-k, windows, compressed rows."""
     if attention is None or not attention.heads or not attention.head_dim:
-        return flops
-    per_layer = 4 * attention.heads * attention.head_dim  # QK^T and AV, multiply-add
+        return 0.0
+    per_row = 4 * attention.heads * attention.head_dim  # QK^T and AV, multiply-add
     linear = attention.linear.layers if attention.linear else 0
-    full_layers = attention.layers - attention.sliding_layers - linear
+    full = attention.layers - attention.sliding_layers - linear - attention.ffn_layers
     full_span = min(attended_tokens, attention.sparse_topk or attended_tokens)
     window_span = min(attended_tokens, attention.sliding_window or 0)
-    return flops + per_layer * (full_layers * full_span + attention.sliding_layers * window_span)
+    rows = full * full_span + attention.sliding_layers * window_span
+    for group in attention.compressed:
+        compressed = attended_tokens / group.ratio
+        rows += group.layers * (min(compressed, attention.sparse_topk) if group.indexed and attention.sparse_topk
+                                else compressed)
+    return per_row * rows
+
+
+def prefill_flops_per_token(active_params: float, attention: Attention | None, attended_tokens: float) -> float:
+    """FLOPs to prefill one token that attends to `attended_tokens` earlier tokens."""
+    return 2 * active_params + attention_flops_per_token(attention, attended_tokens)
 
 
 def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s: float | None) -> float:
@@ -309,14 +450,21 @@ def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s:
     return moved / (link_gb_s * 1e9)
 
 
-def estimate_prefill(nodes: int, active_params: float, attention: Attention | None,
-                     attended_tokens: float, constants: SpeedConstants) -> float | None:
-    """Prompt tokens per second across the cluster, or None without an effective rate."""
-    if constants.prefill_flops_per_node is None:
+def prefill_ms_per_token(p: PrefillInputs, c: SpeedConstants) -> float | None:
+    """Milliseconds one prompt token costs the cluster, or None without a rate for its precision."""
+    rate = c.prefill_ms_per_gflop.get(p.precision)
+    if rate is None:
         return None
-    flops = prefill_flops_per_token(active_params, attention, attended_tokens)
-    seconds = flops / (nodes * constants.prefill_flops_per_node)
-    return 1 / (seconds + prefill_link_s_per_token(nodes, attention, constants.link_gb_s))
+    gemm = 2 * (p.dense_params + c.expert_prefill_factor * p.expert_params) / p.nodes / 1e9 * rate
+    attention = attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9
+    link = prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3
+    return gemm + attention * c.prefill_attention_ms_per_gflop + link
+
+
+def estimate_prefill(p: PrefillInputs, constants: SpeedConstants) -> float | None:
+    """Prompt tokens per second across the cluster, or None without an effective rate."""
+    ms = prefill_ms_per_token(p, constants)
+    return 1e3 / ms if ms else None
 
 
 def prefill_range(rate: float, constants: SpeedConstants) -> tuple[float, float]:

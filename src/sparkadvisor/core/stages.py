@@ -13,6 +13,8 @@ cluster and the stages before it, passed by keyword:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -21,7 +23,15 @@ from sparkadvisor.core.kv import KvShape, kv_shape, sessions_at
 from sparkadvisor.core.memory import Budget, Weights, node_budget, valid_parallelism
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
-from sparkadvisor.core.speed import DecodeEstimate, DecodeInputs, SpeedConstants, estimate_decode, estimate_prefill
+from sparkadvisor.core.speed import (
+    DecodeEstimate,
+    DecodeInputs,
+    SpeedConstants,
+    estimate_decode,
+    estimate_prefill,
+    prefill_inputs,
+    weight_class,
+)
 from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import Settings, Workload
 
@@ -31,6 +41,9 @@ if TYPE_CHECKING:
 PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
 """Caveat kinds that force prefix caching off, whatever the recipe says."""
 
+
+BLOCK_DRAFTERS = ("dflash", "dspark")
+"""Drafters that propose their whole block in one pass (the others run once per proposed token)."""
 
 def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
     """The recipe's newest measurement of `metric` at `streams` concurrent requests (a later
@@ -207,10 +220,11 @@ def _sessions(shape: KvShape | None, per_token: float | None, kv_bytes: float, w
 
 
 def kv_bytes_read(shape: KvShape | None, per_token: float | None, context_tokens: int) -> float:
-    """KV bytes one rank reads per decoded token at `context_tokens`: from config.json facts,
-    else from a measured pool's bytes per token, else nothing (unknown, not counted)."""
+    """KV bytes one rank reads per decoded token at `context_tokens`: what the attention kernel
+    reads by config.json's facts (top-k, windows and compression bound it), else a measured pool's
+    bytes per token times the context, else nothing (unknown, not counted)."""
     if shape is not None:
-        return shape.bytes_per_sequence(context_tokens)
+        return shape.bytes_read(context_tokens)
     return (per_token or 0.0) * context_tokens
 
 
@@ -230,25 +244,37 @@ class DecodeSpeed:
     """Tokens per second for one stream: the model's estimate and the recipe's measurement."""
 
     estimate: DecodeEstimate | None
-    """Ceiling, expected speed and range; None without active parameters."""
+    """Ceiling, expected speed (all streams together) and range; None without active parameters."""
     measured: Measurement | None
-    """The recipe's single-stream decode measurement."""
+    """The recipe's decode measurement at the workload's streams (single-stream or aggregate)."""
+    eager: bool = False
+    """The execution mode the estimate assumed (True: without CUDA graphs)."""
+    streams: int = 1
+    """Sequences decoding at once."""
 
     @property
     def tok_s(self) -> float | None:
-        """The speed a turn is costed at: measured when the recipe measured it, else expected."""
+        """The speed each stream's turn is costed at: measured when the recipe measured it, else expected."""
         if self.measured is not None:
-            return self.measured.value
-        return self.estimate.expected_tok_s if self.estimate else None
+            m = self.measured
+            return m.value if m.metric == "decode_tok_s" else m.value / self.streams
+        return self.estimate.per_stream_tok_s if self.estimate else None
 
 
 def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, pool: KvPool,
-                 workload: Workload, constants: SpeedConstants) -> DecodeSpeed:
-    """The decode estimate at the workload's context, beside the recipe's measurement."""
+                 workload: Workload, constants: SpeedConstants, eager: bool | None = None) -> DecodeSpeed:
+    """The decode estimate at the workload's context and streams, in the recipe's mode unless `eager`
+    says otherwise, beside the recipe's measurement at those streams."""
     kv_read = kv_bytes_read(pool.shape, pool.bytes_per_token, workload.context_tokens)
-    inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, fit.tp, fit.pp, kv_read)
+    streams = workload.streams
+    inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, fit.tp, fit.pp, kv_read, streams)
+    if inputs is not None and eager is not None:
+        inputs = replace(inputs, eager=eager)
     estimate = estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants) if inputs else None
-    return DecodeSpeed(estimate=estimate, measured=measured(recipe, "decode_tok_s"))
+    same_mode = eager is None or recipe is None or eager == recipe.enforce_eager
+    found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
+    return DecodeSpeed(estimate=estimate, measured=found if same_mode else None,
+                       eager=inputs.eager if inputs else bool(eager), streams=streams)
 
 
 def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Recipe | None,
@@ -269,7 +295,9 @@ def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Re
         tp=tp, pp=pp, kv_bytes_read=kv_read,
         layers=attention.layers if attention else None,
         eager=bool(recipe and recipe.enforce_eager),
+        weight_class=weight_class(weight_format),
         spec_tokens=spec.tokens_per_pass if spec else 0,
+        drafter_steps=(1 if spec.method in BLOCK_DRAFTERS else spec.tokens_per_pass) if spec else 0,
         draft_bytes_per_pass=_draft_bytes(spec, weights, params.active_b / params.total_b, tp) if spec else 0.0,
         acceptance=spec.acceptance if spec else None,
         hidden_size=attention.hidden_size if attention else None,
@@ -290,7 +318,7 @@ def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: i
     if spec.method == "mtp":
         return weights.mtp_bytes * min(active_share, 1.0) / tp * spec.tokens_per_pass
     draft = (spec.draft_size_gb or 0.0) * GB / tp
-    return draft if spec.method in ("dflash", "dspark") else draft * spec.tokens_per_pass
+    return draft if spec.method in BLOCK_DRAFTERS else draft * spec.tokens_per_pass
 
 
 # --- first token --------------------------------------------------------------
@@ -320,12 +348,13 @@ class FirstToken:
 
 
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
-                workload: Workload, constants: SpeedConstants) -> FirstToken:
+                workload: Workload, constants: SpeedConstants, weight_format: str = "bf16") -> FirstToken:
     """The first token of a turn of this workload."""
     prefix_on, note = _prefix_caching(recipe, caveats)
     uncached = workload.context_tokens if not prefix_on else round(workload.context_tokens
                                                                    * (1 - workload.prefix_reuse))
-    rate, basis, measurement = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants)
+    rate, basis, measurement = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
+                                       weight_format)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
                       prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement,
@@ -342,14 +371,17 @@ def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple
 
 
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
-            constants: SpeedConstants) -> tuple[float | None, str, Measurement | None]:
+            constants: SpeedConstants, weight_format: str = "bf16") -> tuple[float | None, str, Measurement | None]:
     """(prompt tok/s, basis, measurement) for `uncached` new tokens on top of a cached prefix."""
     measurement = measured(recipe, "prefill_tok_s")
     if measurement is not None:
         return measurement.value, "measured", measurement
-    if model.params.active_b is None:
+    p = model.params
+    if p.active_b is None:
         return None, "unknown", None
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
-    rate = estimate_prefill(nodes, model.params.active_b * 1e9, model.attention, attended, constants)
+    point = prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
+                           weight_format, model.attention, attended)
+    rate = estimate_prefill(point, constants)
     return rate, ("estimated" if rate else "unknown"), None

@@ -2,17 +2,35 @@
 
 from __future__ import annotations
 
-from sparkadvisor.core.caveats import KINDS, badge, by_severity
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sparkadvisor.core.caveats import KINDS, SEVERITY_ORDER, badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.records import record
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
-from sparkadvisor.core.workload import Workload
+from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.plan import Plan
+    from sparkadvisor.core.schema import Caveat
+    from sparkadvisor.core.workload import Workload
 
 BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
+
+
+SEVERITY_GLYPHS: dict[str, str] = {"critical": "✖", "warning": "▲", "info": "•"}
+"""One glyph per caveat severity, most severe first; the flags cell shows each severity present once."""
+SEVERITY_MEANING: dict[str, str] = {
+    "critical": "rules the build out for a workload it names (e.g. tool calls corrupted for agents)",
+    "warning": "costs time or changes the machine (prefix caching off, swap, patches)",
+    "info": "worth knowing before you start (custom image, slow cold load)",
+}
+ABOVE_RANGE, BELOW_RANGE = "↑", "↓"
+"""Marks a measured decode speed above or below the predicted low-high range."""
 
 
 @record(kw_only=False)
@@ -22,23 +40,28 @@ class Column:
     key: str
     label: str
     numeric: bool = False
+    help: str = ""
+    """What the column holds, for the help screen and the palette."""
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("rank", "#", True),
+    Column("rank", "#", True, "the advisor's rank; - for builds that do not fit or are ruled out"),
     Column("model", "model"),
-    Column("build", "build"),
-    Column("size", "size", True),
-    Column("per_node", "GiB/node", True),
-    Column("fit", "fit"),
-    Column("kv_pool", "KV pool", True),
-    Column("ceiling", "ceiling", True),
-    Column("expected", "expected", True),
-    Column("measured", "measured", True),
-    Column("ttft", "1st token", True),
-    Column("turn", "turn", True),
-    Column("caveats", "caveats"),
+    Column("build", "build", help="publisher and weight format"),
+    Column("flags", "flags", help="one glyph per caveat severity present, then the most severe caveat"),
+    Column("fit", "fit", help="fits with X GiB per node left, fits by a recipe, or the nodes it needs"),
+    Column("expected", "tok/s", True, "expected decode speed, one stream, with its low-high range"),
+    Column("ttft", "1st token", True, "time to the first token of a turn, with prefix caching as it runs"),
+    Column("turn", "turn", True, "first token plus the output at the decode speed"),
+    Column("kv_pool", "KV pool", True, "tokens the KV cache holds; * measured by a recipe"),
+    Column("ceiling", "ceiling", True, "bandwidth over active bytes per node: no faster without speculation"),
+    Column("measured", "measured", True, "a recipe's measured tok/s; ↑ or ↓ outside the predicted range"),
+    Column("size", "size", True, "weights as the source prints them"),
+    Column("per_node", "GiB/node", True, "weights per node"),
+    Column("caveats", "caveats", help="every caveat of the build and its recipe"),
 )
+"""In the order a narrow screen gives them up last: rank, model and build always show,
+then flags, fit, speed and first token (the decision), then the rest."""
 
 
 def _speed(value: float | None) -> str:
@@ -53,50 +76,35 @@ def fit_cell(ranked: Ranked) -> str:
     if plan.fits:
         return f"fits +{plan.budget.left_bytes / GiB:.1f} GiB"
     if plan.nodes_needed:
-        return f"needs {plan.nodes_needed} nodes"
-    return f"> {plan.cluster.hardware.max_nodes} nodes"
+        return f"needs {plural(plan.nodes_needed, 'node')}"
+    return f"> {plural(plan.cluster.hardware.max_nodes, 'node')}"
 
 
-def row_cells(ranked: Ranked) -> dict[str, str]:
-    """The table's cells for one candidate."""
-    plan = ranked.plan
-    d = plan.decode
-    measured = plan.decode_measured
-    pool = plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
-    pool_text = fmt_tokens(pool) + ("*" if plan.kv_pool_measured else "")
-    cells = {
-        "rank": str(ranked.rank) if ranked.rank else "-",
-        "model": plan.model.name,
-        "build": f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}",
-        "size": fmt_size(plan.weights.total_bytes, plan.weights.unit, 0),
-        "per_node": f"{plan.weights_per_node / GiB:.1f}",
-        "fit": fit_cell(ranked),
-        "kv_pool": pool_text if plan.fits else "-",
-        "ceiling": _speed(d.ceiling_tok_s if d else None),
-        "expected": (f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})" if d else "unknown"),
-        "measured": f"{measured.value:g}" if measured else "-",
-        "ttft": fmt_seconds(plan.ttft_s),
-        "turn": fmt_seconds(plan.turn_s),
-        "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
-    }
-    return {key: safe_text(text) for key, text in cells.items()}
+def _severity_rank(caveat: Caveat) -> int:
+    return SEVERITY_ORDER[caveat.severity]
 
 
-def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:
-    """A sort key for a column: numbers as numbers, unknowns last."""
-    plan = ranked.plan
-    d = plan.decode
-    values: dict[str, float | str | None] = {
-        "rank": ranked.rank, "model": plan.model.name, "build": plan.build.repo,
-        "size": plan.weights.total_bytes, "per_node": plan.weights_per_node,
-        "fit": plan.budget.left_bytes if plan.fits else None,
-        "kv_pool": plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens,
-        "ceiling": d.ceiling_tok_s if d else None, "expected": d.expected_tok_s if d else None,
-        "measured": plan.decode_measured.value if plan.decode_measured else None,
-        "ttft": plan.ttft_s, "turn": plan.turn_s, "caveats": len(plan.caveats),
-    }
-    value = values.get(key)
-    return (1, 0.0) if value is None else (0, value)
+def flags_cell(plan: Plan) -> str:
+    """"✖▲ TOOLCALLS-CORRUPT": each severity present once, most severe first, then the badge
+    of the most severe caveat (the first of them in catalog order)."""
+    if not plan.caveats:
+        return ""
+    present = {c.severity for c in plan.caveats}
+    glyphs = "".join(glyph for severity, glyph in SEVERITY_GLYPHS.items() if severity in present)
+    return f"{glyphs} {badge(by_severity(plan.caveats)[0])}"
+
+
+def measured_cell(plan: Plan) -> str:
+    """The measured decode speed, marked when it falls outside the predicted range."""
+    measured, d = plan.decode_measured, plan.decode
+    if measured is None:
+        return "-"
+    mark = ""
+    if d is not None and measured.value > d.high_tok_s:
+        mark = ABOVE_RANGE
+    elif d is not None and measured.value < d.low_tok_s:
+        mark = BELOW_RANGE
+    return f"{measured.value:g}{mark}"
 
 
 def cluster_line(cluster: Cluster) -> str:
@@ -109,6 +117,94 @@ def workload_line(workload: Workload) -> str:
     """"Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
     return (f"{workload.label}: {workload.context_tokens:,} tokens, {workload.prefix_reuse:.0%} reuse, "
             f"{workload.output_tokens} out")
+
+
+def row_cells(ranked: Ranked) -> dict[str, str]:
+    """The table's cells for one candidate."""
+    plan = ranked.plan
+    d = plan.decode
+    pool = plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
+    pool_text = fmt_tokens(pool) + ("*" if plan.kv_pool_measured else "")
+    cells = {
+        "rank": str(ranked.rank) if ranked.rank else "-",
+        "model": plan.model.name,
+        "build": f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}",
+        "size": fmt_size(plan.weights.total_bytes, plan.weights.unit, 0),
+        "per_node": f"{plan.weights_per_node / GiB:.1f}",
+        "flags": flags_cell(plan),
+        "fit": fit_cell(ranked),
+        "kv_pool": pool_text if plan.fits else "-",
+        "ceiling": _speed(d.ceiling_tok_s if d else None),
+        "expected": (f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})" if d else "unknown"),
+        "measured": measured_cell(plan),
+        "ttft": fmt_seconds(plan.ttft_s),
+        "turn": fmt_seconds(plan.turn_s),
+        "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
+    }
+    return {key: safe_text(text) for key, text in cells.items()}
+
+
+def _decode_value(attribute: str) -> Callable[[Ranked], float | None]:
+    def value(ranked: Ranked) -> float | None:
+        d = ranked.plan.decode
+        return getattr(d, attribute) if d else None
+    return value
+
+
+def _kv_pool(ranked: Ranked) -> float | None:
+    plan = ranked.plan
+    return plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
+
+
+def _flags(ranked: Ranked) -> float:
+    """Most severe first: a critical caveat outweighs any number of warnings."""
+    return sum(10.0 ** (2 - _severity_rank(c)) for c in ranked.plan.caveats)
+
+
+SORT_KEYS: dict[str, Callable[[Ranked], float | str | None]] = {
+    "rank": lambda r: r.rank,
+    "model": lambda r: r.plan.model.name.lower(),
+    "build": lambda r: r.plan.build.repo.lower(),
+    "flags": _flags,
+    "fit": lambda r: r.plan.budget.left_bytes if r.plan.fits else None,
+    "expected": _decode_value("expected_tok_s"),
+    "ttft": lambda r: r.plan.ttft_s,
+    "turn": lambda r: r.plan.turn_s,
+    "kv_pool": _kv_pool,
+    "ceiling": _decode_value("ceiling_tok_s"),
+    "measured": lambda r: r.plan.decode_measured.value if r.plan.decode_measured else None,
+    "size": lambda r: r.plan.weights.total_bytes,
+    "per_node": lambda r: r.plan.weights_per_node,
+    "caveats": lambda r: len(r.plan.caveats),
+}
+"""What each column sorts by: numbers as numbers, names without case."""
+
+
+def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:
+    """A sort key for a column: numbers as numbers, unknowns last."""
+    value = SORT_KEYS[key](ranked)
+    return (1, 0.0) if value is None else (0, value)
+
+
+COMPARE_ROWS: tuple[tuple[str, str], ...] = (
+    ("rank", "rank"), ("model", "model"), ("repo", "repo"), ("flags", "flags"), ("fit", "fit"),
+    ("per_node", "GiB/node"), ("kv_pool", "KV pool"), ("ceiling", "decode ceiling tok/s"),
+    ("expected", "expected tok/s"), ("measured", "measured tok/s"), ("ttft", "1st token, as it runs"),
+    ("cold", "1st token, cold"), ("turn", "turn"), ("prefix", "prefix caching"), ("caveats", "caveats"),
+    ("reason", "why"),
+)
+"""(key, label) of each line of a side-by-side comparison."""
+
+
+def compare_cells(ranked: Ranked) -> dict[str, str]:
+    """One build's column in a comparison: the table's cells plus the cold first token and prefix caching."""
+    plan = ranked.plan
+    return row_cells(ranked) | {
+        "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
+        "cold": fmt_seconds(plan.cold_ttft_s), "reason": safe_text(ranked.reason),
+        "prefix": "on" if plan.prefix_caching else "OFF",
+        "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
+    }
 
 
 def header(cluster: Cluster, workload: Workload) -> str:

@@ -45,3 +45,8 @@ def fmt_seconds(seconds: float | None) -> str:
         return f"{seconds:.0f} s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest:02d} s"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """"1 node", "2 nodes", "0 builds" ("many" for irregular plurals)."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"

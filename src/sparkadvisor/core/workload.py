@@ -38,6 +38,8 @@ class Workload:
     """Longest acceptable turn (first token plus the answer)."""
     decode_target_tok_s: float
     """Slowest acceptable decode."""
+    streams: int = 1
+    """Sequences decoding at once (concurrent agents or users); each sees its share of the aggregate."""
 
     @property
     def label(self) -> str:
@@ -62,6 +64,10 @@ class Settings:
     """--gpu-memory-utilization for every build."""
     kv_cache_dtype: str | None = None
     """--kv-cache-dtype for every build."""
+    engine: str = "vllm"
+    """The serving engine a build without a recipe is costed on (a recipe brings its own)."""
+    enforce_eager: bool | None = None
+    """Costs every build without CUDA graphs (True) or with them (False); None keeps the recipe's."""
 
 
 DEFAULT_SETTINGS = Settings()

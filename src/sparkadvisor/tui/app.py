@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.app import App
 
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.workload import WORKLOADS
 from sparkadvisor.state import AppState, load_state, save_state
 from sparkadvisor.tui.model import Scenario
+from sparkadvisor.tui.screens.early_keys import buffered
 from sparkadvisor.tui.screens.main import MainScreen
 from sparkadvisor.tui.themes import DEFAULT_THEME, ThemeLoad, load_themes
 
@@ -58,6 +60,11 @@ class SparkAdvisorApp(App[int]):
             return None
         self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         return name
+
+    async def on_event(self, event: events.Event) -> None:
+        if self.screen_stack and buffered(self.screen_stack[-1], event):
+            return
+        await super().on_event(event)
 
     def get_default_screen(self) -> MainScreen:
         return MainScreen(self.index, scenario_from(self.state, self.index), self.catalog_paths)

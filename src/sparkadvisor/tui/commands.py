@@ -31,6 +31,8 @@ class Command:
     show: bool = True
     """Shown in the footer."""
     key_display: str | None = None
+    footer_rank: int = 5
+    """Which footer keys a narrow screen keeps: lower first (help and quit are 0)."""
 
     @property
     def palette_text(self) -> str:
@@ -42,38 +44,53 @@ class Command:
         binding_id = f"{self.category}-{self.action}".replace("app.", "")
         binding_id = binding_id.replace("(", "-").replace(")", "").replace("_", "-")
         return Binding(self.key, self.action, self.footer, show=self.show, tooltip=self.tooltip,
-                       id=binding_id, key_display=self.key_display)
+                       id=binding_id, key_display=self.key_display, priority=True)
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("w", "toggle_workload", "Workload", "Switch between the agentic (Claude Code) and chat workloads "
-            "and re-rank every build at once.", "workload", "Toggle agentic / chat"),
-    Command("1", "nodes(1)", "Nodes", "Set the cluster size: 1 to 4 nodes.", "cluster", "1 node", key_display="1-4"),
+            "and re-rank every build at once.", "workload", "Toggle agentic / chat", footer_rank=1),
+    Command("1", "nodes(1)", "Nodes", "Set the cluster size: 1 to 4 nodes.", "cluster", "1 node", key_display="1-4",
+            footer_rank=1),
     Command("2", "nodes(2)", "2 nodes", "A cluster of 2 nodes.", "cluster", "2 nodes", show=False),
     Command("3", "nodes(3)", "3 nodes", "A cluster of 3 nodes.", "cluster", "3 nodes", show=False),
     Command("4", "nodes(4)", "4 nodes", "A cluster of 4 nodes.", "cluster", "4 nodes", show=False),
+    Command("enter", "open_build", "Open", "The highlighted build full-screen: the arithmetic, the 1-4 node "
+            "sweep, caveats with sources, export (Esc returns).", "build", "Open highlighted build",
+            key_display="⏎", footer_rank=2),
+    Command("slash", "filter", "Filter", "Show only builds whose model, id or repo contains the text (Esc clears).",
+            "view", "Filter by name", key_display="/", footer_rank=2),
+    Command("s", "pick_sort", "Sort", "Sort the table by a column (clicking a header does the same; again reverses).",
+            "view", "Sort by column", footer_rank=3),
     Command("h", "pick_hardware", "Hardware", "Choose the node type from the catalog's hardware.",
-            "cluster", "Pick hardware"),
+            "cluster", "Pick hardware", footer_rank=3),
     Command("a", "edit_assumptions", "Assumptions", "Edit context, prefix reuse, output tokens, "
             "gpu-memory-utilization and KV dtype; every number is recomputed as you type.",
-            "workload", "Edit assumptions"),
-    Command("slash", "filter", "Filter", "Show only builds whose model, id or repo contains the text.",
-            "view", "Filter by name", key_display="/"),
-    Command("s", "pick_sort", "Sort", "Sort the table by a column (clicking a header does the same).",
-            "view", "Sort by column"),
-    Command("e", "export", "Export", "Export the highlighted build: its recipe or, failing that, its plan as text.",
-            "build", "Export highlighted build"),
+            "workload", "Edit assumptions", footer_rank=3),
+    Command("m", "toggle_group", "Group", "One row per model (its best build for the workload); right arrow "
+            "expands a model to its builds, left folds it.", "view", "Group by model", footer_rank=4),
+    Command("v", "toggle_wide", "Wide", "Every column at full width, scrolling sideways with the arrows "
+            "(rank, model and build stay put); again for the columns that fit.", "view", "Wide view", footer_rank=4),
+    Command("space", "mark", "Mark", "Mark or unmark the highlighted build for comparison (up to three).",
+            "build", "Mark for compare", key_display="␣", footer_rank=5),
+    Command("c", "compare", "Compare", "The marked builds (or the highlighted one and the marked one) side by "
+            "side: fit, KV pool, speed, first token cached and cold, caveats.", "build", "Compare marked builds",
+            footer_rank=5),
+    Command("e", "export", "Export", "Export the highlighted build as a launch recipe: scripts, vLLM config, "
+            "compose, Claude Code settings, report, JSON.", "build", "Export highlighted build", footer_rank=4),
     Command("i", "hub_import", "Import", "Import a build from the Hugging Face hub into your catalog.",
-            "catalog", "Import from the hub"),
+            "catalog", "Import from the hub", footer_rank=6),
     Command("b", "bench", "Bench", "Measure the served build on your cluster (cold and warm first token, decode) "
             "beside the plan; Record adds the run to your catalog.", "service", "Bench the served build",
             show=False),
-    Command("t", "cycle_theme", "Theme", "Switch to the next theme (bundled and your own).", "app", "Next theme"),
-    Command("question_mark", "help", "Help", "Keys, what each figure's basis means, and where files live.",
-            "app", "Help", key_display="?"),
-    Command("q", "app.quit", "Quit", "Leave sparkadvisor; your theme, workload, hardware and nodes are kept.",
-            "app", "Quit"),
+    Command("t", "cycle_theme", "Theme", "Switch to the next theme (bundled and your own).", "app", "Next theme",
+            footer_rank=6),
+    Command("question_mark", "help", "Help", "Keys, the legend of glyphs and marks, what each figure's basis "
+            "means, and where files live.", "app", "Help", key_display="?", footer_rank=0),
+    Command("q", "quit", "Quit", "Leave sparkadvisor; your theme, workload, hardware and nodes are kept.",
+            "app", "Quit", footer_rank=0),
 )
+FOOTER_RANK = {c.action: c.footer_rank for c in COMMANDS}
 
 
 def bindings() -> list[Binding]:

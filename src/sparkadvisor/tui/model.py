@@ -14,11 +14,14 @@ from sparkadvisor.core.advisor import advise, evaluate_build
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster, Plan
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import row_cells, sort_value
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
 
 RANK_COLUMN = "rank"
 """The column whose order is the advisor's ranking."""
+REASON = "reason"
+"""A cell beyond `row_cells`: why the build is ranked where it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,19 +52,25 @@ class Ranking:
     ranked: tuple[Ranked, ...]
     by_id: dict[str, Ranked]
     cells: dict[str, dict[str, str]]
-    """Table cells from `core.table.row_cells`, by build id."""
-    widest: dict[str, tuple[int, str]]
-    """Per column: the longest cell's length and its build id (to widen a column once)."""
+    """Table cells from `core.table.row_cells` (and the reason), by build id."""
+    widest: dict[str, int]
+    """Per column: the length of its longest cell."""
+    model_of: dict[str, str]
+    """Build id -> model id."""
 
-    def positions(self, column: str = RANK_COLUMN, reverse: bool = False) -> dict[str, int]:
-        """Row position of every build: by the core's ranking, or by a column's `sort_value`.
+    def ordered(self, column: str = RANK_COLUMN, reverse: bool = False) -> list[str]:
+        """Build ids by the core's ranking, or by a column's `sort_value`.
         Excluded builds stay below the others in either direction."""
         if column == RANK_COLUMN and not reverse:
             ordered = list(self.ranked)
         else:
             ordered = sorted(self.ranked, key=lambda r: sort_value(r, column), reverse=reverse)
             ordered.sort(key=lambda r: r.excluded)
-        return {r.plan.build.id: i for i, r in enumerate(ordered)}
+        return [r.plan.build.id for r in ordered]
+
+    def positions(self, column: str = RANK_COLUMN, reverse: bool = False) -> dict[str, int]:
+        """Row position of every build in `ordered(column, reverse)`."""
+        return {build_id: i for i, build_id in enumerate(self.ordered(column, reverse))}
 
 
 def compute_ranking(index: CatalogIndex, scenario: Scenario) -> Ranking:
@@ -69,16 +78,17 @@ def compute_ranking(index: CatalogIndex, scenario: Scenario) -> Ranking:
     cluster = scenario.cluster(index)
     ranked = advise(index, cluster, scenario.workload, scenario.settings)
     by_id = {r.plan.build.id: r for r in ranked}
-    cells = {build_id: row_cells(r) for build_id, r in by_id.items()}
-    return Ranking(scenario, cluster, ranked, by_id, cells, _widest(cells))
+    cells = {build_id: row_cells(r) | {REASON: safe_text(r.reason)} for build_id, r in by_id.items()}
+    model_of = {build_id: r.plan.model.id for build_id, r in by_id.items()}
+    return Ranking(scenario, cluster, ranked, by_id, cells, _widest(cells), model_of)
 
 
-def _widest(cells: dict[str, dict[str, str]]) -> dict[str, tuple[int, str]]:
-    widest: dict[str, tuple[int, str]] = {}
-    for build_id, row in cells.items():
+def _widest(cells: dict[str, dict[str, str]]) -> dict[str, int]:
+    widest: dict[str, int] = {}
+    for row in cells.values():
         for column, text in row.items():
-            if len(text) > widest.get(column, (-1, ""))[0]:
-                widest[column] = (len(text), build_id)
+            if len(text) > widest.get(column, 0):
+                widest[column] = len(text)
     return widest
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
@@ -19,6 +20,8 @@ from textual.widgets import Input, Label, Static
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.workload import Settings, Workload
 from sparkadvisor.inputs import fraction, positive_int, share
+from sparkadvisor.tui.screens.early_keys import EarlyKeys
+from sparkadvisor.tui.widgets.footer import KeyFooter
 
 
 def kv_dtype(text: str) -> str:
@@ -72,28 +75,35 @@ def parse_fields(texts: dict[str, str]) -> tuple[dict[str, object], dict[str, st
     return values, errors
 
 
-class AssumptionsScreen(ModalScreen[None]):
+class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
     """The workload's assumptions, applied as you type."""
 
     CSS_PATH = "assumptions.tcss"
-    BINDINGS = [("escape", "dismiss", "Close"), ("enter", "dismiss", "Close")]
+    FIRST_FIELD = "#context_tokens"
+    BINDINGS = [Binding("escape", "dismiss", "Close", id="assumptions.close", tooltip="Close; the valid values stay"),
+                Binding("tab", "app.focus_next", "Next field", id="assumptions.next", tooltip="The next field")]
 
     def __init__(self, workload: Workload, settings: Settings, on_change: Callable[[Workload, Settings], None]):
         super().__init__()
+        self.keep_early_keys()
         self.workload = workload
         self.settings = settings
         self.on_change = on_change
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="assumptions"):
+        with VerticalScroll(id="assumptions", can_focus=False):
             yield Static(f"{self.workload.label}: assumptions", id="assumptions-title")
             for field in FIELDS:
                 yield Label(field.label)
                 suggester = SuggestFromList(list(KV_DTYPE_BYTES)) if field.key == "kv_cache_dtype" else None
                 yield Input(initial_text(self.workload, self.settings, field.key), id=field.key,
-                            suggester=suggester)
+                            suggester=suggester, compact=True)
                 yield Label("", id=f"{field.key}-error", classes="error")
             yield Static("Esc or Enter closes. Every valid change re-ranks at once.", id="assumptions-help")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.ready()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         texts = {f.key: self.query_one(f"#{f.key}", Input).value for f in FIELDS}

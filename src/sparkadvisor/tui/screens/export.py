@@ -17,6 +17,8 @@ from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, addresses, render
 from sparkadvisor.export.spec import CX7_NETDEV
+from sparkadvisor.tui.screens.early_keys import EarlyKeys
+from sparkadvisor.tui.widgets.footer import KeyFooter
 
 ADDRESS_FIELDS = ("export-head", "export-workers", "export-nic", "export-gateway")
 
@@ -32,20 +34,23 @@ def preview(files: tuple[ExportFile, ...]) -> str:
     return "\n".join(f"==> {f.name} <==\n{safe_text(f.text, keep_newlines=True)}" for f in files)
 
 
-class ExportScreen(ModalScreen[None]):
+class ExportScreen(EarlyKeys, ModalScreen[None]):
     """Renders the plan in the chosen format and writes it; Esc closes."""
 
     CSS_PATH = "export.tcss"
+    FIRST_FIELD = "#export-format"
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="export.close", tooltip="Close the export window"),
         Binding("ctrl+s", "write", "Write", id="export.write", tooltip="Write the files into the folder"),
     ]
 
-    def __init__(self, index: CatalogIndex, plan: Plan, ranked: tuple[Ranked, ...] = ()):
+    def __init__(self, index: CatalogIndex, plan: Plan, ranked: tuple[Ranked, ...]):
         super().__init__()
+        self.keep_early_keys()
         self.index = index
         self.plan = plan
-        self.ranked = ranked or (Ranked(plan, None, "", None),)
+        self.ranked = ranked
+        """The ranking the build was chosen from, for the report."""
         self.files: tuple[ExportFile, ...] = ()
 
     def compose(self) -> ComposeResult:
@@ -71,9 +76,11 @@ class ExportScreen(ModalScreen[None]):
                 yield Checkbox("overwrite", id="export-force")
                 yield Button("Write", id="export-write", variant="primary")
             yield TextArea("", read_only=True, soft_wrap=False, id="export-text")
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_text()
+        self.ready()
 
     def on_select_changed(self, _: Select.Changed) -> None:
         self.refresh_text()

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from sparkadvisor import paths
+from sparkadvisor.core.table import ABOVE_RANGE, BELOW_RANGE, SEVERITY_GLYPHS, SEVERITY_MEANING
 from sparkadvisor.state import state_path
 from sparkadvisor.tui.commands import COMMANDS
-from sparkadvisor.tui.widgets.detail import BASIS_STYLE
+from sparkadvisor.tui.screens.early_keys import EarlyKeys
+from sparkadvisor.tui.widgets.detail import BASIS_STYLE, SEVERITY_STYLE
+from sparkadvisor.tui.widgets.footer import KeyFooter
 
 BASIS_MEANING = {
     "stated": "printed by a source (model card, README, spec sheet)",
@@ -23,12 +27,46 @@ BASIS_MEANING = {
 }
 
 
+MOVES = (
+    ("↑ ↓ j k", "Move", "One row up or down."),
+    ("PgUp PgDn", "Page", "A screenful up or down."),
+    ("Home End g G", "Ends", "The first or the last row."),
+    ("← →", "Fold / scroll", "Grouped by model: fold or unfold a model's builds; in the wide view: scroll sideways."),
+    ("Tab", "Pane", "Move between the table and the detail pane (the focused one has a heavy border)."),
+    ("Esc", "Back", "Close a dialog or the full-screen build; clear the filter."),
+    ("ctrl+p", "Palette", "Every command as \"category: Action\"."),
+)
+
+
+def _key_line(key: str, name: str, text: str) -> Content:
+    return Content.assemble((key.ljust(13), "bold $accent"), (name.ljust(14), "bold"), text)
+
+
 def keys_content() -> Content:
-    """One line per key."""
-    lines = [Content.assemble(((c.key_display or c.key).ljust(7), "bold $accent"), (c.footer.ljust(12), "bold"),
-                              c.tooltip) for c in COMMANDS if c.show]
-    lines.append(Content.assemble(("ctrl+p".ljust(7), "bold $accent"), ("Palette".ljust(12), "bold"),
-                                  "Every command as \"category: Action\"."))
+    """One line per key: the commands, then moving around."""
+    lines = [_key_line(c.key_display or c.key, c.footer, c.tooltip) for c in COMMANDS if c.show]
+    lines += [_key_line(*move) for move in MOVES]
+    return Content("\n").join(lines)
+
+
+def marks_content() -> Content:
+    """The legend of the table's glyphs and marks."""
+    lines = [Content.assemble((glyph.ljust(13), SEVERITY_STYLE[severity]), (severity.ljust(14), "bold"),
+                              SEVERITY_MEANING[severity]) for severity, glyph in SEVERITY_GLYPHS.items()]
+    lines += [_key_line(mark, name, text) for mark, name, text in (
+        ("▲• SWAP", "flags", "each severity present once, then the most severe caveat's badge "
+                             "(the detail pane lists them all with their sources)"),
+        ("fits +X GiB", "fit", "fits, with X GiB per node left beyond the weights, KV cache and runtime"),
+        ("by recipe", "fit", "does not fit by the arithmetic, but a community recipe runs it (e.g. streaming a table)"),
+        ("needs N nodes", "fit", "does not fit this cluster; N nodes would hold it"),
+        ("679k*", "KV pool", "measured by a recipe rather than computed"),
+        (f"57.54{ABOVE_RANGE} 20{BELOW_RANGE}", "measured", "measured outside the predicted low-high range: "
+                                                          "above or below it; trust the measurement"),
+        ("46 (30-69)", "tok/s", "expected decode speed and its low-high range"),
+        ("●", "mark", "marked for compare (space marks, c compares)"),
+        ("▸ ▾ +N", "group", "a model with N more builds, folded or unfolded (m groups by model)"),
+        ("dimmed row", "-", "does not fit, or a caveat rules it out for this workload; the reason is in the pane"),
+    )]
     return Content("\n").join(lines)
 
 
@@ -47,17 +85,28 @@ def files_content() -> Content:
     ])
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(EarlyKeys, ModalScreen[None]):
     """Keys, legend and file locations; Esc, q or ? closes."""
 
     CSS_PATH = "help.tcss"
-    BINDINGS = [("escape,q,question_mark", "dismiss", "Close")]
+    FIRST_FIELD = "#help"
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="help.close", tooltip="Back")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             yield Static("sparkadvisor: keys", classes="help-heading")
             yield Static(keys_content())
+            yield Static("What the table shows", classes="help-heading")
+            yield Static(marks_content())
             yield Static("How each figure is known", classes="help-heading")
             yield Static(basis_content())
             yield Static("Files", classes="help-heading")
             yield Static(files_content())
+        yield KeyFooter()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keep_early_keys()
+
+    def on_mount(self) -> None:
+        self.ready()

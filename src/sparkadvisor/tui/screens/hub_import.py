@@ -17,12 +17,15 @@ from textual.widgets import Button, Checkbox, Input, Label, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.tui.screens.early_keys import EarlyKeys
+from sparkadvisor.tui.widgets.footer import KeyFooter
 
 
-class HubImportScreen(ModalScreen[str | None]):
+class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
     """Dismissed with the new build id, or None when the person cancels."""
 
     CSS_PATH = "hub_import.tcss"
+    FIRST_FIELD = "#hub-import-repo"
     BINDINGS = [("escape", "cancel", "Cancel")]
 
     @dataclass
@@ -51,9 +54,14 @@ class HubImportScreen(ModalScreen[str | None]):
             with Horizontal(id="hub-import-buttons"):
                 yield Button("Import", variant="primary", id="hub-import-go")
                 yield Button("Cancel", id="hub-import-cancel")
+        yield KeyFooter()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keep_early_keys()
 
     def on_mount(self) -> None:
-        self.query_one("#hub-import-repo", Input).focus()
+        self.ready()
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#hub-import-go")

@@ -1,59 +1,75 @@
-"""The main screen: header, ranked candidates, detail pane and cluster sweep.
+"""The main screen: header, ranked candidates, detail pane, service status and keys.
 
-State (scenario, sort, filter) lives here; every figure comes from the core through
-`tui.model`. A change of scenario re-ranks by updating cells and sorting rows, never by
-rebuilding the table.
+State (scenario, sort, filter, grouping) lives here; every figure comes from the core
+through `tui.model`. A change of scenario swaps the ranking and the row order in the
+table, which repaints only the rows on screen.
+
+The command keys are priority bindings, handled in the order they were typed before any
+widget sees them: `/` focuses the filter and `a` opens the assumptions at once, so keys
+typed right after them land in the text field. While a text field has focus, a command
+key is typed into it instead (`typing_guard`).
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input
+from textual.timer import Timer
+from textual.widgets import Input
 
 from sparkadvisor.core.catalog import CatalogError
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COLUMNS
+from sparkadvisor.core.units import plural
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
 from sparkadvisor.tui import commands
 from sparkadvisor.tui.model import RANK_COLUMN, Ranking, RankingCache, Scenario, matches, sweep
 from sparkadvisor.tui.widgets.candidates import CandidatesTable
 from sparkadvisor.tui.widgets.cluster_header import ClusterHeader
 from sparkadvisor.tui.widgets.detail import DetailPane
+from sparkadvisor.tui.widgets.footer import KeyFooter
+from sparkadvisor.tui.widgets.probe_status import ProbeStatus
 
 if TYPE_CHECKING:
     from sparkadvisor.tui.app import SparkAdvisorApp
 
 LABELS = {c.key: c.label for c in COLUMNS}
-
-
-def optional_module(name: str) -> ModuleType | None:
-    """`sparkadvisor.<name>` if this install has it (other parts of the app add these)."""
-    try:
-        return importlib.import_module(f"sparkadvisor.{name}")
-    except ModuleNotFoundError as error:
-        if error.name != f"sparkadvisor.{name}":
-            raise
-        return None
-
-
 PRECOMPUTE_DELAY_S = 0.3
-"""Ranking the other workload waits until the first frame is painted."""
+"""Ranking the scenarios a key would ask for waits until the first frame is painted."""
+F = TypeVar("F", bound=Callable[..., Any])
+TABLE_MOVES = (("up,k", "cursor(-1)"), ("down,j", "cursor(1)"), ("pageup,ctrl+b", "page(-1)"),
+               ("pagedown,ctrl+f", "page(1)"), ("home,g", "first"), ("end,G", "last"), ("left", "left"),
+               ("right", "right"))
+"""The table's moves, handled in typing order with the command keys (a move typed before `c`
+or `e` happens before it)."""
+
+
+def typing_guard(action: F) -> F:
+    """A command key typed into a text field is text, not a command."""
+    @wraps(action)
+    def guarded(self: MainScreen, *args: Any) -> Any:
+        if isinstance(self.focused, Input):
+            raise SkipAction()
+        return action(self, *args)
+    return guarded  # type: ignore[return-value]
 
 
 class MainScreen(Screen[None]):
     """Browse the catalog ranked for a cluster and workload."""
 
     # main.tcss is read by the app (SparkAdvisorApp.CSS_PATH): the default screen's CSS_PATH is not.
-    BINDINGS: ClassVar[list[BindingType]] = [*commands.bindings(), ("escape", "close_filter", "")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *commands.bindings(), Binding("escape", "close_filter", "Clear filter", show=False),
+        *(Binding(keys, f"move('{move}')", move, show=False, priority=True) for keys, move in TABLE_MOVES)]
     COMMANDS = Screen.COMMANDS | {commands.SparkCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
 
@@ -67,161 +83,217 @@ class MainScreen(Screen[None]):
         self.ranking: Ranking = self.cache.get(scenario)
         self.sort_column, self.sort_reverse = RANK_COLUMN, False
         self.filter_text = ""
+        self._detail_for: tuple[int, str] | None = None
+        self._precompute_timer: Timer | None = None
 
     @property
     def spark(self) -> SparkAdvisorApp:
         """The app, typed."""
         return self.app  # type: ignore[return-value]
 
-    def compose(self) -> ComposeResult:
-        header = ClusterHeader(id="cluster-header")
-        header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
-        yield header
-        yield CandidatesTable(self.ranking, id="candidates")
-        yield DetailPane(id="detail")
-        probe = optional_module("tui.widgets.probe_status")
-        if probe is not None:
-            yield probe.ProbeStatus()
-        yield Footer()
-
-    def on_mount(self) -> None:
-        table = self.query_one(CandidatesTable)
-        table.add_builds(r.plan.build.id for r in self.ranking.ranked)
-        self._refresh_views()
-        table.focus()
-        # After the first frame: a ranking thread would compete with it for the interpreter.
-        self.set_timer(PRECOMPUTE_DELAY_S, lambda: self.precompute(self.scenario.toggled(self.overrides)))
-
     @property
     def table(self) -> CandidatesTable:
         """The candidates table."""
         return self.query_one(CandidatesTable)
 
+    def compose(self) -> ComposeResult:
+        header = ClusterHeader(id="cluster-header")
+        header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
+        yield header
+        box = Input(placeholder="filter by model, build id or repo (Enter keeps it, Esc clears)", id="filter",
+                    compact=True)
+        box.display = False
+        yield box
+        yield CandidatesTable(self.ranking, id="candidates")
+        yield DetailPane(id="detail")
+        yield ProbeStatus(id="status")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.query_one("#detail").border_title = "⏎ full screen · Tab here to scroll"
+        self._refresh_views()
+        self.set_focus(self.table)
+        # After the first frame: a ranking thread would compete with it for the interpreter.
+        self._schedule_precompute()
+
     # --- applying a scenario --------------------------------------------------------
 
-    def apply(self, scenario: Scenario) -> None:
-        """Re-rank for `scenario`: update changed cells, sort rows by the core's positions."""
-        keep = self.table.highlighted_build
+    def apply(self, scenario: Scenario, top: bool = False) -> None:
+        """Re-rank for `scenario`; the cursor stays on its build, or goes to the top."""
         self.scenario = scenario
         self.overrides[scenario.workload.kind] = scenario.workload
         self.ranking = self.cache.get(scenario)
-        self.table.show_ranking(self.ranking)
-        self.table.order_by(self.ranking.positions(self.sort_column, self.sort_reverse), keep)
-        self._refresh_views()
+        self._show_rows(top)
         self.spark.remember(workload=scenario.workload.kind, hardware=scenario.hardware_id, nodes=scenario.nodes)
-        self.precompute(scenario.toggled(self.overrides))
+        self._schedule_precompute()
+
+    def _schedule_precompute(self) -> None:
+        """Rank what the next key may ask for once the keys stop (typing in the assumptions re-ranks per key)."""
+        if self._precompute_timer is not None:
+            self._precompute_timer.stop()
+        self._precompute_timer = self.set_timer(PRECOMPUTE_DELAY_S, lambda: self.precompute(self._likely_next()))
+
+    def _show_rows(self, top: bool = False) -> None:
+        ordered = self.ranking.ordered(self.sort_column, self.sort_reverse)
+        if self.filter_text:
+            by_id = self.ranking.by_id
+            ordered = [b for b in ordered if matches(by_id[b].plan, self.filter_text)]
+        table = self.table
+        table.set_sort(self.sort_column, self.sort_reverse)
+        table.show(self.ranking, ordered, keep=table.highlighted_build, top=top)
+        self._refresh_views()
+
+    def _likely_next(self) -> list[Scenario]:
+        """What a key would ask for next: the other workload, then the other cluster sizes."""
+        s = self.scenario
+        sizes = range(1, min(self.index.hardware[s.hardware_id].max_nodes, 4) + 1)
+        return [s.toggled(self.overrides)] + [Scenario(s.hardware_id, n, s.workload, s.settings)
+                                              for n in sizes if n != s.nodes]
 
     @work(thread=True, exclusive=True, group="precompute")
-    def precompute(self, scenario: Scenario) -> None:
-        """Rank the scenario a toggle would ask for, so the toggle is instant (pure; no widgets)."""
-        self.cache.get(scenario)
+    def precompute(self, scenarios: list[Scenario]) -> None:
+        """Rank the scenarios keys would ask for, so those keys are instant (pure; no widgets)."""
+        for scenario in scenarios:
+            self.cache.get(scenario)
 
     def _refresh_views(self) -> None:
-        ranking = self.ranking
+        ranking, table = self.ranking, self.table
         self.query_one(ClusterHeader).show(ranking.cluster, self.scenario.workload, self.scenario.settings)
-        for status in self.query("ProbeStatus"):
-            status.workload = self.scenario.workload  # type: ignore[attr-defined]  # its findings' workload
-        table = self.table
-        shown = len(table.shown)
-        title = f"Candidates ({shown} of {len(ranking.ranked)})" if self.filter_text else f"Candidates ({shown})"
+        for status in self.query(ProbeStatus):
+            status.workload = self.scenario.workload  # its findings' workload
+        total = len(ranking.ranked)
+        shown = len(table.order)
+        title = f"Candidates ({shown} of {total})" if self.filter_text else f"Candidates ({total})"
         order = "ranked" if self.sort_column == RANK_COLUMN and not self.sort_reverse else \
             f"sorted by {LABELS[self.sort_column]} {'▼' if self.sort_reverse else '▲'}"
-        table.border_title = f"{title} · {order}" + (f" · filter: {self.filter_text}" if self.filter_text else "")
+        views = [title, order] + (["by model"] if table.grouped else []) + (["wide"] if table.wide else [])
+        table.border_title = " · ".join(views) + (f" · filter: {self.filter_text}" if self.filter_text else "")
         self._show_detail(table.highlighted_build)
 
     def _show_detail(self, build_id: str | None) -> None:
+        key = (id(self.ranking), build_id or f"no build for {self.filter_text!r}")
+        if key == self._detail_for:
+            return
+        self._detail_for = key
         item = self.ranking.by_id.get(build_id) if build_id else None
         empty = f"No build matches {self.filter_text!r}." if self.filter_text else "The catalog has no builds."
         plans = sweep(self.index, item.plan.build.id, self.scenario) if item else ()
-        self.query_one(DetailPane).show(item, plans, self.index, empty)
+        self.query_one(DetailPane).show_build(item, plans, self.index, empty)
 
-    @on(DataTable.RowHighlighted, "#candidates")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._show_detail(event.row_key.value)
+    @on(CandidatesTable.Highlighted)
+    def _highlighted(self, event: CandidatesTable.Highlighted) -> None:
+        self._show_detail(event.build_id)
 
-    @on(DataTable.HeaderSelected, "#candidates")
-    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
-        self.sort_by(str(event.column_key.value))
+    @on(CandidatesTable.HeaderClicked)
+    def _header_clicked(self, event: CandidatesTable.HeaderClicked) -> None:
+        self.sort_by(event.column)
 
-    # --- actions --------------------------------------------------------------------
+    @on(CandidatesTable.Opened)
+    def _opened(self, event: CandidatesTable.Opened) -> None:
+        self.open_build(event.build_id)
 
+    async def action_move(self, move: str) -> None:
+        """Move in the table when it has focus; elsewhere the key is the focused widget's."""
+        if self.focused is not self.table:
+            raise SkipAction()
+        await self.table.run_action(move)
+
+    # --- cluster and workload -------------------------------------------------------
+
+    @typing_guard
     def action_toggle_workload(self) -> None:
         """agentic <-> chat."""
         self.apply(self.scenario.toggled(self.overrides))
 
+    @typing_guard
     def action_nodes(self, nodes: int) -> None:
         """Set the node count."""
         limit = self.index.hardware[self.scenario.hardware_id].max_nodes
         if nodes > limit:
-            self.notify(safe_text(f"The catalog sweeps {self.ranking.cluster.hardware.name} up to {limit} nodes."),
-                        severity="warning", markup=False)
+            self.notify(safe_text(f"The catalog sweeps {self.ranking.cluster.hardware.name} up to "
+                                  f"{plural(limit, 'node')}."), severity="warning", markup=False)
             return
         self.apply(Scenario(self.scenario.hardware_id, nodes, self.scenario.workload, self.scenario.settings))
 
     def set_hardware(self, hardware_id: str | None) -> None:
-        """Switch the node type (None: keep it)."""
+        """Switch the node type (None: keep it); the view goes to the top."""
         if hardware_id is None or hardware_id not in self.index.hardware:
             return
         nodes = min(self.scenario.nodes, self.index.hardware[hardware_id].max_nodes)
-        self.apply(Scenario(hardware_id, nodes, self.scenario.workload, self.scenario.settings))
+        self.apply(Scenario(hardware_id, nodes, self.scenario.workload, self.scenario.settings), top=True)
 
     def set_assumptions(self, workload: Workload, settings: Settings) -> None:
         """New assumptions from the editor; recomputed at once."""
         self.apply(Scenario(self.scenario.hardware_id, self.scenario.nodes, workload, settings))
 
-    def sort_by(self, column: str | None) -> None:
-        """Sort by a column; the same column again reverses the order."""
-        if column is None:
-            return
-        self.sort_reverse = not self.sort_reverse if column == self.sort_column else False
-        self.sort_column = column
-        self.table.order_by(self.ranking.positions(column, self.sort_reverse), self.table.highlighted_build)
-        self._refresh_views()
-
-    def action_sort_by(self, column: str) -> None:
-        """Sort by `column` (from the palette)."""
-        self.sort_by(column)
-
+    @typing_guard
     def action_pick_hardware(self) -> None:
         """Choose the hardware."""
         from sparkadvisor.tui.screens.choice import ChoiceScreen
 
         options = [(h.id, safe_text(f"{h.name}: {h.usable_memory_gib:g} GiB usable, {h.memory_bandwidth_gb_s:g} GB/s, "
-                    + (f"up to {h.max_nodes} nodes" if h.max_nodes > 1 else "one node")))
+                                    + (f"up to {plural(h.max_nodes, 'node')}" if h.max_nodes > 1 else "one node")))
                    for h in self.index.catalog.hardware]
         self.app.push_screen(ChoiceScreen("Hardware", options, self.scenario.hardware_id), self.set_hardware)
 
+    @typing_guard
+    def action_edit_assumptions(self) -> None:
+        """Open the assumptions editor beside the table, its first field ready for typing."""
+        from sparkadvisor.tui.screens.assumptions import AssumptionsScreen
+
+        self.app.push_screen(AssumptionsScreen(self.scenario.workload, self.scenario.settings,
+                                                 self.set_assumptions))
+
+    # --- the view -------------------------------------------------------------------
+
+    def sort_by(self, column: str | None) -> None:
+        """Sort by a column (the same column again reverses); the view goes to the top."""
+        if column is None:
+            return
+        self.sort_reverse = not self.sort_reverse if column == self.sort_column else False
+        self.sort_column = column
+        self._show_rows(top=True)
+
+    @typing_guard
+    def action_sort_by(self, column: str) -> None:
+        """Sort by `column` (from the palette)."""
+        self.sort_by(column)
+
+    @typing_guard
     def action_pick_sort(self) -> None:
         """Choose the sort column."""
         from sparkadvisor.tui.screens.choice import ChoiceScreen
 
-        options = [(c.key, c.label + (" (the advisor's ranking)" if c.key == RANK_COLUMN else ""))
-                   for c in COLUMNS]
+        options = [(c.key, c.label + (f": {c.help}" if c.help else "")) for c in COLUMNS]
         self.app.push_screen(ChoiceScreen("Sort by", options, self.sort_column), self.sort_by)
 
-    def action_edit_assumptions(self) -> None:
-        """Open the assumptions editor beside the table."""
-        from sparkadvisor.tui.screens.assumptions import AssumptionsScreen
+    @typing_guard
+    def action_toggle_group(self) -> None:
+        """One row per model, or every build."""
+        self.table.set_grouped(not self.table.grouped)
+        self._refresh_views()
 
-        self.app.push_screen(AssumptionsScreen(self.scenario.workload, self.scenario.settings, self.set_assumptions))
+    @typing_guard
+    def action_toggle_wide(self) -> None:
+        """Every column (scrolling sideways), or the columns that fit."""
+        self.table.set_wide(not self.table.wide)
+        self._refresh_views()
 
-    async def action_filter(self) -> None:
-        """Show the filter box (made on first use: one widget less to start)."""
-        boxes = self.query("#filter").results(Input)
-        box = next(boxes, None)
-        if box is None:
-            box = Input(placeholder="filter by model, build id or repo (Esc clears)", id="filter")
-            await self.mount(box, before=self.table)
+    @typing_guard
+    def action_filter(self) -> None:
+        """Show the filter box and type into it at once."""
+        box = self.query_one("#filter", Input)
         box.display = True
-        box.focus()
+        self.set_focus(box)
 
     def action_close_filter(self) -> None:
         """Clear and hide the filter box."""
-        box = next(self.query("#filter").results(Input), None)
-        if box is not None and box.display:
+        box = self.query_one("#filter", Input)
+        if box.display:
             box.value = ""
             box.display = False
-            self.table.focus()
+            self.apply_filter("")
+            self.set_focus(self.table)
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -229,40 +301,66 @@ class MainScreen(Screen[None]):
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
-        self.table.focus()
+        self.set_focus(self.table)
 
     def apply_filter(self, text: str) -> None:
         """Show only builds matching `text`."""
-        self.filter_text = text.strip()
-        wanted = {r.plan.build.id for r in self.ranking.ranked if matches(r.plan, self.filter_text)}
-        table, keep = self.table, self.table.highlighted_build
-        shown = table.shown
-        table.remove_builds(shown - wanted)
-        table.add_builds(r.plan.build.id for r in self.ranking.ranked if r.plan.build.id in wanted - shown)
-        table.order_by(self.ranking.positions(self.sort_column, self.sort_reverse), keep)
-        self._refresh_views()
+        if text.strip() != self.filter_text:
+            self.filter_text = text.strip()
+            self._show_rows(top=True)
 
+    # --- one build, several builds --------------------------------------------------
+
+    @typing_guard
+    def action_open_build(self) -> None:
+        """The highlighted build full-screen."""
+        if self.table.highlighted_build:
+            self.open_build(self.table.highlighted_build)
+
+    def open_build(self, build_id: str) -> None:
+        """Push the full-screen view of `build_id`."""
+        from sparkadvisor.tui.screens.build import BuildScreen
+
+        item = self.ranking.by_id[build_id]
+        self.app.push_screen(BuildScreen(self.index, item, sweep(self.index, build_id, self.scenario),
+                                               self.ranking))
+
+    @typing_guard
+    def action_mark(self) -> None:
+        """Mark the highlighted build for comparison."""
+        self.table.action_mark()
+
+    @typing_guard
+    def action_compare(self) -> None:
+        """The marked builds side by side (with the highlighted one when only one is marked)."""
+        from sparkadvisor.tui.screens.compare import CompareScreen
+
+        builds = list(self.table.marked)
+        highlighted = self.table.highlighted_build
+        if len(builds) < 2 and highlighted and highlighted not in builds:
+            builds.append(highlighted)
+        if len(builds) < 2:
+            self.notify("Mark two or three builds with space, then press c.", severity="warning")
+            return
+        self.app.push_screen(CompareScreen([self.ranking.by_id[b] for b in builds], self.index))
+
+    @typing_guard
     def action_export(self) -> None:
-        """Export the highlighted build, or show its plan as text."""
+        """Export the highlighted build, ranked among the others."""
+        from sparkadvisor.tui.screens.export import ExportScreen
+
         item = self.ranking.by_id.get(self.table.highlighted_build or "")
-        if item is None:
-            return
-        module = optional_module("tui.screens.export")
-        if module is not None:
-            self.app.push_screen(module.ExportScreen(self.index, item.plan))
-            return
-        from sparkadvisor.tui.screens.text import TextScreen, plan_text
+        if item is not None:
+            self.app.push_screen(ExportScreen(self.index, item.plan, self.ranking.ranked))
 
-        self.app.push_screen(TextScreen(f"Plan: {item.plan.build.id}", plan_text(item, self.ranking)))
-
+    @typing_guard
     def action_hub_import(self) -> None:
         """Import a build from the hub, then reload the catalog."""
-        module = optional_module("tui.screens.hub_import")
-        if module is None:
-            self.notify("Hub import is not part of this install.", severity="warning")
-            return
-        self.app.push_screen(module.HubImportScreen(), self.reload_catalog)
+        from sparkadvisor.tui.screens.hub_import import HubImportScreen
 
+        self.app.push_screen(HubImportScreen(), self.reload_catalog)
+
+    @typing_guard
     def action_bench(self) -> None:
         """Bench the served build on the cluster and workload on screen; a recorded run reloads."""
         from sparkadvisor.benchsession import BenchOptions
@@ -296,20 +394,29 @@ class MainScreen(Screen[None]):
             return
         self.index, self.cache = index, RankingCache(index)
         self.ranking = self.cache.get(self.scenario)
-        self.table.clear_builds(self.ranking)
-        self.table.add_builds(r.plan.build.id for r in self.ranking.ranked)
-        self.table.order_by(self.ranking.positions(self.sort_column, self.sort_reverse), build_id)
-        self.apply_filter(self.filter_text)
+        self._show_rows()
+        row = self.table._row_of(build_id)
+        if row is not None:
+            self.table.move_to(row)
 
+    # --- the app --------------------------------------------------------------------
+
+    @typing_guard
     def action_cycle_theme(self) -> None:
         """Next theme."""
         self.spark.cycle_theme()
 
+    @typing_guard
     def action_help(self) -> None:
         """Keys and legend."""
         from sparkadvisor.tui.screens.help import HelpScreen
 
         self.app.push_screen(HelpScreen())
+
+    @typing_guard
+    async def action_quit(self) -> None:
+        """Leave the app."""
+        await self.app.action_quit()
 
     def palette_extras(self) -> list[tuple[str, str, str]]:
         """Palette entries beyond the keys: sort by each column, each workload, each theme."""
@@ -323,7 +430,7 @@ class MainScreen(Screen[None]):
     def action_set_workload(self, kind: str) -> None:
         """Rank for a named workload."""
         if kind != self.scenario.workload.kind:
-            self.action_toggle_workload()
+            self.apply(self.scenario.toggled(self.overrides))
 
     def action_set_theme(self, name: str) -> None:
         """Switch to a named theme."""

@@ -12,6 +12,8 @@ from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import header
 from sparkadvisor.tui.model import Ranking
+from sparkadvisor.tui.screens.early_keys import EarlyKeys
+from sparkadvisor.tui.widgets.footer import KeyFooter
 
 
 def plan_text(item: Ranked, ranking: Ranking) -> str:
@@ -24,14 +26,16 @@ def plan_text(item: Ranked, ranking: Ranking) -> str:
     return "\n".join(safe_text(line) for line in lines)
 
 
-class TextScreen(ModalScreen[None]):
+class TextScreen(EarlyKeys, ModalScreen[None]):
     """Read-only text with a title; Esc closes."""
 
     CSS_PATH = "text.tcss"
+    FIRST_FIELD = "#text-body"
     BINDINGS = [("escape", "dismiss", "Close"), ("q", "dismiss", "Close")]
 
     def __init__(self, title: str, text: str):
         super().__init__()
+        self.keep_early_keys()
         self.title_text = title
         self.text = text
 
@@ -39,3 +43,7 @@ class TextScreen(ModalScreen[None]):
         with Vertical(id="text-box"):
             yield Label(f"{self.title_text}  (Esc closes; select text to copy)", id="text-title")
             yield TextArea(self.text, read_only=True, soft_wrap=True, id="text-body")
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.ready()

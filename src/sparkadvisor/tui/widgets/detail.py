@@ -1,12 +1,14 @@
-"""The highlighted build in full: memory bar, the arithmetic step by step, measured against
-predicted, caveats with their sources, and the recipes that run it."""
+"""The highlighted build in full: caveats with their sources, memory bar, the build on 1-4
+nodes, measured against predicted, the arithmetic step by step, and the recipes that run it.
+
+The same sections make the detail pane under the table and the full-screen build (Enter).
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from functools import partial
+
 from textual.content import Content
-from textual.widgets import Static
 
 from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.explain import explain
@@ -14,9 +16,11 @@ from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Caveat, Recipe
-from sparkadvisor.core.table import BADGES, row_cells
-from sparkadvisor.tui.widgets.memory_bar import MemoryBar
-from sparkadvisor.tui.widgets.sweep import SweepTable
+from sparkadvisor.core.table import ABOVE_RANGE, BADGES, BELOW_RANGE, SEVERITY_GLYPHS, row_cells
+from sparkadvisor.core.units import plural
+from sparkadvisor.tui.widgets.document import Document, Section
+from sparkadvisor.tui.widgets.memory_bar import bar_content
+from sparkadvisor.tui.widgets.sweep import sweep_content
 
 BASIS_STYLE = {"stated": "$secondary", "derived": "$success", "measured": "bold $success",
                "estimated": "$warning", "assumed": "$accent", "unknown": "bold $error"}
@@ -51,6 +55,12 @@ def speed_content(item: Ranked) -> Content:
     cells, plan = row_cells(item), item.plan
     parts = [heading("Measured against predicted"), Content(
         f"decode tok/s: ceiling {cells['ceiling']} · expected {cells['expected']} · measured {cells['measured']}")]
+    outside = cells["measured"][-1:]
+    if outside in (ABOVE_RANGE, BELOW_RANGE) and plan.decode is not None:
+        side = "above" if outside == ABOVE_RANGE else "below"
+        parts.append(Content.assemble((f"{outside} measured {side} the predicted range "
+                                       f"{plan.decode.low_tok_s:.0f}-{plan.decode.high_tok_s:.0f}", "bold $warning"),
+                                      ": the speed model misses this build; trust the measurement."))
     if plan.efficiency is not None:
         parts.append(Content.assemble(("measured / ceiling: ", "bold"), f"{plan.efficiency:.0%}"))
     return Content("\n").join(parts)
@@ -66,16 +76,17 @@ def _sources(index: CatalogIndex, refs: str | tuple[str, ...]) -> str:
 
 
 def caveat_line(caveat: Caveat, index: CatalogIndex) -> Content:
-    """One caveat: badge, severity, explanation, sources."""
-    return Content.assemble((BADGES[caveat.kind], "bold"), " ", (f"({caveat.severity})",
-                            SEVERITY_STYLE[caveat.severity]), safe_text(f" {caveat.explanation}"),
+    """One caveat: glyph, badge, severity, explanation, sources."""
+    style = SEVERITY_STYLE[caveat.severity]
+    return Content.assemble((SEVERITY_GLYPHS[caveat.severity], style), " ", (BADGES[caveat.kind], "bold"), " ",
+                            (f"({caveat.severity})", style), safe_text(f" {caveat.explanation}"),
                             ("\n  source: ", "italic"), _sources(index, caveat.source))
 
 
 def caveats_content(item: Ranked, index: CatalogIndex) -> Content:
-    """Every caveat of the build and its recipe."""
-    caveats = item.plan.caveats
-    lines = [heading("Caveats")]
+    """Every caveat of the build and its recipe, most severe first."""
+    caveats = sorted(item.plan.caveats, key=lambda c: list(SEVERITY_GLYPHS).index(c.severity))
+    lines = [heading(f"Caveats ({len(caveats)})" if caveats else "Caveats")]
     lines += [caveat_line(c, index) for c in caveats] or [Content("none known")]
     return Content("\n").join(lines)
 
@@ -83,7 +94,7 @@ def caveats_content(item: Ranked, index: CatalogIndex) -> Content:
 def recipe_line(recipe: Recipe, in_use: bool, index: CatalogIndex) -> Content:
     """One recipe: title, nodes and parallelism, source."""
     mark = ("● in use ", "bold $success") if in_use else ("○ ", "")
-    return Content.assemble(mark, (safe_text(recipe.title), "bold"), safe_text(f" · {recipe.nodes} node(s) · "
+    return Content.assemble(mark, (safe_text(recipe.title), "bold"), safe_text(f" · {plural(recipe.nodes, 'node')} · "
                             f"TP={recipe.tp} PP={recipe.pp} · {recipe.hardware}"), ("\n  source: ", "italic"),
                             _sources(index, recipe.source))
 
@@ -98,46 +109,27 @@ def recipes_content(item: Ranked, index: CatalogIndex) -> Content:
     return Content("\n").join(lines)
 
 
-class DetailPane(VerticalScroll):
-    """Everything the advisor knows about the highlighted build: the picture (memory bar,
-    sweep, speeds) in one column, the words (arithmetic, caveats, recipes) in the other.
-    Side by side; the screen's stylesheet stacks them when narrow."""
+def sections(item: Ranked, plans: tuple[Ranked, ...],
+             index: CatalogIndex) -> tuple[list[Section], list[Section], list[Section]]:
+    """(pictures, words, stacked): title, memory bar, sweep and speeds; caveats, the arithmetic
+    and recipes; and in one column, the caveats right after the title."""
+    title, caveats = title_content(item), caveats_content(item, index)
+    pictures: list[Section] = [partial(bar_content, item.plan.budget), sweep_content(plans, item.plan.cluster.nodes),
+                               speed_content(item)]
+    words: list[Section] = [steps_content(item), recipes_content(item, index)]
+    return [title, *pictures], [caveats, *words], [title, caveats, *pictures, *words]
 
-    DEFAULT_CSS = """
-    DetailPane { layout: horizontal; overflow-y: hidden; }
-    DetailPane #detail-side { width: 72; height: 100%; padding: 0 1; border-right: vkey $secondary; }
-    DetailPane #detail-words { width: 1fr; height: 100%; padding: 0 1; }
-    DetailPane Static, DetailPane MemoryBar, DetailPane SweepTable { margin-bottom: 1; }
-    DetailPane .heading { text-style: bold; color: $primary; margin-bottom: 0; }
-    """
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="detail-side"):
-            yield Static(id="detail-title")
-            yield MemoryBar(id="memory-bar")
-            yield Static("The same build on 1-4 nodes", id="sweep-title", classes="heading")
-            yield SweepTable(id="sweep")
-            yield Static(id="detail-speed")
-        with VerticalScroll(id="detail-words"):
-            yield Static(id="detail-steps")
-            yield Static(id="detail-caveats")
-            yield Static(id="detail-recipes")
+class DetailPane(Document):
+    """Everything the advisor knows about the highlighted build; two columns when wide."""
 
-    def show(self, item: Ranked | None, sweep: tuple[Ranked, ...], index: CatalogIndex, empty: str = "") -> None:
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(split_at=130, id=id)
+
+    def show_build(self, item: Ranked | None, sweep: tuple[Ranked, ...], index: CatalogIndex, empty: str = "") -> None:
         """Show `item` and its cluster sweep, or the `empty` message when there is none."""
-        for widget in (self.query_one(MemoryBar), self.query_one(SweepTable), self.query_one("#sweep-title")):
-            widget.display = item is not None
         if item is None:
-            self.query_one("#detail-title", Static).update(empty)
-            for name in ("speed", "steps", "caveats", "recipes"):
-                self.query_one(f"#detail-{name}", Static).update("")
+            self.show([Content(empty)])
             return
-        self.query_one("#detail-title", Static).update(title_content(item))
-        bar = self.query_one(MemoryBar)
-        bar.nodes = item.plan.cluster.nodes
-        bar.budget = item.plan.budget
-        self.query_one(SweepTable).show(sweep, item.plan.cluster.nodes)
-        self.query_one("#detail-speed", Static).update(speed_content(item))
-        self.query_one("#detail-steps", Static).update(steps_content(item))
-        self.query_one("#detail-caveats", Static).update(caveats_content(item, index))
-        self.query_one("#detail-recipes", Static).update(recipes_content(item, index))
+        left, right, stacked = sections(item, sweep, index)
+        self.show(left, right, stacked)

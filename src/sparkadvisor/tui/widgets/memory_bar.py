@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from textual.content import Content
-from textual.reactive import reactive
-from textual.widget import Widget
 
 from sparkadvisor.core.memory import Budget
 from sparkadvisor.core.units import GiB
@@ -49,27 +47,14 @@ def segment_widths(values: list[float], width: int) -> list[int]:
     return cells
 
 
-class MemoryBar(Widget):
-    """The per-node memory of the highlighted plan, drawn and labelled."""
-
-    DEFAULT_CSS = """
-    MemoryBar { height: auto; width: 1fr; }
-    """
-
-    budget: reactive[Budget | None] = reactive(None, layout=False)
-    nodes: reactive[int] = reactive(1)
-
-    def render(self) -> Content:
-        if self.budget is None:
-            return Content("")
-        budget = self.budget
-        segments = parts(budget)
-        usable = budget.usable_bytes / GiB
-        bar_width = max(self.size.width, 10)
-        widths = segment_widths([p.gib for p in segments], bar_width)
-        bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths, strict=True)))
-        title = f"Memory per node: {usable:.1f} GiB; vLLM takes {budget.utilization:g} = " \
-                f"{budget.engine_bytes / GiB:.1f} GiB"
-        legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {p.gib:.1f}")
-                                   for p in segments) + " GiB"
-        return Content("\n").join([Content.assemble((title, "bold")), bar, legend])
+def bar_content(budget: Budget, width: int) -> Content:
+    """The per-node memory of a plan in `width` cells: a title, the bar, and its legend."""
+    segments = parts(budget)
+    usable = budget.usable_bytes / GiB
+    widths = segment_widths([p.gib for p in segments], max(width, 10))
+    bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths, strict=True)))
+    title = f"Memory per node: {usable:.1f} GiB; vLLM takes {budget.utilization:g} = " \
+            f"{budget.engine_bytes / GiB:.1f} GiB"
+    legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {p.gib:.1f}")
+                               for p in segments) + " GiB"
+    return Content("\n").join([Content.assemble((title, "bold")), bar, legend])

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from rich.text import Text
-from textual.widgets import DataTable
+from textual.content import Content
 
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.table import row_cells
 
-SWEEP_COLUMNS = (("nodes", "nodes"), ("fit", "fit"), ("per_node", "GiB/node"), ("kv_pool", "KV pool"),
-                 ("speed", "tok/s"), ("ttft", "1st token"))
+SWEEP_COLUMNS = (("nodes", "nodes", 5), ("fit", "fit", 15), ("per_node", "GiB/node", 8), ("kv_pool", "KV pool", 7),
+                 ("speed", "tok/s", 14), ("ttft", "1st token", 10))
+"""(key, label, width) of each column."""
+LEFT = ("nodes", "fit")
 
 
 def speed_cell(cells: dict[str, str]) -> str:
@@ -17,28 +18,25 @@ def speed_cell(cells: dict[str, str]) -> str:
     return f"{cells['measured']} measured" if cells["measured"] != "-" else cells["expected"]
 
 
-class SweepTable(DataTable[Text]):
-    """Fit, GiB per node, KV pool, speed and first token at each cluster size."""
+def sweep_values(item: Ranked, here: bool) -> dict[str, str]:
+    """One cluster size's cells; what only a fitting build has is "-" otherwise."""
+    cells, fits = row_cells(item), item.plan.fits
+    return cells | {"nodes": f"{'▶ ' if here else '  '}{item.plan.cluster.nodes}",
+                    "speed": speed_cell(cells) if fits else "-", "kv_pool": cells["kv_pool"] if fits else "-",
+                    "ttft": cells["ttft"] if fits else "-"}
 
-    can_focus = False
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(cursor_type="none", show_cursor=False, **kwargs)  # type: ignore[arg-type]
+def _line(values: dict[str, str], style: str) -> Content:
+    texts = [values[key].ljust(width) if key in LEFT else values[key].rjust(width)
+             for key, _, width in SWEEP_COLUMNS]
+    return Content.assemble((" ".join(texts), style))
 
-    def on_mount(self) -> None:
-        for key, label in SWEEP_COLUMNS:
-            self.add_column(label, key=key)
 
-    def show(self, plans: tuple[Ranked, ...], current_nodes: int) -> None:
-        """One row per cluster size; the current size marked."""
-        self.clear()
-        for item in plans:
-            cells = row_cells(item)
-            nodes = item.plan.cluster.nodes
-            here = nodes == current_nodes
-            fits = item.plan.fits
-            values = {"nodes": f"{'▶ ' if here else '  '}{nodes}", "speed": speed_cell(cells) if fits else "-",
-                      "kv_pool": cells["kv_pool"] if fits else "-", "ttft": cells["ttft"] if fits else "-"}
-            row = [Text(values.get(key, cells.get(key, "")), style="bold" if here else "",
-                        justify="left" if key in ("nodes", "fit") else "right") for key, _ in SWEEP_COLUMNS]
-            self.add_row(*row, key=str(nodes))
+def sweep_content(plans: tuple[Ranked, ...], current_nodes: int) -> Content:
+    """A heading, the column labels, and one line per cluster size with the current one marked."""
+    labels = {key: label for key, label, _ in SWEEP_COLUMNS}
+    lines = [Content.assemble(("The same build on 1-4 nodes", "bold $primary")), _line(labels, "bold")]
+    for item in plans:
+        here = item.plan.cluster.nodes == current_nodes
+        lines.append(_line(sweep_values(item, here), "bold $accent" if here else ""))
+    return Content("\n").join(lines)

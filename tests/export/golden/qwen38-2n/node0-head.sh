@@ -13,8 +13,8 @@
 #   18.2 GiB goes to the KV cache. It fits.
 #   18.2 GiB / 7.55 KiB = 2.53M tokens of KV pool; at 100,000 tokens per session, 24 concurrent sessions fit.
 #   Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts).
-#   Measured 53.7 tok/s (median of 40 prompts, single stream) beside 52 expected: 30% of the ceiling, inside
-#   the predicted range 33-80.
+#   Measured 53.7 tok/s (median of 40 prompts, single stream) beside 109 expected: 30% of the ceiling, OUTSIDE
+#   the predicted range 77-155.
 #   100,000 tokens / measured prefill 2,708 tok/s (cold prefill of a 112K-token prompt) = 37 s to the first
 #   token.
 #   37 s + 200 tokens / 53.7 tok/s = 41 s per turn.

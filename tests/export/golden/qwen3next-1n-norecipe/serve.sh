@@ -9,10 +9,11 @@
 #   56.0 GiB is left for the KV cache and activations. Keeping 5 GiB for activations and the runtime
 #   (assumed), 51.0 GiB goes to the KV cache. It fits.
 #   51.0 GiB / 24.00 KiB = 2.23M tokens of KV pool; at 100,000 tokens per session, 21 concurrent sessions fit.
-#   5,000 tokens / estimated prefill 909 tok/s (range 526-1,573; 1 node x effective 23 TFLOPS, fitted to 8
-#   measurements, over ~2 x active parameters plus attention FLOPs per token, plus the link's share under TP)
-#   = 5.5 s to the first token. Uncached (a cold 100,000-token prompt): 69 s.
-#   5.5 s + 200 tokens / 38.6 tok/s = 11 s per turn.
+#   5,000 tokens / estimated prefill 1,580 tok/s (range 1,118-2,233; 1 node x effective 62 TFLOPS at fp4,
+#   fitted to 2 prefill measurements, over ~2 x active parameters (experts at 3x the cost) plus attention
+#   FLOPs per token, plus the link's share under TP) = 3.2 s to the first token. Uncached (a cold
+#   100,000-token prompt): 42 s.
+#   3.2 s + 200 tokens / 38.1 tok/s = 8.4 s per turn.
 #
 # Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
 

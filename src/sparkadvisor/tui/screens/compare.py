@@ -1,0 +1,61 @@
+"""Two or three builds side by side (`c`): fit, KV pool, speed, first token cached and cold,
+caveats. The same lines as `sparkadvisor compare A B [C]`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.screen import ModalScreen
+
+from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.table import COMPARE_ROWS, compare_cells
+from sparkadvisor.tui.screens.early_keys import EarlyKeys
+from sparkadvisor.tui.widgets.detail import caveats_content
+from sparkadvisor.tui.widgets.document import Document
+from sparkadvisor.tui.widgets.footer import KeyFooter
+
+LABEL_WIDTH = max(len(label) for _, label in COMPARE_ROWS) + 2
+
+
+def compare_content(items: Sequence[Ranked], width: int) -> Content:
+    """The comparison as lines of label and one cell per build, cut to fit `width`."""
+    column = max((width - LABEL_WIDTH) // len(items) - 2, 8)
+    cells = [compare_cells(item) for item in items]
+    lines = []
+    for key, label in COMPARE_ROWS:
+        texts = [c[key] if len(c[key]) <= column else c[key][: column - 1] + "…" for c in cells]
+        style = "bold" if key in ("model", "rank") else ""
+        lines.append(Content.assemble((label.ljust(LABEL_WIDTH), "bold $primary"),
+                                      *((t.ljust(column + 2), style) for t in texts)))
+    return Content("\n").join(lines)
+
+
+class CompareScreen(EarlyKeys, ModalScreen[None]):
+    """Builds side by side, then each one's caveats with their sources."""
+
+    CSS_PATH = "compare.tcss"
+    FIRST_FIELD = "#compare-document"
+    BINDINGS = [Binding("escape,q,c", "dismiss", "Close", id="compare.close", tooltip="Back to the table")]
+
+    def __init__(self, items: Sequence[Ranked], index: CatalogIndex):
+        super().__init__()
+        self.keep_early_keys()
+        self.items = list(items)
+        self.index = index
+
+    def compose(self) -> ComposeResult:
+        document = Document(id="compare-document")
+        document.border_title = "Compare: " + " · ".join(i.plan.build.id for i in self.items)
+        yield document
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        document = self.query_one(Document)
+        words = [Content.assemble((f"{i.plan.model.name} · {i.plan.build.repo}: ", "bold")) +
+                 caveats_content(i, self.index) for i in self.items]
+        document.show([lambda width: compare_content(self.items, width), *words])
+        self.ready()
