@@ -123,7 +123,7 @@ def first_paints(home: str, peer: Path | None, runs: int) -> tuple[float | None,
     mine, theirs = [], []
     for _ in range(runs):
         mine.append(tmux_first_paint(f"env SPARKADVISOR_HOME={home} {ours}",
-                                     lambda s: "Qwen3.8-Flash-Next" in s and "Agentic" in s))
+                                     lambda s: "Candidates (" in s and "GLM-5.3-Flash" in s))
         if peer is not None:
             theirs.append(tmux_first_paint(str(peer), lambda s: "Models (" in s and "Score" in s))
     return _median(mine), _median(theirs)

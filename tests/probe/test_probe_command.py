@@ -107,7 +107,7 @@ def test_a_stalled_gateway_ends_within_the_timeout(capsys, vllm, settings_file) 
                                 str(settings_file({"ANTHROPIC_BASE_URL": gateway.url})), stalled=True)
     finally:
         gateway.close()
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 10.0, "0.3 s timeouts, not the gateway's 30 s stall (slack for a loaded box)"
     assert code == 1 and data["gateway_up"] is False and data["claude_code_target"] == "gateway"
     assert any(t.startswith("the gateway Claude Code points at is down:") and "did not answer within 0.3 s" in t
                for t in texts(data, "critical"))

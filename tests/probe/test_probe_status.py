@@ -52,10 +52,10 @@ def test_status_text_says_what_is_wrong_first() -> None:
 async def test_the_line_shows_the_hit_rate_between_polls(settings_file) -> None:
     server = vllm_server(hits_per_scrape=300, queries_per_scrape=1000)
     path = settings_file({"ANTHROPIC_BASE_URL": server.url})
-    status = ProbeStatus(server.url, poll_s=0.2, timeout_s=0.5, claude_settings=path)
+    status = ProbeStatus(server.url, poll_s=0.2, timeout_s=2.0, claude_settings=path)
     try:
         async with StatusApp(status).run_test() as pilot:
-            await _wait_for(status, "prefix hits 30%")
+            await _wait_for(status, "prefix hits 30%", limit_s=10.0)
             await pilot.pause()
             assert status.status == ("prefix hits 30% (agent: ~95%) · vLLM up · RedHatAI/GLM-5.3-Flash-NVFP4 · "
                                      "262,144 ctx · KV 31% · 1 running, 0 waiting · Claude Code -> vllm")

@@ -11,7 +11,6 @@ from typing import Any
 
 from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.caveats import badge, by_severity
-from sparkadvisor.core.explain import explain
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster, Plan, evaluate
 from sparkadvisor.core.ranking import Ranked, rank
@@ -103,5 +102,7 @@ def workload_dict(workload: Workload) -> dict[str, Any]:
 
 def show_dict(ranked: Ranked) -> dict[str, Any]:
     """`show --json`: the candidate plus the explanation steps."""
+    from sparkadvisor.core.explain import explain
+
     steps = [{"key": s.key, "title": s.title, "text": s.text, "basis": s.basis} for s in explain(ranked.plan)]
     return {**candidate(ranked), "steps": steps}
