@@ -12,7 +12,6 @@ from sparkadvisor import cli, paths
 from sparkadvisor.sources.hub import HubError
 from sparkadvisor.usercatalog import import_repo
 
-
 SLACK_S = 2.5
 """Start-up and the catalog load around the import, on a loaded 2-core machine (a stall used to take 395 s)."""
 
