@@ -40,7 +40,11 @@ def add_catalog_option(parser: argparse.ArgumentParser, dest: str = "sub_catalog
                         help="merge a catalog over the bundled one (repeatable; before or after the command)")
 
 
-def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
+ENGINES = ("vllm", "llama.cpp", "sglang", "ollama", "trt-llm")
+"""Engines `--engine` names; the catalog's recipes may add more (atlas, ...)."""
+
+
+def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True, streams: bool = True) -> None:
     """Cluster, workload and override options shared by rank, show and export."""
     from sparkadvisor.core.formats import KV_DTYPE_BYTES
     from sparkadvisor.core.workload import WORKLOADS
@@ -54,6 +58,17 @@ def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True
     parser.add_argument("--gpu-memory-utilization", type=fraction, help="override every recipe's value")
     parser.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), metavar="DTYPE",
                         help=f"override the KV cache dtype ({', '.join(sorted(KV_DTYPE_BYTES))})")
+    parser.add_argument("--engine", metavar="ENGINE",
+                        help=f"engine for builds without a recipe ({', '.join(ENGINES)}; default: vllm, "
+                             "or the build's own)")
+    if streams:
+        parser.add_argument("--streams", type=positive_int, default=1,
+                            help="sequences decoding at once; speeds are per stream, with the aggregate (default: 1)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--eager", dest="enforce_eager", action="store_const", const=True,
+                      help="cost every build without CUDA graphs (--enforce-eager)")
+    mode.add_argument("--cuda-graphs", dest="enforce_eager", action="store_const", const=False,
+                      help="cost every build with CUDA graphs, whatever its recipe says")
     add_catalog_option(parser)
     if json_flag:
         parser.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -77,9 +92,15 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
     if args.nodes > hardware.max_nodes:
         raise UsageError(f"--nodes {args.nodes} is more than the {hardware.max_nodes} nodes the advisor "
                          f"sweeps for {hardware.name}")
-    changes = {"context_tokens": args.context, "prefix_reuse": args.prefix_reuse, "output_tokens": args.output_tokens}
+    changes = {"context_tokens": args.context, "prefix_reuse": args.prefix_reuse, "output_tokens": args.output_tokens,
+               "streams": args.streams if isinstance(getattr(args, "streams", None), int) else None}
     workload = WORKLOADS[args.workload].changed(**{k: v for k, v in changes.items() if v is not None})
-    settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype)
+    engine = getattr(args, "engine", None)
+    known = sorted(set(ENGINES) | {r.engine for r in index.catalog.recipes})
+    if engine is not None and engine not in known:
+        raise UsageError(f"unknown engine {engine!r} for --engine; known engines: {', '.join(known)}")
+    settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
+                        enforce_eager=getattr(args, "enforce_eager", None))
     return Cluster(hardware, args.nodes), workload, settings
 
 

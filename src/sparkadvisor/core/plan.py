@@ -183,7 +183,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     facts = index.facts[build.id]
     hardware, nodes = cluster.hardware, cluster.nodes
     recipe = pick_recipe(facts, hardware, nodes)
-    constants = index.speed_constants(hardware, recipe.engine if recipe else settings.engine)
+    constants = index.speed_constants(hardware, recipe.engine if recipe else _engine(build, settings))
     fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings)
     pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload)
     speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
@@ -197,6 +197,14 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
                   constants=constants)
     # The targets read the plan's own figures: judged on the plan without them, then kept with it.
     return Plan(**stages, targets=check_targets(Plan(**stages)))  # type: ignore[arg-type]
+
+
+def _engine(build: Build, settings: Settings) -> str:
+    """The engine a build without a recipe is costed on: the setting, else vLLM if it serves the build,
+    else the build's first engine."""
+    if settings.engine:
+        return settings.engine
+    return "vllm" if not build.engines or "vllm" in build.engines else build.engines[0]
 
 
 def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None) -> tuple[Caveat, ...]:
