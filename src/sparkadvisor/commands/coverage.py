@@ -147,22 +147,26 @@ def markdown(catalog: Catalog) -> str:
     return "\n".join(out + _build_table(catalog))
 
 
-_CAPABILITY_NOTE = ("The score the ranking uses, as a share of the frontier model on the same table, with its "
-                    "source; a model without one says what was looked for.")
+_CAPABILITY_NOTE = ("The score the agentic ranking uses (or, marked *chat only*, the chat ranking's), as a share of "
+                    "the frontier model on the same table, with its source. Where the model's own table has no "
+                    "frontier column the reference comes from another table (the benchmark's official leaderboard "
+                    "or the frontier vendor's own announcement), named separately; a model without a score says "
+                    "what was looked for.")
 
 
 def capability_rows(catalog: Catalog) -> list[dict[str, object]]:
     """Each model's first capability score (the one ranked on), or its 'none published' note."""
     rows: list[dict[str, object]] = []
     for m in sorted(catalog.models, key=lambda m: (m.family.lower(), m.id)):
-        cap = m.capability[0] if m.capability else None
+        cap = next((c for c in m.capability if "agentic" in c.workloads), m.capability[0] if m.capability else None)
         row: dict[str, object] = {"model": m.id, "family": m.family}
         if cap is None:
             row["none_published"] = m.capability_none_published
         else:
             row.update(benchmark=cap.benchmark, score=cap.score, reference_model=cap.reference_model,
                        reference_score=cap.reference_score, share=round(cap.score / cap.reference_score, 3),
-                       reported_by=cap.reported_by, date=cap.date, source=cap.source)
+                       reported_by=cap.reported_by, date=cap.date, source=cap.source,
+                       reference_source=cap.reference_source, workloads=list(cap.workloads))
         rows.append(row)
     return rows
 
@@ -175,11 +179,19 @@ def _capability_table(catalog: Catalog) -> list[str]:
             note = r["none_published"] or "**no score and no note**"
             lines.append(_md_row((str(r["model"]), f"unknown: {note}", "-", "-", "-", "-", "-", "-")))
             continue
-        source = r["source"] if isinstance(r["source"], str) else ", ".join(r["source"])  # type: ignore[arg-type]
-        lines.append(_md_row((str(r["model"]), str(r["benchmark"]), f"{r['score']:g}",
-                              f"{r['reference_model']} {r['reference_score']:g}", f"{r['share']:.0%}",
-                              str(r["reported_by"]), str(r["date"]), f"`{source}`")))
+        source = f"`{_ids(r['source'])}`"
+        reference = f"{r['reference_model']} {r['reference_score']:g}"
+        if r["reference_source"] is not None:
+            reference += f" (from another table: `{_ids(r['reference_source'])}`)"
+        benchmark = str(r["benchmark"]) + ("" if "agentic" in r["workloads"] else " (chat only)")  # type: ignore[operator]
+        lines.append(_md_row((str(r["model"]), benchmark, f"{r['score']:g}", reference, f"{r['share']:.0%}",
+                              str(r["reported_by"]), str(r["date"]), source)))
     return lines
+
+
+def _ids(ref: object) -> str:
+    return ref if isinstance(ref, str) else ", ".join(str(sid) for sid in ref) if isinstance(ref, (list, tuple)) \
+        else str(ref)
 
 
 def as_json(catalog: Catalog) -> dict[str, object]:

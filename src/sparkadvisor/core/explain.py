@@ -83,8 +83,14 @@ def _capability(plan: Plan) -> Step:
         return Step("capability", "capability", text + f"; it ranks after the {kind} builds with a score.",
                     "unknown")
     harness = f" in {cap.harness}" if cap.harness else ""
-    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark}{harness} against "
-                f"{cap.reference_model}'s {cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date}): "
+    if cap.reference_source is None:
+        against = f"{cap.reference_model}'s {cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date})"
+    else:
+        ref = cap.reference_source
+        refs = ref if isinstance(ref, str) else ", ".join(ref)
+        against = (f"{cap.reference_model}'s {cap.reference_score:g} from ANOTHER table ({refs}), as the model's "
+                   f"own table ({cap.reported_by}, {cap.date}) has no frontier column; settings may differ")
+    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark}{harness} against {against}: "
                 f"{cap.score / cap.reference_score:.0%}, compared in {CAPABILITY_STEP:.0%} steps.", "stated")
 
 

@@ -158,11 +158,14 @@ class Plan:
 
     def source_ids(self, score: Capability | None = None) -> list[str]:
         """The sources of every table the plan's figures come from, once each, in reading order;
-        with the capability `score` the ranking used, its table's source too."""
+        with the capability `score` the ranking used, its table's source too (and the reference's own
+        source when the reference comes from another table)."""
         model, build = self.model, self.build
         tables = (model, model.params, model.attention, model.context, score, build, build.size, self.recipe,
                   *self.caveats)
-        return list(dict.fromkeys(ref for table in tables if table is not None for ref in _refs(table.source)))
+        refs = [ref for table in tables if table is not None
+                for ref in (*_refs(table.source), *_refs(getattr(table, "reference_source", None) or ()))]
+        return list(dict.fromkeys(refs))
 
     @property
     def meets_targets(self) -> bool:
