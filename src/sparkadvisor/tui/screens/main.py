@@ -40,6 +40,8 @@ from sparkadvisor.tui.widgets.footer import KeyFooter
 from sparkadvisor.tui.widgets.probe_status import ProbeStatus
 
 if TYPE_CHECKING:
+    from sparkadvisor.core.checkup import Replan, ServedModel
+    from sparkadvisor.core.plan import Plan
     from sparkadvisor.tui.app import SparkAdvisorApp
 
 LABELS = {c.key: c.label for c in COLUMNS}
@@ -161,6 +163,7 @@ class MainScreen(Screen[None]):
         self.query_one(ClusterHeader).show(ranking.cluster, self.scenario.workload, self.scenario.settings)
         for status in self.query(ProbeStatus):
             status.workload = self.scenario.workload  # its findings' workload
+            status.planner = self.served_plans
         total = len(ranking.ranked)
         shown = len(table.order)
         title = f"Candidates ({shown} of {total})" if self.filter_text else f"Candidates ({total})"
@@ -169,6 +172,23 @@ class MainScreen(Screen[None]):
         views = [title, order] + (["by model"] if table.grouped else []) + (["wide"] if table.wide else [])
         table.border_title = " · ".join(views) + (f" · filter: {self.filter_text}" if self.filter_text else "")
         self._show_detail(table.highlighted_build)
+
+    def served_plans(self, served: ServedModel) -> tuple[list[Plan], Replan]:
+        """The plans for the builds vLLM may be serving, on this screen's cluster and workload, and the
+        same plan at another prefix reuse (the status line's first-token cost at the measured hit rate)."""
+        from sparkadvisor.core.advisor import evaluate_build
+        from sparkadvisor.core.checkup import match_build
+
+        index, ranking, scenario = self.index, self.ranking, self.scenario
+
+        def replan(plan: Plan, hit_rate: float) -> Plan:
+            return evaluate_build(index, plan.build, ranking.cluster, scenario.workload.changed(prefix_reuse=hit_rate),
+                                  scenario.settings)
+
+        plans = [ranking.by_id[b.id].plan if b.id in ranking.by_id else
+                 evaluate_build(index, b, ranking.cluster, scenario.workload, scenario.settings)
+                 for b in match_build(index, [served]).builds]
+        return plans, replan
 
     def _show_detail(self, build_id: str | None) -> None:
         key = (id(self.ranking), build_id or f"no build for {self.filter_text!r}")
