@@ -208,7 +208,8 @@ def main() -> None:
         print_latencies(f"bundled catalog ({len(bundled.catalog.builds)} builds)",
                         asyncio.run(key_latencies(bundled, args.rounds)))
         big = synthetic_index(bundled.catalog, args.builds)
-        print_latencies(f"{args.builds} synthetic builds + the bundled ones", asyncio.run(key_latencies(big, args.rounds)))
+        print_latencies(f"{args.builds} synthetic builds + the bundled ones",
+                        asyncio.run(key_latencies(big, args.rounds)))
         first, warm, cold = asyncio.run(rerank(args.builds, args.toggles))
     print(f"{args.builds} synthetic builds: first frame {first:.3f} s in-process")
     print(f"workload toggle re-rank + redraw, warm (precomputed): median {statistics.median(warm) * 1000:.0f} ms, "

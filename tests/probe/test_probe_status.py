@@ -160,7 +160,8 @@ async def test_each_part_has_its_own_colour() -> None:
 
         def near(colour: Color | None, wanted: str | None) -> bool:
             want = Color.parse(wanted or "").get_truecolor()
-            return colour is not None and max(abs(a - b) for a, b in zip(colour.get_truecolor(), want)) <= 4
+            got = colour.get_truecolor() if colour is not None else None
+            return got is not None and max(abs(a - b) for a, b in zip(got, want, strict=True)) <= 4
 
         assert near(colours["prefix hits 15% (agent: ~95%)"], theme.warning)
         assert near(colours["vLLM up"], theme.success) and near(colours["Claude Code -> vllm"], theme.success)

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.message import Message
 from textual.reactive import reactive
-from rich.text import Text
 from textual.widget import Widget
 
 from sparkadvisor.core.safetext import safe_text
