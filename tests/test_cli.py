@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from sparkadvisor.cli import main
+
+REPO_DATA = Path(__file__).parent / "data" / "catalogs"
 
 CANDIDATE_KEYS = {
     "build", "model", "repo", "rank", "fits", "nodes_needed", "tp", "pp", "weights_gib_per_node",
@@ -78,3 +81,19 @@ def test_bad_option_value_is_argparse_usage(capsys):
         main(["rank", "--prefix-reuse", "2"])
     assert exit_info.value.code == 2
     assert "between 0 and 1" in capsys.readouterr().err
+
+
+def test_catalog_before_or_after_the_command_counts(capsys):
+    addition = str(REPO_DATA / "user_addition.toml")
+    plain = len(run_json(capsys, "rank")["candidates"])
+    assert len(run_json(capsys, "--catalog", addition, "rank")["candidates"]) == plain + 1
+    assert len(run_json(capsys, "rank", "--catalog", addition)["candidates"]) == plain + 1
+
+
+def test_a_reader_that_stops_early_ends_the_pipe_quietly(isolated_home):
+    import subprocess
+    import sys
+
+    script = "import sys; from sparkadvisor.cli import main; sys.exit(main(['coverage']))"
+    result = subprocess.run(f"{sys.executable} -c \"{script}\" | head -1", shell=True, capture_output=True, text=True)
+    assert result.stdout.count("\n") == 1 and "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr

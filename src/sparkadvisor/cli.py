@@ -50,7 +50,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         description="Which LLM build fits your DGX Sparks, how fast it decodes, and what an agent turn costs. "
                     "With no command, opens the terminal app.")
     parser.add_argument("--version", action="version", version=f"sparkadvisor {__version__}")
-    add_catalog_option(parser)
+    add_catalog_option(parser, dest="catalog")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
         if only and name != only:
@@ -78,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = chosen_command(argv)
     args = build_parser(only=command or "").parse_args(argv)
+    args.catalog = [*args.catalog, *getattr(args, "sub_catalog", [])]
     from sparkadvisor.commands.common import UsageError
     from sparkadvisor.core.catalog import CatalogError
     from sparkadvisor.core.safetext import safe_text
@@ -85,7 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command is None:
             return _open_tui(args)
-        return int(command_module(args.command).run(args))
+        code = int(command_module(args.command).run(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _reader_left()
     except CatalogError as error:
         print(f"sparkadvisor: the catalog has {len(error.problems)} problem(s):", file=sys.stderr)
         for problem in error.problems:
@@ -96,6 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _reader_left() -> int:
+    """The reader of a pipe stopped early (`| head -1`): end quietly, as Unix tools do (128 + SIGPIPE)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def _open_tui(args: argparse.Namespace) -> int:

@@ -12,6 +12,9 @@ from sparkadvisor import cli, paths
 from sparkadvisor.sources.hub import HubError
 from sparkadvisor.usercatalog import import_repo
 
+SLACK_S = 2.5
+"""Start-up and the catalog load around the import, on a loaded 2-core machine (a stall used to take 395 s)."""
+
 
 def run_import(capsys, *args: str) -> tuple[int, str, float]:
     start = time.monotonic()
@@ -27,7 +30,7 @@ def test_a_hub_stalling_on_downloads_ends_within_the_timeout(hub, capsys, stalle
     hub.download_stalls[stalled] = 30
     code, text, elapsed = run_import(capsys, "--timeout", "1.5")
     assert code == 1
-    assert elapsed < 1.5 + 1.0, f"took {elapsed:.1f} s with --timeout 1.5"
+    assert elapsed < 1.5 + SLACK_S, f"took {elapsed:.1f} s with --timeout 1.5"
     assert text.count("\n") == 1, text
     assert "stopped answering while sending" in text and "did not finish within 1.5 s" in text
     assert "Trying to resume" not in text and "Retry" not in text and "has no config.json" not in text
@@ -38,7 +41,7 @@ def test_a_hub_stalling_on_metadata_ends_within_the_timeout(hub, capsys):
     hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b(), shards=2)
     hub.stalls["/api/models"] = 30
     code, text, elapsed = run_import(capsys, "--timeout", "1")
-    assert code == 1 and elapsed < 2.0
+    assert code == 1 and elapsed < 1 + SLACK_S
     assert "while sending its model info of meta/plain" in text
 
 

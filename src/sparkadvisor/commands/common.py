@@ -33,10 +33,11 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
-def add_catalog_option(parser: argparse.ArgumentParser) -> None:
-    """--catalog FILE, repeatable."""
-    parser.add_argument("--catalog", type=_path, action="append", default=[], metavar="FILE",
-                        help="merge a catalog over the bundled one (repeatable)")
+def add_catalog_option(parser: argparse.ArgumentParser, dest: str = "sub_catalog") -> None:
+    """--catalog FILE, repeatable. A subcommand's copy keeps its own list (`sub_catalog`), which
+    `cli.main` adds to the one given before the subcommand, so both places count."""
+    parser.add_argument("--catalog", type=_path, action="append", default=[], metavar="FILE", dest=dest,
+                        help="merge a catalog over the bundled one (repeatable; before or after the command)")
 
 
 def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
