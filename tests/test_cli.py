@@ -66,7 +66,7 @@ def test_rank_text_lists_excluded_builds_with_reasons(capsys):
 
 @pytest.mark.parametrize(("argv", "words"), [
     (["show", "no-such-build"], "unknown build 'no-such-build'"),
-    (["show", "glm"], "did you mean"),
+    (["show", "glm"], "builds whose id contains it: glm-4.5-air-bf16"),
     (["rank", "--hardware", "abacus"], "unknown hardware 'abacus'; known hardware ids: dgx-spark"),
     (["rank", "--nodes", "9"], "more than the 4 nodes"),
 ])

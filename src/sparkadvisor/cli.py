@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rank": ("rank", "rank every build for a cluster and workload"),
     "show": ("show", "the arithmetic for one build, step by step"),
     "check": ("check", "validate a catalog file"),
+    "compare": ("compare", "two or three builds side by side: fit, KV pool, speed, first token cached and cold, "
+                           "caveats"),
     "export": ("export", "write a launch recipe (scripts, vLLM config, compose, Claude Code settings, report, JSON)"),
     "import": ("hub_import",
                "add a Hugging Face repo to your catalog from its config.json and safetensors headers (no weights)"),
@@ -92,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_left()
     except CatalogError as error:
-        print(f"sparkadvisor: the catalog has {len(error.problems)} problem(s):", file=sys.stderr)
+        from sparkadvisor.core.units import plural
+
+        print(f"sparkadvisor: the catalog has {plural(len(error.problems), 'problem')}:", file=sys.stderr)
         for problem in error.problems:
             print(f"  {safe_text(problem)}", file=sys.stderr)
         return 1

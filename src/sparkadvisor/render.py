@@ -1,20 +1,18 @@
-"""Rich text for the CLI: the ranked table and the step-by-step explanation."""
+"""The CLI's text: the ranked table and the step-by-step explanation (Rich only on a terminal)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+import sys
 
-from sparkadvisor.core.caveats import badge, by_severity
+from sparkadvisor.core.caveats import by_severity
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.core.table import COLUMNS, header, row_cells
+from sparkadvisor.core.table import ABOVE_RANGE, BELOW_RANGE, COLUMNS, header, measured_cell, row_cells
 from sparkadvisor.core.workload import Workload
+from sparkadvisor.listing import Listing
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "dark_orange", "info": "dim"}
 """Caveat severities as the CLI colours them (only on a terminal: Rich drops styles in a pipe)."""
@@ -23,59 +21,83 @@ BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "
                "assumed": "magenta", "unknown": "red"}
 
 
-def print_ranking(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload) -> None:
-    """The ranked table, excluded builds dimmed below with their reason."""
-    console = Console()
-    table = Table(title=escape(safe_text(header(cluster, workload))), title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column.label, justify="right" if column.numeric else "left", overflow="fold")
-    for item in ranked:
-        cells = {**{k: Text(safe_text(v)) for k, v in row_cells(item).items()}, "caveats": caveat_badges(item)}
-        table.add_row(*(cells[c.key] for c in COLUMNS), style="dim" if item.excluded else None)
-    console.print(table)
-    console.print("* measured pool. Reasons:")
-    for item in ranked:
-        place = f"{item.rank}." if item.rank else "-"
-        console.print(Text(safe_text(f"  {place} {item.plan.build.id}: {item.reason}"),
-                           style="dim" if item.excluded else ""),
-                      highlight=False)
+SHRINKS = {1: 16, 2: 14, 3: 5}
+"""On a narrow terminal, model, build and flags give way first (their cells end in an ellipsis), as in the TUI."""
 
 
-def caveat_badges(item: Ranked) -> Text:
-    """The caveats column: one badge per kind, coloured by its severity, most serious first."""
-    text, seen = Text(), set[str]()
-    for caveat in by_severity(item.plan.caveats):
-        if caveat.kind not in seen:
-            text.append((" " if seen else "") + badge(caveat), SEVERITY_STYLE[caveat.severity])
-            seen.add(caveat.kind)
-    return text
+def ranking_listing(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload,
+                    notes: tuple[str, ...] = ()) -> Listing:
+    """The ranked table: the TUI's columns, then each build's id and the reason for its place;
+    builds that are excluded come last, dimmed on a terminal."""
+    columns = (*(c.label for c in COLUMNS), "id", "why")
+    keys = [c.key for c in COLUMNS]
+    rows, styles = [], []
+    for item in ranked:
+        cells = row_cells(item)
+        rows.append((*(cells[k] for k in keys), item.plan.build.id, item.reason))
+        styles.append(_row_styles(item, keys))
+    measured_pool = any(r.plan.kv_pool_measured for r in ranked)
+    reasons = tuple(f"  {f'{r.rank}.' if r.rank else '-'} {r.plan.build.id}: {r.reason}" for r in ranked)
+    return Listing(columns, tuple(rows), frozenset(i for i, c in enumerate(COLUMNS) if c.numeric),
+                   title=header(cluster, workload), notes=("* KV pool measured by a recipe.",) * measured_pool + notes,
+                   styles=tuple(styles), shrinks=SHRINKS, narrow_notes=("Reasons:", *reasons))
+
+
+def _row_styles(item: Ranked, keys: list[str]) -> tuple[str, ...]:
+    worst = by_severity(item.plan.caveats)[0].severity if item.plan.caveats else None
+    base = "dim" if item.excluded else ""
+    coloured = {"flags": SEVERITY_STYLE[worst] if worst else "", "caveats": SEVERITY_STYLE[worst] if worst else "",
+                "measured": "yellow" if measured_cell(item.plan)[-1:] in (ABOVE_RANGE, BELOW_RANGE) else ""}
+    return (*(" ".join(filter(None, (base, coloured.get(k, "")))) for k in keys), base, base)
+
+
+def show_lines(item: Ranked, cluster: Cluster, workload: Workload,
+               index: CatalogIndex) -> list[tuple[tuple[str, str], ...]]:
+    """The arithmetic step by step, each line marked with how its figure is known: lines of
+    (text, Rich style) pieces."""
+    plan = item.plan
+    place = f"rank {item.rank}" if item.rank else "excluded"
+    lines: list[tuple[tuple[str, str], ...]] = [
+        ((plan.model.name, "bold"), (f" · {plan.build.repo} · {place}: {item.reason}", "")),
+        ((header(cluster, workload), "dim"),)]
+    for step in explain(plan):
+        title_style = SEVERITY_STYLE[step.severity] if step.severity else "bold"
+        lines.append(((step.title, title_style), (" ", ""), (f"[{step.basis}]", BASIS_STYLE[step.basis]),
+                      (f" {step.text}", "")))
+    sources = _sources(item, index)
+    if sources:
+        lines.append((("sources", "bold"),))
+        lines += [((f"  {ref}: {text}", ""),) for ref, text in sources]
+    return lines
 
 
 def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex) -> None:
-    """The arithmetic step by step, each line marked with how its figure is known."""
-    console = Console()
-    plan = item.plan
-    place = f"rank {item.rank}" if item.rank else "excluded"
-    console.print(Text.assemble((safe_text(plan.model.name), "bold"),
-                                safe_text(f" · {plan.build.repo} · {place}: {item.reason}")),
-                  highlight=False)
-    console.print(Text(safe_text(header(cluster, workload)), style="dim"), highlight=False)
-    for step in explain(plan):
-        title_style = SEVERITY_STYLE[step.severity] if step.severity else "bold"
-        console.print(Text.assemble((safe_text(step.title), title_style), " ",
-                                    (f"[{step.basis}]", BASIS_STYLE[step.basis]), safe_text(f" {step.text}")),
-                      highlight=False)
-    sources = _sources(item, index)
-    if sources:
-        console.print(Text("sources", style="bold"))
-        for line in sources:
-            console.print(Text(safe_text(f"  {line}")), highlight=False)
+    """`show` as text: on a terminal styled and wrapped to its width; in a pipe or a file one
+    line per step, URLs whole."""
+    lines = show_lines(item, cluster, workload, index)
+    if not sys.stdout.isatty():
+        sys.stdout.write("".join("".join(safe_text(text) for text, _ in line) + "\n" for line in lines))
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    for line in lines:
+        console.print(Text.assemble(*((safe_text(text), style) for text, style in line)))
 
 
-def _sources(item: Ranked, index: CatalogIndex) -> list[str]:
+def show_listing(item: Ranked, index: CatalogIndex) -> Listing:
+    """`show --format tsv|md`: one row per step (its title, basis and text), then one per source."""
+    rows: list[tuple[str, str, str]] = [(step.title, step.basis, step.text) for step in explain(item.plan)]
+    rows += [(ref, "source", text) for ref, text in _sources(item, index)]
+    return Listing(("item", "basis", "text"), tuple(rows),
+                   title=f"{item.plan.model.name} · {item.plan.build.repo} · {item.reason}")
+
+
+def _sources(item: Ranked, index: CatalogIndex) -> list[tuple[str, str]]:
     lines = []
     for ref in item.plan.source_ids(item.score):
         source = index.catalog.sources.get(ref)
         if source:
-            lines.append(f"{ref}: {source.title}" + (f" <{source.url}>" if source.url else ""))
+            lines.append((ref, source.title + (f" <{source.url}>" if source.url else "")))
     return lines

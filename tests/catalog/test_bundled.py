@@ -42,8 +42,9 @@ def test_every_table_with_numbers_names_a_source(index):
 
 def test_every_source_resolves_and_opens(index):
     catalog = index.catalog
-    cited = {sid for _, table in iter_tables(catalog) if "source" in field_names(type(table))
-             for sid in source_ids(table.source)}
+    cited = {sid for _, table in iter_tables(catalog) for field in ("source", "reference_source")
+             if field in field_names(type(table)) and getattr(table, field) is not None
+             for sid in source_ids(getattr(table, field))}
     assert cited - set(catalog.sources) == set()
     no_url = [sid for sid, source in catalog.sources.items() if not source.url and source.kind != "article"]
     assert no_url == []

@@ -127,7 +127,7 @@ def test_a_bad_catalog_is_one_message_not_a_traceback(tmp_path: Path, capsys) ->
     bad.write_text('[[builds]]\nid = "x"\nmodel = "nope"\nrepo = "a/b"\nformat = "fp8"\nsource = "article"\n')
     assert cli.main(["--catalog", str(bad)]) == 1
     err = capsys.readouterr().err
-    assert "the catalog has 1 problem(s)" in err and "'nope'" in err and "Traceback" not in err
+    assert "the catalog has 1 problem:" in err and "'nope'" in err and "Traceback" not in err
 
 
 def test_the_app_imports_without_hub_or_http_libraries() -> None:

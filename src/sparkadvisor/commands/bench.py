@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 60)")
     parser.add_argument("--record", action="store_true", help="add the results to your catalog as measurements "
                         "of this build on this cluster (a second run adds, never replaces)")
-    add_scenario_options(parser)
+    add_scenario_options(parser, streams=False)  # the bench's own --streams lists the concurrencies it runs
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sparkadvisor.commands.common import number_above_zero
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.listing import Listing, add_format_option, print_listing
 from sparkadvisor.urls import url_option
 
 SHOWN_IDS = 8
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     update.add_argument("--force", action="store_true", help="install it even when it is older than the one in use")
     update.add_argument("--json", action="store_true", help="print the outcome as JSON")
     info = sub.add_parser("info", help="which catalog is in use, its date and what it holds")
-    info.add_argument("--json", action="store_true", help="print it as JSON")
+    add_format_option(info, "print it as JSON")
     sub.add_parser("rollback", help="put the catalog the last update replaced back in use")
 
 
@@ -106,11 +107,15 @@ def _info(args: argparse.Namespace) -> int:
     came_from = origin() if active.updated else {}
     previous = paths.catalog_updates_dir() / "previous.toml"
     user = paths.user_catalog_path()
-    if args.json:
-        print_json({"updated": active.updated, "catalog_date": active.date, "path": str(active.path),
-                    "bundled_date": active.bundled_date, "version": __version__, "origin": came_from,
-                    "counts": counts, "previous": str(previous) if previous.is_file() else None,
-                    "user_catalog": str(user) if user.is_file() else None})
+    facts = {"updated": active.updated, "catalog_date": active.date, "path": str(active.path),
+             "bundled_date": active.bundled_date, "version": __version__, "origin": came_from,
+             "counts": counts, "previous": str(previous) if previous.is_file() else None,
+             "user_catalog": str(user) if user.is_file() else None}
+    if args.format == "json":
+        print_json(facts)
+        return 0
+    if args.format != "table":
+        print_listing(_info_listing(facts), args.format)
         return 0
     if active.updated:
         when, where = came_from.get("installed_at", "(time unknown)"), came_from.get("url", "(address unknown)")
@@ -130,6 +135,17 @@ def _info(args: argparse.Namespace) -> int:
     for line in lines:
         print(safe_text(line))
     return 0
+
+
+def _info_listing(facts: dict[str, Any]) -> Listing:
+    """`catalog info --format tsv|md`: one row per fact, counts and origin flattened ("counts.models")."""
+    rows = []
+    for key, value in facts.items():
+        if isinstance(value, dict):
+            rows += [(f"{key}.{k}", "" if v is None else str(v)) for k, v in value.items()]
+        else:
+            rows.append((key, "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)))
+    return Listing(("field", "value"), tuple(rows))
 
 
 def _rollback(args: argparse.Namespace) -> int:

@@ -40,8 +40,13 @@ def add_catalog_option(parser: argparse.ArgumentParser, dest: str = "sub_catalog
                         help="merge a catalog over the bundled one (repeatable; before or after the command)")
 
 
-def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:
-    """Cluster, workload and override options shared by rank, show and export."""
+ENGINES = ("vllm", "llama.cpp", "sglang", "ollama", "trt-llm")
+"""Engines `--engine` names; the catalog's recipes may add more (atlas, ...)."""
+
+
+def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", streams: bool = True) -> None:
+    """Cluster, workload and override options shared by rank, show, compare, export, probe and bench;
+    with `output` "format" also --format and --json, "json" only --json, "" neither."""
     from sparkadvisor.core.formats import KV_DTYPE_BYTES
     from sparkadvisor.core.workload import WORKLOADS
 
@@ -54,8 +59,23 @@ def add_scenario_options(parser: argparse.ArgumentParser, json_flag: bool = True
     parser.add_argument("--gpu-memory-utilization", type=fraction, help="override every recipe's value")
     parser.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), metavar="DTYPE",
                         help=f"override the KV cache dtype ({', '.join(sorted(KV_DTYPE_BYTES))})")
+    parser.add_argument("--engine", metavar="ENGINE",
+                        help=f"engine for builds without a recipe ({', '.join(ENGINES)}; default: vllm, "
+                             "or the build's own)")
+    if streams:
+        parser.add_argument("--streams", type=positive_int, default=1,
+                            help="sequences decoding at once; speeds are per stream, with the aggregate (default: 1)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--eager", dest="enforce_eager", action="store_const", const=True,
+                      help="cost every build without CUDA graphs (--enforce-eager)")
+    mode.add_argument("--cuda-graphs", dest="enforce_eager", action="store_const", const=False,
+                      help="cost every build with CUDA graphs, whatever its recipe says")
     add_catalog_option(parser)
-    if json_flag:
+    if output == "format":
+        from sparkadvisor.listing import add_format_option
+
+        add_format_option(parser)
+    elif output == "json":
         parser.add_argument("--json", action="store_true", help="print JSON for scripts")
 
 
@@ -68,6 +88,7 @@ def load(args: argparse.Namespace) -> CatalogIndex:
 
 def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Workload, Settings]:
     """Cluster, workload and settings from the options, checked against the catalog."""
+    from sparkadvisor.core.units import plural
     from sparkadvisor.core.plan import Cluster
     from sparkadvisor.core.workload import WORKLOADS, Settings
 
@@ -75,21 +96,29 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
     if hardware is None:
         raise UsageError(f"unknown hardware {args.hardware!r}; known hardware ids: {', '.join(sorted(index.hardware))}")
     if args.nodes > hardware.max_nodes:
-        raise UsageError(f"--nodes {args.nodes} is more than the {hardware.max_nodes} nodes the advisor "
+        raise UsageError(f"--nodes {args.nodes} is more than the {plural(hardware.max_nodes, 'node')} the advisor "
                          f"sweeps for {hardware.name}")
-    changes = {"context_tokens": args.context, "prefix_reuse": args.prefix_reuse, "output_tokens": args.output_tokens}
+    changes = {"context_tokens": args.context, "prefix_reuse": args.prefix_reuse, "output_tokens": args.output_tokens,
+               "streams": args.streams if isinstance(getattr(args, "streams", None), int) else None}
     workload = WORKLOADS[args.workload].changed(**{k: v for k, v in changes.items() if v is not None})
-    settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype)
+    engine = getattr(args, "engine", None)
+    known = sorted(set(ENGINES) | {r.engine for r in index.catalog.recipes})
+    if engine is not None and engine not in known:
+        raise UsageError(f"unknown engine {engine!r} for --engine; known engines: {', '.join(known)}")
+    settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
+                        enforce_eager=getattr(args, "enforce_eager", None))
     return Cluster(hardware, args.nodes), workload, settings
 
 
-def find_build_id(index: CatalogIndex, build_id: str) -> str:
-    """`build_id` if the catalog has it, else a UsageError naming the known ids."""
-    if build_id in index.builds:
-        return build_id
-    close = [b for b in sorted(index.builds) if build_id.lower() in b.lower()]
-    hint = f"did you mean {', '.join(close[:5])}?" if close else f"known build ids: {', '.join(sorted(index.builds))}"
-    raise UsageError(f"unknown build {build_id!r}; {hint}")
+def find_build_id(index: CatalogIndex, typed: str) -> str:
+    """The build `typed` names (its id in any case, or its repo name), else a UsageError that
+    suggests the closest ids (core/buildids.py)."""
+    from sparkadvisor.core.buildids import match_build, unknown_build_sentence
+
+    match = match_build(index.builds, typed)
+    if match.build_id is None:
+        raise UsageError(unknown_build_sentence(typed, match))
+    return match.build_id
 
 
 def print_json(data: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparkadvisor.commands.common import add_catalog_option
+from sparkadvisor.listing import Listing, add_format_option, print_listing
 
 if TYPE_CHECKING:
     from sparkadvisor.core.schema import Catalog
@@ -59,24 +60,27 @@ class FamilyCoverage:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument("--markdown", action="store_true", help="print Markdown (docs/coverage.md)")
-    output.add_argument("--json", action="store_true", help="print JSON: families and each model's capability")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the whole docs/coverage.md page (--format md prints the family table only)")
+    add_format_option(parser, "print JSON: families and each model's capability")
     add_catalog_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.safetext import safe_text
 
     catalog = load_index(args.catalog, include_user=False).catalog
-    if args.json:
+    if args.format == "json":
         from sparkadvisor.commands.common import print_json
 
         print_json(as_json(catalog))
-        return 0
-    from sparkadvisor.core.safetext import safe_text
-
-    print(safe_text(markdown(catalog) if args.markdown else plain(catalog), keep_newlines=True))
+    elif args.markdown:
+        print(safe_text(markdown(catalog), keep_newlines=True))
+    else:
+        if args.format == "table":
+            print(safe_text("\n".join([_summary(catalog), "", *_hardware_lines(catalog), ""]), keep_newlines=True))
+        print_listing(family_listing(catalog), args.format)
     return 0
 
 
@@ -106,9 +110,11 @@ def _family(catalog: Catalog, model_ids: set[str], name: str) -> FamilyCoverage:
 
 
 def _hardware_lines(catalog: Catalog) -> list[str]:
+    from sparkadvisor.core.units import plural
+
     lines = []
     for hw in catalog.hardware:
-        nodes = f"up to {hw.max_nodes} nodes" if hw.max_nodes > 1 else "one node"
+        nodes = f"up to {plural(hw.max_nodes, 'node')}" if hw.max_nodes > 1 else "one node"
         lines.append(f"{hw.name} ({hw.id}): {hw.memory_gb:g} GB sold, {hw.usable_memory_gib:g} GiB usable, "
                      f"{hw.memory_bandwidth_gb_s:g} GB/s, {nodes}")
     return lines
@@ -120,13 +126,10 @@ def _summary(catalog: Catalog) -> str:
             f"{len(catalog.caveats)} caveats, {len(catalog.sources)} sources.")
 
 
-def plain(catalog: Catalog) -> str:
-    """The table as aligned text for a terminal."""
-    table = [COLUMNS] + [row.cells() for row in family_rows(catalog)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.ljust(w) if i in (0, len(COLUMNS) - 1) else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in table]
-    return "\n".join([_summary(catalog), "", *_hardware_lines(catalog), "", *lines])
+def family_listing(catalog: Catalog) -> Listing:
+    """The per-family counts, one row per family and a total row."""
+    return Listing(COLUMNS, tuple(row.cells() for row in family_rows(catalog)),
+                   frozenset(range(1, len(COLUMNS) - 1)), keep=len(COLUMNS))
 
 
 def markdown(catalog: Catalog) -> str:
@@ -144,22 +147,26 @@ def markdown(catalog: Catalog) -> str:
     return "\n".join(out + _build_table(catalog))
 
 
-_CAPABILITY_NOTE = ("The score the ranking uses, as a share of the frontier model on the same table, with its "
-                    "source; a model without one says what was looked for.")
+_CAPABILITY_NOTE = ("The score the agentic ranking uses (or, marked *chat only*, the chat ranking's), as a share of "
+                    "the frontier model on the same table, with its source. Where the model's own table has no "
+                    "frontier column the reference comes from another table (the benchmark's official leaderboard "
+                    "or the frontier vendor's own announcement), named separately; a model without a score says "
+                    "what was looked for.")
 
 
 def capability_rows(catalog: Catalog) -> list[dict[str, object]]:
     """Each model's first capability score (the one ranked on), or its 'none published' note."""
     rows: list[dict[str, object]] = []
     for m in sorted(catalog.models, key=lambda m: (m.family.lower(), m.id)):
-        cap = m.capability[0] if m.capability else None
+        cap = next((c for c in m.capability if "agentic" in c.workloads), m.capability[0] if m.capability else None)
         row: dict[str, object] = {"model": m.id, "family": m.family}
         if cap is None:
             row["none_published"] = m.capability_none_published
         else:
             row.update(benchmark=cap.benchmark, score=cap.score, reference_model=cap.reference_model,
                        reference_score=cap.reference_score, share=round(cap.score / cap.reference_score, 3),
-                       reported_by=cap.reported_by, date=cap.date, source=cap.source)
+                       reported_by=cap.reported_by, date=cap.date, source=cap.source,
+                       reference_source=cap.reference_source, workloads=list(cap.workloads))
         rows.append(row)
     return rows
 
@@ -172,11 +179,19 @@ def _capability_table(catalog: Catalog) -> list[str]:
             note = r["none_published"] or "**no score and no note**"
             lines.append(_md_row((str(r["model"]), f"unknown: {note}", "-", "-", "-", "-", "-", "-")))
             continue
-        source = r["source"] if isinstance(r["source"], str) else ", ".join(r["source"])  # type: ignore[arg-type]
-        lines.append(_md_row((str(r["model"]), str(r["benchmark"]), f"{r['score']:g}",
-                              f"{r['reference_model']} {r['reference_score']:g}", f"{r['share']:.0%}",
-                              str(r["reported_by"]), str(r["date"]), f"`{source}`")))
+        source = f"`{_ids(r['source'])}`"
+        reference = f"{r['reference_model']} {r['reference_score']:g}"
+        if r["reference_source"] is not None:
+            reference += f" (from another table: `{_ids(r['reference_source'])}`)"
+        benchmark = str(r["benchmark"]) + ("" if "agentic" in r["workloads"] else " (chat only)")  # type: ignore[operator]
+        lines.append(_md_row((str(r["model"]), benchmark, f"{r['score']:g}", reference, f"{r['share']:.0%}",
+                              str(r["reported_by"]), str(r["date"]), source)))
     return lines
+
+
+def _ids(ref: object) -> str:
+    return ref if isinstance(ref, str) else ", ".join(str(sid) for sid in ref) if isinstance(ref, (list, tuple)) \
+        else str(ref)
 
 
 def as_json(catalog: Catalog) -> dict[str, object]:

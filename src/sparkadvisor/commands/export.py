@@ -37,7 +37,7 @@ def _checked(name: str) -> Callable[[str], object]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sparkadvisor.export import FORMATS
 
-    parser.add_argument("build", help="build id (see `sparkadvisor rank`)")
+    parser.add_argument("build", help="build id, its repo name or a close spelling (see `sparkadvisor rank`)")
     parser.add_argument("--recipe", metavar="ID", help="the community recipe to follow (sets --nodes)")
     parser.add_argument("--launcher", choices=("native", "ray"), default="native",
                         help="multi-node launcher: vLLM's own --nnodes/--headless (default) or Ray")
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the workers' ConnectX-7 addresses, rank 1 first (scripts also read $NODE_ADDR)")
     parser.add_argument("--nic", type=_checked("netdev"), metavar="NETDEV",
                         help="the ConnectX-7 netdev NCCL uses, from ibdev2netdev (default: enp1s0f1np1)")
-    add_scenario_options(parser, json_flag=False)
+    add_scenario_options(parser, output="")
     parser.set_defaults(nodes=None)
 
 

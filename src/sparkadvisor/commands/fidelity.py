@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from typing import TYPE_CHECKING
+
 from sparkadvisor.commands.common import add_catalog_option, load, print_json
+from sparkadvisor.listing import add_format_option
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.fidelity import Report
+    from sparkadvisor.listing import Listing
 
 METRIC_LABELS = {"decode_tok_s": "decode, 1 stream", "aggregate_tok_s": "aggregate, N streams",
                  "prefill_tok_s": "prefill", "all": "all speed figures"}
@@ -12,21 +19,45 @@ METRIC_LABELS = {"decode_tok_s": "decode, 1 stream", "aggregate_tok_s": "aggrega
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_catalog_option(parser)
-    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    add_format_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from sparkadvisor.core.fidelity import fidelity, report_dict
 
     report = fidelity(load(args))
-    if args.json:
+    if args.format == "json":
         print_json(report_dict(report))
+        return 0
+    if args.format != "table":
+        from sparkadvisor.listing import print_listing
+
+        print_listing(checks_listing(report), args.format)
         return 0
     from sparkadvisor.core.safetext import safe_text
 
     for line in text_lines(report):
         print(safe_text(line))
     return 0
+
+
+CHECK_COLUMNS = ("recipe", "build", "hardware", "engine", "mode", "metric", "streams", "context", "measured",
+                 "predicted", "low", "high", "error %", "verdict", "note")
+
+
+def checks_listing(report: Report) -> Listing:
+    """`fidelity --format tsv|md`: one row per measurement and its leave-one-out prediction."""
+    from sparkadvisor.listing import Listing
+
+    def figure(value: float | None, spec: str = ".1f") -> str:
+        return "" if value is None else format(value, spec)
+
+    rows = tuple((c.recipe, c.build, c.hardware, c.engine, c.mode, c.metric, str(c.streams),
+                  "" if c.context_tokens is None else str(c.context_tokens), format(c.measured, "g"),
+                  figure(c.predicted), figure(c.low), figure(c.high), figure(c.error_pct, "+.1f"),
+                  "skipped" if c.predicted is None else ("inside" if c.inside else "outside"),
+                  c.skipped or c.note) for c in report.checks)
+    return Listing(CHECK_COLUMNS, rows, frozenset(range(6, 13)))
 
 
 def text_lines(report: object) -> list[str]:

@@ -8,8 +8,8 @@ from sparkadvisor.commands.common import add_scenario_options, find_build_id, lo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("build", help="build id (see `sparkadvisor rank`)")
-    add_scenario_options(parser)
+    parser.add_argument("build", help="build id, its repo name or a close spelling (see `sparkadvisor rank`)")
+    add_scenario_options(parser, output="format")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,11 +19,16 @@ def run(args: argparse.Namespace) -> int:
     build_id = find_build_id(index, args.build)
     cluster, workload, settings = scenario(args, index)
     chosen = next(r for r in advise(index, cluster, workload, settings) if r.plan.build.id == build_id)
-    if args.json:
+    if args.format == "json":
         print_json({"hardware": cluster.hardware.id, "nodes": cluster.nodes, "workload": workload_dict(workload),
                     **show_dict(chosen)})
         return 0
-    from sparkadvisor.render import print_show
+    from sparkadvisor.render import print_show, show_listing
 
-    print_show(chosen, cluster, workload, index)
+    if args.format == "table":
+        print_show(chosen, cluster, workload, index)
+    else:
+        from sparkadvisor.listing import print_listing
+
+        print_listing(show_listing(chosen, index), args.format)
     return 0

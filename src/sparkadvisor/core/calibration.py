@@ -44,10 +44,7 @@ from sparkadvisor.core.speed import (
     tensor_peak_flops,
     attention_flops_per_token,
 )
-from sparkadvisor.core.stages import decode_inputs, recipe_kv_read
-
-DEFAULT_DECODE_CONTEXT = 2_000
-"""Context assumed for a decode measurement that does not state one (a short prompt)."""
+from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_inputs, recipe_kv_read
 
 BAND_QUANTILE = 0.8
 """The range covers this share of the errors the model makes on measurements left out of the fit."""

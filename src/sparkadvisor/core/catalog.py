@@ -301,13 +301,14 @@ def _source_refs(catalog: Catalog, where: _Locator) -> list[Problem]:
     for kind in ("hardware", "models", "builds", "recipes", "caveats"):
         for item in getattr(catalog, kind):
             for path, table in iter_tables(item):
-                if "source" not in field_names(type(table)):
-                    continue
-                for sid in source_ids(table.source):
-                    if sid not in known:
-                        key = f"{path}.source" if path else "source"
-                        problems.append(where.problem(kind, item.id, key, f"names source {sid!r}, which is not "
-                                                                          f"in [sources] (known: {hint})"))
+                names = field_names(type(table))
+                for field in ("source", "reference_source"):
+                    ref = getattr(table, field, None) if field in names else None
+                    for sid in source_ids(ref) if ref is not None else ():
+                        if sid not in known:
+                            key = f"{path}.{field}" if path else field
+                            problems.append(where.problem(kind, item.id, key, f"names source {sid!r}, which is "
+                                                                              f"not in [sources] (known: {hint})"))
     return problems
 
 

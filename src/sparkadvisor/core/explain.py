@@ -15,8 +15,9 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
 from sparkadvisor.core.speed import prefill_precision, prefill_range, weight_class
+from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at
 from sparkadvisor.core.targets import context_needed, usable_context
-from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens
+from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
 
 Basis = Literal["stated", "derived", "measured", "estimated", "assumed", "unknown"]
 
@@ -82,8 +83,14 @@ def _capability(plan: Plan) -> Step:
         return Step("capability", "capability", text + f"; it ranks after the {kind} builds with a score.",
                     "unknown")
     harness = f" in {cap.harness}" if cap.harness else ""
-    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark}{harness} against "
-                f"{cap.reference_model}'s {cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date}): "
+    if cap.reference_source is None:
+        against = f"{cap.reference_model}'s {cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date})"
+    else:
+        ref = cap.reference_source
+        refs = ref if isinstance(ref, str) else ", ".join(ref)
+        against = (f"{cap.reference_model}'s {cap.reference_score:g} from ANOTHER table ({refs}), as the model's "
+                   f"own table ({cap.reported_by}, {cap.date}) has no frontier column; settings may differ")
+    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark}{harness} against {against}: "
                 f"{cap.score / cap.reference_score:.0%}, compared in {CAPABILITY_STEP:.0%} steps.", "stated")
 
 
@@ -170,8 +177,9 @@ def _verdict(plan: Plan) -> str:
     if plan.fits:
         return "It fits."
     needed = plan.nodes_needed
-    return f"It does not fit; it needs {needed} nodes." if needed else \
-        f"It does not fit on up to {plan.cluster.hardware.max_nodes} nodes."
+    most = plan.cluster.hardware.max_nodes
+    return f"It does not fit; it needs {plural(needed, 'node')}." if needed else \
+        f"It does not fit on up to {plural(most, 'node')}." if most > 1 else "It does not fit on one node."
 
 
 def _kv(plan: Plan) -> Step:
@@ -216,7 +224,7 @@ def _pool(plan: Plan) -> Step:
     else:
         per_token = plan.kv_bytes_per_token or 0
         text = (f"{plan.budget.kv_bytes / GiB:.1f} GiB / {per_token / 1024:.2f} KiB = {fmt_tokens(pool)} tokens "
-                f"of KV pool; at {w.context_tokens:,} tokens per session, {plan.sessions} concurrent sessions fit.")
+                f"of KV pool; at {w.context_tokens:,} tokens per session, {plural(plan.sessions or 0, 'concurrent session')} fit.")
         basis = "derived"
     if measured is not None:
         text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)})."
@@ -247,17 +255,45 @@ def _decode(plan: Plan) -> list[Step]:
                    f"{p.active_b:g}B active x {bits:.3g} bits = {per_token:.1f} GB per token; / {plan.tp} = "
                    f"{per_token / plan.tp:.2f} GB per node; {hw.memory_bandwidth_gb_s:g} GB/s / "
                    f"{per_token / plan.tp:.2f} GB = {d.ceiling_tok_s:.0f} tok/s ceiling (bandwidth only).", "derived")
-    steps = [ceiling, Step("expected", "expected decode", _expected_text(plan), "estimated")]
+    steps = [ceiling, Step("expected", "expected decode", _expected_text(plan), "estimated"),
+             Step("constants", "whose constants", _constants_text(plan), "estimated")]
     if plan.tp > 1:
         steps.append(Step("nodes", "what the nodes buy", _nodes_text(plan), "estimated"))
     if plan.decode_measured is not None:
-        m = plan.decode_measured
-        where = "inside" if d.low_tok_s <= m.value <= d.high_tok_s else "OUTSIDE"
-        steps.append(Step("measured", "measured decode",
-                          f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}) beside "
-                          f"{d.expected_tok_s:.0f} expected: {plan.efficiency:.0%} of the ceiling, {where} the "
-                          f"predicted range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}.", "measured"))
+        steps.append(Step("measured", "measured decode", _measured_text(plan, plan.decode_measured), "measured"))
     return steps
+
+
+def _constants_text(plan: Plan) -> str:
+    """Which engine's constants the estimates used, in which mode, and how many measurements fitted them."""
+    c = plan.constants
+    mode = "eager (no CUDA graphs)" if plan.speed.eager else "CUDA graphs"
+    origin = "the recipe's engine" if plan.recipe else "the --engine setting (no recipe for this cluster)"
+    fitted = (f"fixed costs {c.basis.get('fixed_ms')}; the rates shared by all engines "
+              f"{c.basis.get('kv_ms_per_gb')} on this hardware"
+              if c.decode_measurements or "fitted" in c.basis.get("fixed_ms", "") else
+              f"{c.basis.get('engine') or c.basis.get('fixed_ms', 'assumed')}")
+    return (f"{c.engine} ({origin}), {mode}, on {plan.cluster.hardware.name}: {fitted}; prefill "
+            f"{c.basis.get('prefill_ms_per_gflop', 'assumed')}. `sparkadvisor fidelity` shows how these constants "
+            "predict each measurement left out of the fit.")
+
+
+def _measured_text(plan: Plan, m: Measurement) -> str:
+    """The measurement beside the model's prediction at the measurement's own context, streams and mode."""
+    d = plan.decode
+    assert d is not None
+    own = decode_at(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, plan.pool,
+                    plan.cluster.hardware, plan.constants, m) or d
+    per = m.streams if m.metric == "decode_tok_s" else 1
+    expected, low, high = own.expected_tok_s / per, own.low_tok_s / per, own.high_tok_s / per
+    where = "inside" if low <= m.value <= high else "OUTSIDE"
+    eager = m.enforce_eager if m.enforce_eager is not None else bool(plan.recipe and plan.recipe.enforce_eager)
+    conditions = (f"{m.context_tokens or DEFAULT_DECODE_CONTEXT:,} tokens"
+                  f"{'' if m.context_tokens else ' (assumed: not stated)'}, {m.streams} stream"
+                  f"{'s' if m.streams > 1 else ''}, {'eager' if eager else 'CUDA graphs'}")
+    return (f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}) at its own conditions "
+            f"({conditions}); the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
+            f"predicted range; {plan.efficiency:.0%} of the ceiling.")
 
 
 def _expected_text(plan: Plan) -> str:
@@ -289,6 +325,10 @@ def _expected_text(plan: Plan) -> str:
     if d.tokens_per_pass > 1:
         text += f"; it yields {d.tokens_per_pass:.2f} tokens (speculative decoding)"
     shares = ", ".join(f"{name} {ms / d.step_ms:.0%}" for name, ms, _ in shown if ms / d.step_ms >= 0.005)
+    if d.streams > 1:
+        return (text + f": {d.expected_tok_s:.0f} tok/s expected across {d.streams} streams, "
+                f"{d.per_stream_tok_s:.1f} each (range {d.low_tok_s:.0f}-{d.high_tok_s:.0f} in all: "
+                f"{c.basis.get('aggregate_band')}). Where the step goes: {shares}.")
     return (text + f": {d.expected_tok_s:.0f} tok/s expected, {d.expected_tok_s / d.ceiling_tok_s:.0%} of the "
             f"ceiling (range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}: {c.basis.get('decode_band')}). "
             f"Where the step goes: {shares}.")

@@ -96,7 +96,11 @@ class KvShape:
 
 
 def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvShape | None:
-    """KV cost per rank for a model, or None when config.json lacks what is needed."""
+    """KV cost per rank for a model, or None when config.json lacks what is needed. A sparse MLA
+    model (an indexer) asked for an FP8 cache gets vLLM's fp8_ds_mla layout, the only FP8 layout
+    its sparse kernels read."""
+    if attention.design == "mla" and attention.indexer_head_dim and kv_cache_dtype.startswith("fp8"):
+        kv_cache_dtype = "fp8_ds_mla"
     element = kv_dtype_bytes(kv_cache_dtype)
     per_layer = _per_layer_token_bytes(attention, element, tp, kv_cache_dtype)
     if per_layer is None:

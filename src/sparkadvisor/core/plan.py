@@ -163,11 +163,14 @@ class Plan:
 
     def source_ids(self, score: Capability | None = None) -> list[str]:
         """The sources of every table the plan's figures come from, once each, in reading order;
-        with the capability `score` the ranking used, its table's source too."""
+        with the capability `score` the ranking used, its table's source too (and the reference's own
+        source when the reference comes from another table)."""
         model, build = self.model, self.build
         tables = (model, model.params, model.attention, model.context, score, build, build.size, self.recipe,
                   *self.caveats)
-        return list(dict.fromkeys(ref for table in tables if table is not None for ref in _refs(table.source)))
+        refs = [ref for table in tables if table is not None
+                for ref in (*_refs(table.source), *_refs(getattr(table, "reference_source", None) or ()))]
+        return list(dict.fromkeys(refs))
 
     @property
     def meets_targets(self) -> bool:
@@ -185,7 +188,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     facts = index.facts[build.id]
     hardware, nodes = cluster.hardware, cluster.nodes
     recipe = pick_recipe(facts, hardware, nodes)
-    constants = index.speed_constants(hardware, recipe.engine if recipe else settings.engine)
+    constants = index.speed_constants(hardware, recipe.engine if recipe else _engine(build, settings))
     fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings)
     pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload)
     speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
@@ -203,6 +206,14 @@ def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | N
         if workload.kind in caveat.disqualifies:
             return caveat
     return None
+
+
+def _engine(build: Build, settings: Settings) -> str:
+    """The engine a build without a recipe is costed on: the setting, else vLLM if it serves the build,
+    else the build's first engine."""
+    if settings.engine:
+        return settings.engine
+    return "vllm" if not build.engines or "vllm" in build.engines else build.engines[0]
 
 
 def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None) -> tuple[Caveat, ...]:

@@ -4,11 +4,13 @@ Order: builds that do not fit or that a caveat rules out go last, unranked. The 
 fall in three groups: those known to meet every target of the workload (context window,
 first token, turn, decode, room for a session), then those with a target nobody can
 evaluate (unknown is not a pass), then those that miss a target. Within a group:
-capability (a sourced score as a share of a frontier reference on the same table, in
-5-point steps so near-equal models fall through; unknown capability last); within a step,
-fewer warnings that hurt the workload first, then (agentic) a score measured inside Claude
-Code, the article's reason to trust GLM-5.3-Flash's number; then time per turn. A fast
-small model cannot outrank a capable one only because it is fast.
+capability (a sourced score as a share of a frontier reference on the same table, or, where
+the model's table has none, on the benchmark's leaderboard or the frontier vendor's own
+announcement, in 5-point steps so near-equal models fall through; unknown capability last);
+within a step, fewer warnings that hurt the workload first, then (agentic) a score measured
+inside Claude Code, the article's reason to trust GLM-5.3-Flash's number, then a reference
+from the model's own table before one from another table; then time per turn. A fast small
+model cannot outrank a capable one only because it is fast.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Capability, Caveat, Model
 from sparkadvisor.core.targets import TargetCheck
-from sparkadvisor.core.units import fmt_seconds
+from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.core.workload import Workload
 
 CAPABILITY_STEP = 0.05
@@ -83,8 +85,10 @@ def exclusion_reason(plan: Plan) -> str | None:
     """Why a plan cannot be used for its workload, or None."""
     if not plan.fits:
         needed = plan.nodes_needed
-        where = f"needs {needed} nodes" if needed else f"does not fit even on {plan.cluster.hardware.max_nodes} nodes"
-        return f"does not fit on {plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''}: {where}"
+        most = plan.cluster.hardware.max_nodes
+        where = f"needs {plural(needed, 'node')}" if needed else (
+            f"does not fit even on {plural(most, 'node')}" if most > 1 else "one node is all this hardware takes")
+        return f"does not fit on {plural(plan.cluster.nodes, 'node')}: {where}"
     caveat = plan.disqualified_by
     if caveat is not None:
         cite = f", {caveat.cite}" if caveat.cite else ""
@@ -139,8 +143,10 @@ def _sort_key(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None,
     tier = -math.floor(ratio / CAPABILITY_STEP + 1e-9) if ratio is not None else math.inf
     # For Claude Code, a score measured inside Claude Code speaks for the workload itself.
     harness = 0 if plan.workload.kind == "agentic" and cap is not None and cap.in_claude_code else 1
+    # A reference read off the model's own table outweighs one borrowed from another table.
+    borrowed = 1 if cap is not None and cap.reference_elsewhere else 0
     turn = plan.turn_s
-    return (_group(checks), tier, len(hurting_caveats(plan)), harness, turn if turn is not None else math.inf)
+    return (_group(checks), tier, len(hurting_caveats(plan)), harness, borrowed, turn if turn is not None else math.inf)
 
 
 def hurting_caveats(plan: Plan) -> tuple[Caveat, ...]:
@@ -178,11 +184,13 @@ def _reason(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None, ca
 
 
 def capability_text(model: Model, ratio: float | None, cap: Capability | None) -> str:
-    """"capability 90% of Claude Sonnet 4.5 on SWE-bench Verified (developer, 2025-10-27)"."""
+    """"capability 90% of Claude Sonnet 4.5 on SWE-bench Verified (developer, 2025-10-27)"; a reference
+    taken from another table says so: "... (developer, 2026-02-03; reference from another table)"."""
     if cap is not None and ratio is not None:
         where = f" inside {cap.harness}" if cap.in_claude_code else ""
+        elsewhere = "; reference from another table" if cap.reference_elsewhere else ""
         return (f"capability {ratio:.0%} of {cap.reference_model} on {cap.benchmark}{where} "
-                f"({cap.reported_by}, {cap.date})")
+                f"({cap.reported_by}, {cap.date}{elsewhere})")
     if model.capability_none_published:
         return "capability unknown (no score beside a frontier reference)"
     return "capability unknown (no sourced score in the catalog)"

@@ -365,7 +365,15 @@ class Capability:
     """When the table was published, YYYY-MM-DD (or YYYY-MM)."""
     source: SourceRef
     """The card, blog or leaderboard page holding the table."""
+    reference_source: SourceRef | None = None
+    """Set only when the model's own table has no frontier column: the separate table (a benchmark's
+    official leaderboard, or the frontier vendor's own announcement for the same benchmark) that
+    `reference_score` comes from. The share then compares numbers from two tables, and says so."""
 
+    @property
+    def reference_elsewhere(self) -> bool:
+        """The reference score comes from another table than the model's score."""
+        return self.reference_source is not None
 
     @property
     def in_claude_code(self) -> bool:

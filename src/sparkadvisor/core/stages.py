@@ -202,8 +202,26 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
     return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
-                  pool_tokens=kv_bytes / per_token if per_token and kv_bytes > 0 else None,
+                  pool_tokens=pool_tokens(shape, per_token, kv_bytes, _window(facts, recipe)),
                   measured=measured(recipe, "kv_pool_tokens"), sessions=_sessions(shape, per_token, kv_bytes, workload))
+
+
+def pool_tokens(shape: KvShape | None, per_token: float | None, kv_bytes: float, max_model_len: int | None) -> float | None:
+    """The pool as vLLM logs it ("GPU KV cache size: N tokens"): how many requests of max_model_len
+    fit, times max_model_len. A request's fixed state (linear-attention and Mamba layers, windows)
+    is paid once per request, so it costs a pool of long requests little and one of short ones more."""
+    if not per_token or kv_bytes <= 0:
+        return None
+    if shape is None or not max_model_len:
+        return kv_bytes / per_token
+    return kv_bytes / shape.bytes_per_sequence(max_model_len) * max_model_len
+
+
+def _window(facts: BuildFacts, recipe: Recipe | None) -> int | None:
+    """The max_model_len the pool is sized for: the recipe's, else the model's native context."""
+    if recipe is not None and recipe.max_model_len:
+        return recipe.max_model_len
+    return facts.model.context.native_tokens if facts.model.context else None
 
 
 def _kv_per_token(facts: BuildFacts, hardware: Hardware, shape: KvShape | None,
@@ -298,6 +316,23 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
         found = None
     return DecodeSpeed(estimate=estimate, measured=found, tok_s=stream_speed(estimate, found, streams),
                        eager=inputs.eager if inputs else bool(eager), streams=streams)
+
+
+DEFAULT_DECODE_CONTEXT = 2_000
+"""Context assumed for a decode measurement that does not state one (a short prompt)."""
+
+
+def decode_at(facts_model: Model, weight_format: str, weights: Weights, recipe: Recipe | None, tp: int, pp: int,
+              pool: KvPool, hardware: Hardware, constants: SpeedConstants, m: Measurement) -> DecodeEstimate | None:
+    """The estimate at a measurement's own context, streams and mode: the like-for-like prediction
+    `show` prints beside it."""
+    kv_read = kv_bytes_read(pool.shape, pool.bytes_per_token, m.context_tokens or DEFAULT_DECODE_CONTEXT)
+    inputs = decode_inputs(facts_model, weight_format, weights, recipe, tp, pp, kv_read, m.streams)
+    if inputs is None:
+        return None
+    if m.enforce_eager is not None:
+        inputs = replace(inputs, eager=m.enforce_eager)
+    return estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants)
 
 
 def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Recipe | None,

@@ -69,7 +69,7 @@ def _speed(value: float | None) -> str:
 
 
 def fit_cell(ranked: Ranked) -> str:
-    """"fits +11.2 GiB", "by recipe", "needs 3 nodes", or "too big"."""
+    """"fits +11.2 GiB", "by recipe", "needs 3 nodes", "> 4 nodes", or "too big" (for one-node hardware)."""
     plan = ranked.plan
     if plan.fit_by_recipe:
         return "by recipe"
@@ -77,7 +77,8 @@ def fit_cell(ranked: Ranked) -> str:
         return f"fits +{plan.budget.left_bytes / GiB:.1f} GiB"
     if plan.nodes_needed:
         return f"needs {plural(plan.nodes_needed, 'node')}"
-    return f"> {plural(plan.cluster.hardware.max_nodes, 'node')}"
+    most = plan.cluster.hardware.max_nodes
+    return f"> {plural(most, 'node')}" if most > 1 else "too big"
 
 
 def _severity_rank(caveat: Caveat) -> int:

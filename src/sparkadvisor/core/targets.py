@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Model, Recipe
-from sparkadvisor.core.units import fmt_seconds
+from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.core.workload import Workload
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ class TargetCheck:
 
     key: TargetKey
     status: Status
+    _words: str | Callable[[], str]
 
     def __init__(self, key: TargetKey, status: Status, words: str | Callable[[], str]) -> None:
         object.__setattr__(self, "key", key)
@@ -167,4 +168,4 @@ def _sessions(plan: Plan) -> TargetCheck:
                            lambda: f"room for a {tokens:,}-token session unknown (KV size unknown)")
     if sessions == 0:
         return TargetCheck("sessions", "missed", lambda: f"no room for one {tokens:,}-token session")
-    return TargetCheck("sessions", "met", lambda: f"{sessions} sessions of {tokens:,} tokens fit")
+    return TargetCheck("sessions", "met", lambda: f"{plural(sessions, 'session')} of {tokens:,} tokens fit")

@@ -64,8 +64,9 @@ class Settings:
     """--gpu-memory-utilization for every build."""
     kv_cache_dtype: str | None = None
     """--kv-cache-dtype for every build."""
-    engine: str = "vllm"
-    """The serving engine a build without a recipe is costed on (a recipe brings its own)."""
+    engine: str | None = None
+    """The serving engine a build without a recipe is costed on (a recipe brings its own); None: vLLM,
+    or the build's own engine when vLLM cannot serve it (a GGUF file on llama.cpp)."""
     enforce_eager: bool | None = None
     """Costs every build without CUDA graphs (True) or with them (False); None keeps the recipe's."""
 

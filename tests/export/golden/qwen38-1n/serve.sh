@@ -10,10 +10,11 @@
 #   GiB is left for the KV cache and activations. Keeping 5 GiB for activations and the runtime (assumed),
 #   16.1 GiB goes to the KV cache. As a whole the build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It
 #   fits.
-#   16.1 GiB / 13.55 KiB = 1.25M tokens of KV pool; at 100,000 tokens per session, 11 concurrent sessions fit.
+#   16.1 GiB / 13.55 KiB = 1.23M tokens of KV pool; at 100,000 tokens per session, 11 concurrent sessions fit.
 #   Measured: 995k tokens (at gpu-memory-utilization 0.80, fp8 KV, MTP4).
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
-#   (43.8), not its median) beside 65 expected: 36% of the ceiling, OUTSIDE the predicted range 46-92.
+#   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
+#   the model predicts 66 there, range 47-94: OUTSIDE the predicted range; 36% of the ceiling.
 #   100,000 tokens / measured prefill 1,643 tok/s (cold prefill of a 113K-token prompt) = 61 s to the first
 #   token.
 #   61 s + 200 tokens / 32.5 tok/s = 67 s per turn.

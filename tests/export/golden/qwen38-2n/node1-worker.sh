@@ -11,10 +11,11 @@
 #   At gpu-memory-utilization 0.7, vLLM takes 0.7 x 121.6 = 85.1 GiB per node; after 61.9 GiB of weights, 23.2
 #   GiB is left for the KV cache and activations. Keeping 5 GiB for activations and the runtime (assumed),
 #   18.2 GiB goes to the KV cache. It fits.
-#   18.2 GiB / 7.55 KiB = 2.53M tokens of KV pool; at 100,000 tokens per session, 24 concurrent sessions fit.
+#   18.2 GiB / 7.55 KiB = 2.49M tokens of KV pool; at 100,000 tokens per session, 24 concurrent sessions fit.
 #   Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts).
-#   Measured 53.7 tok/s (median of 40 prompts, single stream) beside 109 expected: 30% of the ceiling, OUTSIDE
-#   the predicted range 77-155.
+#   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
+#   not stated), 1 stream, CUDA graphs); the model predicts 112 there, range 79-159: OUTSIDE the predicted
+#   range; 30% of the ceiling.
 #   100,000 tokens / measured prefill 2,708 tok/s (cold prefill of a 112K-token prompt) = 37 s to the first
 #   token.
 #   37 s + 200 tokens / 53.7 tok/s = 41 s per turn.

@@ -1,0 +1,136 @@
+"""The speed model's report card against the issue's targets: `python benchmarks/bench_fidelity.py`.
+
+Every figure is leave-one-recipe-out: a measurement is predicted at its own context, streams,
+engine and mode with constants fitted to every other recipe. Printed beside each target:
+
+| figure | target |
+|---|---|
+| single-stream decode: median abs error, share within 20% | <= 15%, >= 80% |
+| aggregate decode (several streams): median abs error | <= 25% |
+| prefill: median abs error | <= 20% |
+| predictions off by 2x or more | none |
+| share of left-out measurements inside their range; the range's width | >= 80%; narrower than before |
+| DeepSeek-V4-Flash-0731 TP2 (the article's stack), left out | within 20% of 57.54 tok/s |
+| KV pool of every recipe with a logged pool | within 10% |
+
+Measurements the model cannot predict (a per-token table whose bytes are unpublished) are
+counted as skipped, never as passes. `--json` prints the same figures for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+ARTICLE_RECIPE = "deepseek-v4-flash-article-tp2"
+ARTICLE_DECODE = 57.54
+PREVIOUS_DECODE_BAND = 0.5066
+"""The single-stream range's half-width before this model (issue 12's starting point)."""
+
+
+def figures() -> dict[str, object]:
+    """The report card's figures, computed on the bundled catalog (no user imports)."""
+    from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.fidelity import fidelity
+
+    index = load_index(include_user=False)
+    started = time.perf_counter()
+    report = fidelity(index)
+    seconds = time.perf_counter() - started
+    summary = {s.metric: s for s in report.summaries}
+    article = next(c for c in report.checks if c.recipe == ARTICLE_RECIPE and c.metric == "decode_tok_s")
+    vllm = index.speed_constants(index.hardware["dgx-spark"], "vllm")
+    return {
+        "seconds": round(seconds, 2),
+        "metrics": {m: {"count": s.count, "skipped": s.skipped, "median_abs_error_pct": _r(s.median_abs_error_pct),
+                        "within_20_share": _r(s.within_20_share, 3), "off_2x": s.off_2x,
+                        "within_range_share": _r(s.within_range_share, 3)} for m, s in summary.items()},
+        "by_engine": [{"engine": s.engine, "metric": s.metric, "count": s.count,
+                       "median_abs_error_pct": _r(s.median_abs_error_pct), "within_20_share": _r(s.within_20_share, 3)}
+                      for s in report.by_engine],
+        "decode_band": round(vllm.decode_band, 3), "previous_decode_band": PREVIOUS_DECODE_BAND,
+        "article": {"measured": ARTICLE_DECODE, "predicted": _r(article.predicted),
+                    "error_pct": _r(article.error_pct)},
+        "kv_pools": _pools(index),
+    }
+
+
+def _pools(index) -> list[dict[str, object]]:
+    """Each logged KV pool beside the plan's pool for the same recipe and cluster."""
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+
+    rows = []
+    for recipe in index.catalog.recipes:
+        for m in recipe.measurements:
+            if m.metric != "kv_pool_tokens" or recipe.hardware not in index.hardware:
+                continue
+            plan = evaluate_build(index, index.builds[recipe.build], Cluster(index.hardware[recipe.hardware],
+                                                                            recipe.nodes), AGENTIC)
+            predicted = plan.kv_pool_tokens if plan.recipe and plan.recipe.id == recipe.id else None
+            error = (predicted - m.value) / m.value * 100 if predicted else None
+            rows.append({"recipe": recipe.id, "measured": m.value, "predicted": _r(predicted, 0),
+                         "error_pct": _r(error), "basis": plan.kv_basis})
+    return rows
+
+
+def _r(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _mark(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def lines(f: dict) -> list[str]:
+    m = f["metrics"]
+    decode, aggregate, prefill, every = m["decode_tok_s"], m["aggregate_tok_s"], m["prefill_tok_s"], m["all"]
+    article, pools = f["article"], f["kv_pools"]
+    pooled_ok = [p for p in pools if p["error_pct"] is not None and abs(p["error_pct"]) <= 10]
+    out = [f"leave-one-out over the bundled catalog ({f['seconds']} s)", ""]
+    out.append(f"single-stream decode   median {decode['median_abs_error_pct']}% (<= 15%: "
+               f"{_mark((decode['median_abs_error_pct'] or 99) <= 15)}), within 20% "
+               f"{decode['within_20_share']:.0%} (>= 80%: {_mark(decode['within_20_share'] >= 0.8)}); "
+               f"{decode['count']} predicted, {decode['skipped']} unknown")
+    out.append(f"aggregate decode       median {aggregate['median_abs_error_pct']}% (<= 25%: "
+               f"{_mark((aggregate['median_abs_error_pct'] or 99) <= 25)}); {aggregate['count']} predicted")
+    out.append(f"prefill                median {prefill['median_abs_error_pct']}% (<= 20%: "
+               f"{_mark((prefill['median_abs_error_pct'] or 99) <= 20)}); {prefill['count']} predicted")
+    out.append(f"off by 2x or more      {every['off_2x']} (none: {_mark(every['off_2x'] == 0)})")
+    out.append(f"inside the range       {every['within_range_share']:.0%} (>= 80%: "
+               f"{_mark(every['within_range_share'] >= 0.8)}); single-stream half-width {f['decode_band']:.0%} "
+               f"(before: {f['previous_decode_band']:.0%}; narrower: {_mark(f['decode_band'] < f['previous_decode_band'])})")
+    out.append(f"article's stack        predicted {article['predicted']} vs {article['measured']} tok/s, "
+               f"{article['error_pct']:+.1f}% (within 20%: {_mark(abs(article['error_pct']) <= 20)})")
+    out.append(f"KV pools within 10%    {len(pooled_ok)}/{len(pools)} ({_mark(len(pooled_ok) == len(pools))})")
+    out += [f"  {p['recipe']:<38} measured {p['measured']:>12,.0f}  predicted "
+            f"{p['predicted'] or 0:>12,.0f}  {p['error_pct'] if p['error_pct'] is not None else 'n/a':>7}%  ({p['basis']})"
+            for p in pools]
+    out += ["", "by engine (median abs error, share within 20%):"]
+    out += [f"  {e['engine']:<10} {e['metric']:<16} {e['count']:>3}  {e['median_abs_error_pct']}%  "
+            f"{e['within_20_share']:.0%}" for e in f["by_engine"]]
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    os.environ.setdefault("SPARKADVISOR_HOME", tempfile.mkdtemp(prefix="sparkadvisor-bench-"))
+    f = figures()
+    print(json.dumps(f, indent=2) if args.json else "\n".join(lines(f)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,139 @@
+"""The CLI's tables as a pipe, a script and a person read them: one row per line, every
+--format parseable, build names resolved or suggested, plurals right."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from sparkadvisor.cli import main
+
+GLM = "glm-5.3-flash-nvfp4-redhat"
+QWEN = "qwen3.8-flash-next-nvfp4"
+LISTINGS = [["rank"], ["show", GLM], ["compare", GLM, QWEN], ["coverage"], ["fidelity"], ["catalog", "info"]]
+
+
+def run(capsys, *argv: str) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def test_rank_piped_to_cat_prints_one_line_per_build(isolated_home, index):
+    env = {**os.environ, "SPARKADVISOR_HOME": str(isolated_home), "SPARKADVISOR_PROBE": "off", "COLUMNS": "80"}
+    script = "import sys; from sparkadvisor.cli import main; sys.exit(main(['rank', '--nodes', '2']))"
+    result = subprocess.run(f'"{sys.executable}" -c "{script}" | cat', shell=True, capture_output=True, text=True,
+                            env=env, check=True)
+    lines = result.stdout.splitlines()
+    assert not result.stderr
+    for build_id in index.builds:
+        assert sum(line.rstrip().endswith(build_id) or f" {build_id} " in line for line in lines) == 1, build_id
+    glm = next(line for line in lines if f" {GLM} " in line)
+    assert "GLM-5.3-Flash" in glm and "RedHatAI" in glm and "fits +" in glm
+    assert len(lines) == len(index.builds) + 3  # title, headings, rows, the measured-pool note
+
+
+def test_show_into_a_file_keeps_urls_whole(capsys):
+    out = run(capsys, "show", GLM)
+    urls = [word.strip("<>") for line in out.splitlines() for word in line.split() if "https://" in word]
+    assert urls and all(url.startswith("https://") and " " not in url for url in urls)
+    assert any(url.endswith((".md", ".json")) or "/" in url[8:] for url in urls)
+    assert all(line.startswith(("  ", GLM[:3].upper())) or line[:1].isalnum() for line in out.splitlines())
+
+
+@pytest.mark.parametrize("argv", LISTINGS, ids=lambda a: " ".join(a[:1]) if isinstance(a, list) else a)
+def test_every_listing_speaks_tsv_markdown_and_json(argv, capsys):
+    tsv = list(csv.reader(io.StringIO(run(capsys, *argv, "--format", "tsv")), delimiter="\t"))
+    assert len(tsv) >= 2 and all(len(row) == len(tsv[0]) for row in tsv), "every TSV row has every column"
+    md = [line for line in run(capsys, *argv, "--format", "md").splitlines() if line.startswith("|")]
+    assert md[1].replace("|", "").replace("-", "").replace(":", "").strip() == ""
+    assert {line.count(" | ") for line in md} == {len(tsv[0]) - 1}
+    assert json.loads(run(capsys, *argv, "--json")) == json.loads(run(capsys, *argv, "--format", "json"))
+
+
+def test_check_lists_its_problems_as_rows(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[builds]]\nid = "x"\nmodel = "m"\n', encoding="utf-8")
+    assert main(["check", str(bad), "--format", "tsv"]) == 1
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out), delimiter="\t"))
+    assert rows and {r["file"] for r in rows} == {str(bad)} and any("repo" in r["message"] for r in rows)
+    assert main(["check", str(bad), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["ok"] is False
+
+
+def test_rank_tsv_names_every_build_once(capsys, index):
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--format", "tsv")), delimiter="\t"))
+    assert sorted(r["id"] for r in rows) == sorted(index.builds)
+    glm = next(r for r in rows if r["id"] == GLM)
+    assert glm["#"] == "1" and glm["model"] == "GLM-5.3-Flash" and glm["fit"].startswith("fits +")
+
+
+@pytest.mark.parametrize("typed", [GLM.upper(), "RedHatAI/GLM-5.3-Flash-NVFP4", "redhatai/glm-5.3-flash-nvfp4",
+                                   "https://huggingface.co/RedHatAI/GLM-5.3-Flash-NVFP4"])
+def test_a_build_is_found_in_any_case_or_by_its_repo(typed, capsys):
+    assert json.loads(run(capsys, "show", typed, "--json"))["build"] == GLM
+
+
+@pytest.mark.parametrize(("command", "typed", "said"), [
+    ("show", "glm-5.3-flash-nvfp4-redhatt", "did you mean glm-5.3-flash-nvfp4-redhat?"),
+    ("export", "GLM-5.3-flash-nvfp4-redhet", "did you mean glm-5.3-flash-nvfp4-redhat?"),
+    ("compare", "qwen3.8-flash-nxt-nvfp4", "did you mean qwen3.8-flash-next-nvfp4?"),
+    ("show", "unsloth/Qwen3-8B-GGUF", "is the repo of 2 builds: qwen3-8b-q4km-unsloth, qwen3-8b-q8-unsloth"),
+    ("show", "glm", "and "),
+    ("show", "zzzz", "`sparkadvisor rank` lists the build ids"),
+])
+def test_a_misspelt_build_gets_the_closest_ids_not_all_of_them(command, typed, said, capsys, index):
+    argv = {"show": ["show", typed], "export": ["export", typed, "--format", "json"],
+            "compare": ["compare", GLM, typed]}[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert sum(build_id in err for build_id in index.builds) <= 5
+
+
+def test_compare_puts_builds_side_by_side_with_both_first_tokens(capsys):
+    out = run(capsys, "compare", GLM, QWEN)
+    lines = out.splitlines()
+    assert GLM in lines[1] and QWEN in lines[1]
+    cold = next(line for line in lines if line.startswith("1st token, cold"))
+    cached = next(line for line in lines if line.startswith("1st token, as it runs"))
+    assert cold.split()[3:] == ["73", "s", "37", "s"] and cached.split()[5:] == ["3.7", "s", "37", "s"]
+    assert "PREFIX-OFF (critical)" in out and "prefix caching" in out
+    data = json.loads(run(capsys, "compare", GLM, QWEN, "--json"))
+    assert [b["build"] for b in data["builds"]] == [GLM, QWEN]
+    assert all(b["cold_ttft_s"] >= b["ttft_s"] for b in data["builds"])
+
+
+def test_compare_refuses_one_build_or_the_same_twice(capsys):
+    assert main(["compare", GLM]) == 2
+    assert main(["compare", GLM, GLM.upper()]) == 2
+    err = capsys.readouterr().err
+    assert "two or three builds; 1 given" in err and "compare needs two different builds" in err
+
+
+def test_counts_of_one_are_singular(capsys):
+    out = run(capsys, "rank", "--hardware", "rtx-4090", "--nodes", "1")
+    out += run(capsys, "show", "deepseek-r1-distill-llama-70b-bf16", "--hardware", "rtx-4090", "--nodes", "1")
+    assert "1 nodes" not in out and "1 sessions" not in out and "> 1 node" not in out
+    assert "does not fit on 1 node" in out
+
+
+def test_a_terminal_gets_the_columns_that_fit_and_the_rest_named(capsys, monkeypatch):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "80")
+    coloured = run(capsys, "rank")
+    out = re.sub(r"\x1b\[[0-9;]*m", "", coloured)
+    assert "\x1b[" in coloured, "a terminal gets colour"
+    lines = out.splitlines()
+    rows = [line for line in lines if "fits +" in line and ": " not in line]  # not the reasons below
+    assert len(rows) > 20 and max(len(line) for line in rows) <= 80
+    glm = next(line for line in rows if line.startswith("  1 "))
+    assert "GLM-5.3-Flash" in glm and "▲•" in glm and "fits +11.2 GiB" in glm and "45 (32-63)" in glm
+    hidden = next(line for line in lines if line.startswith("Not shown at this width:"))
+    assert "KV pool" in hidden and "id" in hidden and f"{GLM}: meets" in out
