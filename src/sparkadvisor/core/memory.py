@@ -8,6 +8,7 @@ profiles activations, and gives the rest to the KV cache, or exactly
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import record
@@ -65,15 +66,21 @@ def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None) -> tuple[
     """(tp, pp, why) for one GPU per node. TP must divide the attention and KV heads."""
     if recipe is not None:
         return recipe.tp, recipe.pp, f"as the recipe sets it ({recipe.title})"
+    attention = model.attention
+    return _split(attention.heads if attention else None, attention.kv_heads if attention else None, nodes)
+
+
+@lru_cache(maxsize=1024)
+def _split(heads: int | None, kv_heads: int | None, nodes: int) -> tuple[int, int, str]:
+    """`valid_parallelism` without a recipe: a few head counts cover every model, so each is worked out once."""
     if nodes == 1:
         return 1, 1, "one node"
-    attention = model.attention
-    heads = [h for h in (attention.heads, attention.kv_heads) if h] if attention else []
-    if heads and all(h % nodes == 0 for h in heads):
-        return nodes, 1, f"{nodes} divides the {'/'.join(map(str, heads))} attention/KV heads"
-    if not heads and nodes & (nodes - 1) == 0:
+    counts = [h for h in (heads, kv_heads) if h]
+    if counts and all(h % nodes == 0 for h in counts):
+        return nodes, 1, f"{nodes} divides the {'/'.join(map(str, counts))} attention/KV heads"
+    if not counts and nodes & (nodes - 1) == 0:
         return nodes, 1, "head counts unknown (powers of two divide every published model)"
-    if not heads:
+    if not counts:
         return 1, nodes, f"head counts unknown and {nodes} is not a power of two, so the layers are split instead"
     return 1, nodes, f"{nodes} does not divide the heads, so the layers are split instead"
 
@@ -111,6 +118,17 @@ def node_budget(
     hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None
 ) -> Budget:
     """The memory budget of one node."""
+    return Budget(*_budget(hardware, weights_per_node, utilization, kv_pinned_gib))
+
+
+def node_fits(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None) -> bool:
+    """`node_budget(...).fits`, without the record (the search for the nodes a build needs asks it often)."""
+    return _budget(hardware, weights_per_node, utilization, kv_pinned_gib)[-1]
+
+
+def _budget(hardware: Hardware, weights_per_node: float, utilization: float,
+            kv_pinned_gib: float | None) -> tuple[float, float, float, float, float | None, float, float, float, bool]:
+    """The figures of a `Budget`, in its order."""
     usable = hardware.usable_memory_gib * GiB
     reserve = RUNTIME_RESERVE_GIB * GiB
     pinned = kv_pinned_gib * GiB if kv_pinned_gib is not None else None
@@ -119,7 +137,7 @@ def node_budget(
     kv = pinned if pinned is not None else left - reserve
     # One byte of slack: kv is engine - weights - reserve, and adding them back can round up.
     fits = kv > 0 and weights_per_node + reserve + kv <= engine + 1
-    return Budget(usable, utilization, weights_per_node, reserve, pinned, engine, left, kv, fits)
+    return usable, utilization, weights_per_node, reserve, pinned, engine, left, kv, fits
 
 
 def nodes_needed(weights: Weights, hardware: Hardware, utilization: float) -> int | None:
