@@ -119,6 +119,30 @@ async def test_a_takes_digits_typed_at_once_and_marks_bad_input(make_app) -> Non
         assert "not a KV dtype" in str(editor.query_one("#kv_cache_dtype-error", Label).render())
 
 
+async def test_a_minimum_capability_hides_weaker_and_unscored_builds_and_says_so(make_app) -> None:
+    app = make_app("agentic")
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.screen
+        total = main.table.row_count
+        await pilot.press("a")
+        editor = app.screen
+        editor.query_one("#min_capability", Input).value = "90%"
+        await pilot.pause()
+        shown = row_ids(main.table)
+        assert GLM in shown and QWEN not in shown, "Qwen3.8-Flash-Next has no sourced score: unknown is not a pass"
+        capabilities = [main.ranking.by_id[b].capability for b in shown]
+        assert capabilities and all(c is not None and c >= 0.9 for c in capabilities)
+        assert f"Candidates ({len(shown)} of {total})" in main.table.border_title
+        assert "capability >= 90%" in main.table.border_title
+        editor.query_one("#min_capability", Input).value = "lots"
+        await pilot.pause()
+        assert "'lots' is not a number" in str(editor.query_one("#min_capability-error", Label).render())
+        assert len(row_ids(main.table)) == len(shown), "a value that does not parse changes nothing"
+        editor.query_one("#min_capability", Input).value = ""
+        await pilot.pause()
+        assert main.table.row_count == total and "capability" not in main.table.border_title
+
+
 async def test_slash_takes_text_typed_at_once_and_escape_clears(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -13,6 +13,7 @@ key is typed into it instead (`typing_guard`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -149,8 +150,7 @@ class MainScreen(Screen[None]):
         """What a key would ask for next: the other workload, then the other cluster sizes."""
         s = self.scenario
         sizes = range(1, min(self.index.hardware[s.hardware_id].max_nodes, 4) + 1)
-        return [s.toggled(self.overrides)] + [Scenario(s.hardware_id, n, s.workload, s.settings)
-                                              for n in sizes if n != s.nodes]
+        return [s.toggled(self.overrides)] + [replace(s, nodes=n) for n in sizes if n != s.nodes]
 
     @work(thread=True, exclusive=True, group="precompute")
     def precompute(self, scenarios: list[Scenario]) -> None:
@@ -164,12 +164,13 @@ class MainScreen(Screen[None]):
         for status in self.query(ProbeStatus):
             status.workload = self.scenario.workload  # its findings' workload
             status.planner = self.served_plans
-        total = len(ranking.ranked)
-        shown = len(table.order)
-        title = f"Candidates ({shown} of {total})" if self.filter_text else f"Candidates ({total})"
+        total, shown, minimum = len(self.index.catalog.builds), len(table.order), self.scenario.min_capability
+        title = f"Candidates ({shown} of {total})" if self.filter_text or minimum is not None \
+            else f"Candidates ({total})"
         order = "ranked" if self.sort_column == RANK_COLUMN and not self.sort_reverse else \
             f"sorted by {LABELS[self.sort_column]} {'▼' if self.sort_reverse else '▲'}"
-        views = [title, order] + (["by model"] if table.grouped else []) + (["wide"] if table.wide else [])
+        views = [title, order] + (["by model"] if table.grouped else []) + (["wide"] if table.wide else []) \
+            + ([f"capability >= {minimum:.0%}"] if minimum is not None else [])
         table.border_title = " · ".join(views) + (f" · filter: {self.filter_text}" if self.filter_text else "")
         self._show_detail(table.highlighted_build)
 
@@ -233,18 +234,18 @@ class MainScreen(Screen[None]):
             self.notify(safe_text(f"The catalog sweeps {self.ranking.cluster.hardware.name} up to "
                                   f"{plural(limit, 'node')}."), severity="warning", markup=False)
             return
-        self.apply(Scenario(self.scenario.hardware_id, nodes, self.scenario.workload, self.scenario.settings))
+        self.apply(replace(self.scenario, nodes=nodes))
 
     def set_hardware(self, hardware_id: str | None) -> None:
         """Switch the node type (None: keep it); the view goes to the top."""
         if hardware_id is None or hardware_id not in self.index.hardware:
             return
         nodes = min(self.scenario.nodes, self.index.hardware[hardware_id].max_nodes)
-        self.apply(Scenario(hardware_id, nodes, self.scenario.workload, self.scenario.settings), top=True)
+        self.apply(replace(self.scenario, hardware_id=hardware_id, nodes=nodes), top=True)
 
-    def set_assumptions(self, workload: Workload, settings: Settings) -> None:
+    def set_assumptions(self, workload: Workload, settings: Settings, min_capability: float | None) -> None:
         """New assumptions from the editor; recomputed at once."""
-        self.apply(Scenario(self.scenario.hardware_id, self.scenario.nodes, workload, settings))
+        self.apply(replace(self.scenario, workload=workload, settings=settings, min_capability=min_capability))
 
     @typing_guard
     def action_pick_hardware(self) -> None:
@@ -262,7 +263,7 @@ class MainScreen(Screen[None]):
         from sparkadvisor.tui.screens.assumptions import AssumptionsScreen
 
         self.app.push_screen(AssumptionsScreen(self.scenario.workload, self.scenario.settings,
-                                                 self.set_assumptions))
+                                                 self.scenario.min_capability, self.set_assumptions))
 
     # --- the view -------------------------------------------------------------------
 
