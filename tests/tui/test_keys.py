@@ -158,6 +158,21 @@ async def test_slash_takes_text_typed_at_once_and_escape_clears(make_app) -> Non
         assert app.screen.table.row_count == total and not box.display
 
 
+async def test_the_footer_says_what_enter_and_esc_do_in_the_filter(make_app) -> None:
+    from sparkadvisor.tui.widgets.footer import KeyFooter
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        footer = app.screen.query_one(KeyFooter)
+        await pilot.press("slash", "w")
+        await pilot.pause()
+        shown = [k.description for k in footer.items()]
+        assert "Keep filter" in shown and "Clear filter" in shown and "Workload" not in shown
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.filter_text == "w" and "Workload" in [k.description for k in footer.items()]
+
+
 async def test_a_filter_that_matches_nothing_clears_the_detail_pane(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -66,6 +66,19 @@ def typing_guard(action: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
+class FilterBox(Input):
+    """The filter field, whose footer says what Enter and Esc do there."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "submit", "Keep filter", key_display="⏎"),
+        Binding("escape", "screen.close_filter", "Clear filter"),
+    ]
+
+
+GUARDED = frozenset(c.action.split("(")[0] for c in commands.COMMANDS)
+"""The command keys' actions: while a text field has focus their keys are text (and off the footer)."""
+
+
 class MainScreen(Screen[None]):
     """Browse the catalog ranked for a cluster and workload."""
 
@@ -89,6 +102,10 @@ class MainScreen(Screen[None]):
         self._detail_for: tuple[int, str] | None = None
         self._precompute_timer: Timer | None = None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While a text field has focus the command keys are typed into it, so the footer leaves them out."""
+        return not (action in GUARDED and isinstance(self.focused, Input))
+
     @property
     def spark(self) -> SparkAdvisorApp:
         """The app, typed."""
@@ -103,8 +120,8 @@ class MainScreen(Screen[None]):
         header = ClusterHeader(id="cluster-header")
         header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
         yield header
-        box = Input(placeholder="filter by model, build id or repo (Enter keeps it, Esc clears)", id="filter",
-                    compact=True)
+        box = FilterBox(placeholder="filter by model, build id or repo (Enter keeps it, Esc clears)", id="filter",
+                        compact=True)
         box.display = False
         yield box
         yield CandidatesTable(self.ranking, id="candidates")
