@@ -41,6 +41,8 @@ from sparkadvisor.tui.widgets.footer import KeyFooter
 from sparkadvisor.tui.widgets.probe_status import ProbeStatus
 
 if TYPE_CHECKING:
+    from sparkadvisor.core.checkup import Replan, ServedModel
+    from sparkadvisor.core.plan import Plan
     from sparkadvisor.tui.app import SparkAdvisorApp
 
 LABELS = {c.key: c.label for c in COLUMNS}
@@ -62,6 +64,19 @@ def typing_guard(action: F) -> F:
             raise SkipAction()
         return action(self, *args)
     return guarded  # type: ignore[return-value]
+
+
+class FilterBox(Input):
+    """The filter field, whose footer says what Enter and Esc do there."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "submit", "Keep filter", key_display="⏎"),
+        Binding("escape", "screen.close_filter", "Clear filter"),
+    ]
+
+
+GUARDED = frozenset(c.action.split("(")[0] for c in commands.COMMANDS)
+"""The command keys' actions: while a text field has focus their keys are text (and off the footer)."""
 
 
 class MainScreen(Screen[None]):
@@ -87,6 +102,10 @@ class MainScreen(Screen[None]):
         self._detail_for: tuple[int, str] | None = None
         self._precompute_timer: Timer | None = None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While a text field has focus the command keys are typed into it, so the footer leaves them out."""
+        return not (action in GUARDED and isinstance(self.focused, Input))
+
     @property
     def spark(self) -> SparkAdvisorApp:
         """The app, typed."""
@@ -101,8 +120,8 @@ class MainScreen(Screen[None]):
         header = ClusterHeader(id="cluster-header")
         header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
         yield header
-        box = Input(placeholder="filter by model, build id or repo (Enter keeps it, Esc clears)", id="filter",
-                    compact=True)
+        box = FilterBox(placeholder="filter by model, build id or repo (Enter keeps it, Esc clears)", id="filter",
+                        compact=True)
         box.display = False
         yield box
         yield CandidatesTable(self.ranking, id="candidates")
@@ -161,6 +180,7 @@ class MainScreen(Screen[None]):
         self.query_one(ClusterHeader).show(ranking.cluster, self.scenario.workload, self.scenario.settings)
         for status in self.query(ProbeStatus):
             status.workload = self.scenario.workload  # its findings' workload
+            status.planner = self.served_plans
         total, shown, minimum = len(self.index.catalog.builds), len(table.order), self.scenario.min_capability
         title = f"Candidates ({shown} of {total})" if self.filter_text or minimum is not None \
             else f"Candidates ({total})"
@@ -170,6 +190,23 @@ class MainScreen(Screen[None]):
             + ([f"capability >= {minimum:.0%}"] if minimum is not None else [])
         table.border_title = " · ".join(views) + (f" · filter: {self.filter_text}" if self.filter_text else "")
         self._show_detail(table.highlighted_build)
+
+    def served_plans(self, served: ServedModel) -> tuple[list[Plan], Replan]:
+        """The plans for the builds vLLM may be serving, on this screen's cluster and workload, and the
+        same plan at another prefix reuse (the status line's first-token cost at the measured hit rate)."""
+        from sparkadvisor.core.advisor import evaluate_build
+        from sparkadvisor.core.checkup import match_build
+
+        index, ranking, scenario = self.index, self.ranking, self.scenario
+
+        def replan(plan: Plan, hit_rate: float) -> Plan:
+            return evaluate_build(index, plan.build, ranking.cluster, scenario.workload.changed(prefix_reuse=hit_rate),
+                                  scenario.settings)
+
+        plans = [ranking.by_id[b.id].plan if b.id in ranking.by_id else
+                 evaluate_build(index, b, ranking.cluster, scenario.workload, scenario.settings)
+                 for b in match_build(index, [served]).builds]
+        return plans, replan
 
     def _show_detail(self, build_id: str | None) -> None:
         key = (id(self.ranking), build_id or f"no build for {self.filter_text!r}")
