@@ -14,7 +14,7 @@
 #   Measured: 995k tokens (at gpu-memory-utilization 0.80, fp8 KV, MTP4).
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
 #   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
-#   the model predicts 66 there, range 47-93: OUTSIDE the predicted range; 36% of the ceiling.
+#   the model predicts 68 there, range 47-99: OUTSIDE the predicted range; 36% of the ceiling.
 #   100,000 tokens / measured prefill 1,643 tok/s (cold prefill of a 113K-token prompt) = 61 s to the first
 #   token.
 #   61 s + 200 tokens / 32.5 tok/s = 67 s per turn.

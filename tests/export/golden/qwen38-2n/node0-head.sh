@@ -14,7 +14,7 @@
 #   18.2 GiB / 7.55 KiB = 2.49M tokens of KV pool; at 100,000 tokens per session, 24 concurrent sessions fit.
 #   Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts).
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
-#   not stated), 1 stream, CUDA graphs); the model predicts 113 there, range 80-159: OUTSIDE the predicted
+#   not stated), 1 stream, CUDA graphs); the model predicts 117 there, range 81-169: OUTSIDE the predicted
 #   range; 30% of the ceiling.
 #   100,000 tokens / measured prefill 2,708 tok/s (cold prefill of a 112K-token prompt) = 37 s to the first
 #   token.
