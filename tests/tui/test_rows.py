@@ -23,3 +23,11 @@ def test_an_unfolded_model_lists_its_other_builds_under_it() -> None:
         ("glm-a", "model", False), ("glm-b", "member", False), ("glm-c", "member", True),
         ("qwen-a", "model", False), ("mini-a", "model", False)]
     assert rows[0].expanded and not rows[3].expanded, "a model with one build has nothing to unfold"
+
+
+def test_rows_made_before_are_reused_and_the_same() -> None:
+    made: dict[str, Row] = {}
+    first = table_rows(ORDER, MODEL_OF, made=made)
+    again = table_rows(list(reversed(ORDER)), MODEL_OF, made=made)
+    assert first == table_rows(ORDER, MODEL_OF) and again == list(reversed(first))
+    assert all(a is b for a, b in zip(again, reversed(first))), "a build's row is made once"

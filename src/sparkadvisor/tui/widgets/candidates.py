@@ -114,7 +114,8 @@ class CandidatesTable(ScrollView, can_focus=True):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.ranking = ranking
         self.order: list[str] = [r.plan.build.id for r in ranking.ranked]
-        self.rows: list[Row] = table_rows(self.order, ranking.model_of)
+        self._made_rows: dict[str, Row] = {}
+        self.rows: list[Row] = table_rows(self.order, ranking.model_of, made=self._made_rows)
         self.cursor = 0
         self.grouped = False
         self.expanded: set[str] = set()
@@ -151,7 +152,7 @@ class CandidatesTable(ScrollView, can_focus=True):
         self._rebuild(keep, top)
 
     def _rebuild(self, keep: str | None, top: bool = False) -> None:
-        self.rows = table_rows(self.order, self.ranking.model_of, self.grouped, self.expanded)
+        self.rows = table_rows(self.order, self.ranking.model_of, self.grouped, self.expanded, self._made_rows)
         self._layout = None
         self._update_virtual_size()
         where = 0 if top else self._row_of(keep)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from textual.content import Content
 from textual.widgets import Static
 
@@ -9,6 +11,9 @@ from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import cluster_line, workload_line
 from sparkadvisor.core.workload import Settings, Workload
+
+if TYPE_CHECKING:
+    from textual.css.styles import RulesMap
 
 
 def settings_text(settings: Settings) -> str:
@@ -31,6 +36,11 @@ class ClusterHeader(Static):
     def show(self, cluster: Cluster, workload: Workload, settings: Settings) -> None:
         """Update both lines."""
         cluster_text, assumptions = cluster_line(cluster), workload_line(workload).removeprefix(workload.label)
-        self.update(Content.assemble(
+        content = Content.assemble(
             (safe_text(cluster_text), "bold $primary"), "\n", (workload.label, "bold $accent"),
-            safe_text(f"{assumptions}{settings_text(settings)}")))
+            safe_text(f"{assumptions}{settings_text(settings)}"))
+        # A new layout only if the lines wrap to another height: a layout costs the screen a second frame
+        # (every scroll bar repaints after it), on each workload toggle and node count.
+        width, rules = self.content_region.width, cast("RulesMap", self.styles)  # as textual passes them
+        same_height = width > 0 and self.visual.get_height(rules, width) == content.get_height(rules, width)
+        self.update(content, layout=not same_height)

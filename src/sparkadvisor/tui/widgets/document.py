@@ -34,7 +34,7 @@ class Document(ScrollView, can_focus=True):
         Binding("end,G", "scroll_end", "Bottom", show=False),
     ]
     DEFAULT_CSS = """
-    Document { scrollbar-size-vertical: 1; padding: 0 1; }
+    Document { scrollbar-size-vertical: 1; scrollbar-gutter: stable; overflow-x: hidden; padding: 0 1; }
     """
 
     def __init__(self, split_at: int | None = None, left_width: int = 72, *, id: str | None = None) -> None:
@@ -44,15 +44,27 @@ class Document(ScrollView, can_focus=True):
         self.left: Sequence[Section] = ()
         self.right: Sequence[Section] = ()
         self.stacked: Sequence[Section] | None = None
-        self._lines: tuple[int, list[Strip]] | None = None
+        self._columns: _Columns | None = None
+        self._rendered: dict[tuple[object, ...], list[Strip]] = {}
+        """Each section's strips from the last render, by its text, styles and width: a section
+        whose text did not change (a build's caveats and recipes across a workload toggle, the
+        same text after a style update) is not wrapped again."""
+        self._rendered_in: tuple[object, ...] | None = None
+        """The widget's style and theme those strips were rendered in."""
 
     def show(self, left: Sequence[Section], right: Sequence[Section] = (), stacked: Sequence[Section] | None = None,
              keep_scroll: bool = False) -> None:
         """Replace the text (`stacked`: the order in one column, if not left then right);
         back to the top unless `keep_scroll`."""
         self.left, self.right, self.stacked = left, right, stacked
-        self._lines = None
-        self._update_virtual_size()
+        self._columns = None
+        if self.scrollable_content_region.width:  # before the first layout, `on_resize` renders it
+            # The new height without a layout of the screen (which would cost it a second frame for the
+            # scroll bars' repaint): only the scroll bar changes, and it is updated here (textual 8.2's
+            # `_scroll_update`; if the bar appears or goes, that asks for the layout itself).
+            size = Size(self.scrollable_content_region.width, self._columns_now().height)
+            self.set_reactive(Document.virtual_size, size)
+            self._scroll_update(size)
         if not keep_scroll:
             self.scroll_to(y=0, animate=False, immediate=True)
         self.refresh()
@@ -64,46 +76,79 @@ class Document(ScrollView, can_focus=True):
 
     def lines(self) -> list[Strip]:
         """The text rendered at the current width."""
-        width = max(self.scrollable_content_region.width, 20)
-        if self._lines is None or self._lines[0] != width:
-            self._lines = (width, self._render_lines(width))
-        return self._lines[1]
+        columns = self._columns_now()
+        return [columns.line(i) for i in range(columns.height)]
 
-    def _render_lines(self, width: int) -> list[Strip]:
+    def _columns_now(self) -> _Columns:
+        width = max(self.scrollable_content_region.width, 20)
+        if self._columns is None or self._columns.width != width:
+            self._columns = self._render_columns(width)
+        return self._columns
+
+    def _render_columns(self, width: int) -> _Columns:
+        context = (self.visual_style, self.app.theme, self.styles.text_wrap, self.styles.text_overflow,
+                   self.styles.text_align)
+        earlier = self._rendered if context == self._rendered_in and self.text_selection is None else {}
+        self._rendered, self._rendered_in = {}, context
         if self.split_at is not None and width >= self.split_at and self.right:
             left_width = min(self.left_width, width // 2)
-            left = self._strips(self.left, left_width)
-            right = self._strips(self.right, width - left_width - GAP)
             rule = Strip(Content(" │ ").render_segments(self.visual_style))
-            blank = Strip.blank(left_width)
-            return [Strip.join([(left[i] if i < len(left) else blank).extend_cell_length(left_width), rule,
-                                right[i] if i < len(right) else Strip.blank(0)])
-                    for i in range(max(len(left), len(right)))]
-        return self._strips(self.stacked or [*self.left, *self.right], width)
+            return _Columns(width, self._strips(self.left, left_width, earlier),
+                            self._strips(self.right, width - left_width - GAP, earlier), left_width, rule)
+        return _Columns(width, self._strips(self.stacked or [*self.left, *self.right], width, earlier))
 
-    def _strips(self, sections: Sequence[Section], width: int) -> list[Strip]:
+    def _strips(self, sections: Sequence[Section], width: int,
+                earlier: dict[tuple[object, ...], list[Strip]]) -> list[Strip]:
         strips: list[Strip] = []
         for section in sections:
             content = section(width) if callable(section) else section
+            key = (content.plain, tuple(content.spans), width)
+            rendered = earlier.get(key)
+            if rendered is None:
+                rendered = Visual.to_strips(self, content, width, None, self.visual_style)
+            self._rendered[key] = rendered
             if strips:
                 strips.append(Strip.blank(0))
-            strips += Visual.to_strips(self, content, width, None, self.visual_style)
+            strips += rendered
         return strips
 
     def _update_virtual_size(self) -> None:
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.lines()))
+        self.virtual_size = Size(self.scrollable_content_region.width, self._columns_now().height)
 
     def on_resize(self) -> None:
-        self._lines = None
+        self._columns = None
         self._update_virtual_size()
 
     def notify_style_update(self) -> None:
-        self._lines = None
+        self._columns = None
         super().notify_style_update()
 
     def render_line(self, y: int) -> Strip:
-        lines = self.lines()
+        columns = self._columns_now()
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        strip = lines[index] if index < len(lines) else Strip.blank(width)
+        strip = columns.line(index) if index < columns.height else Strip.blank(width)
         return strip.extend_cell_length(width, self.rich_style).crop(0, width).apply_style(self.rich_style)
+
+
+class _Columns:
+    """The text rendered at one width: one column, or two whose lines are joined when drawn
+    (only the lines in view are joined)."""
+
+    def __init__(self, width: int, left: list[Strip], right: list[Strip] | None = None, left_width: int = 0,
+                 rule: Strip | None = None) -> None:
+        self.width, self.left, self.right, self.left_width, self.rule = width, left, right, left_width, rule
+        self.height = max(len(left), len(right)) if right is not None else len(left)
+        self._joined: dict[int, Strip] = {}
+
+    def line(self, index: int) -> Strip:
+        """Line `index` (< height) of the text."""
+        if self.right is None:
+            return self.left[index]
+        joined = self._joined.get(index)
+        if joined is None:
+            left, right = self.left, self.right
+            strip = left[index] if index < len(left) else Strip.blank(self.left_width)
+            joined = self._joined[index] = Strip.join([strip.extend_cell_length(self.left_width), self.rule,
+                                                       right[index] if index < len(right) else Strip.blank(0)])
+        return joined
