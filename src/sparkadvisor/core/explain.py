@@ -201,13 +201,24 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     size = kv.element_bytes
     if a.design == "mla":
         core = f"MLA: ({a.kv_lora_rank} + {a.qk_rope_head_dim or 0}) x {size:g} B, kept whole on every TP rank"
+    elif kv.full_kv_heads_per_rank is not None:
+        core = (f"{a.design.upper()}: 2 (K and V) x {kv.full_kv_heads_per_rank} KV heads per rank x "
+                f"{a.global_head_dim or a.head_dim} x {size:g} B = {(kv.full_row_bytes or 0) / 1024:g} KiB per layer, "
+                "the full-attention layers' own shape")
+        if a.global_k_eq_v:
+            core += " (attention_k_eq_v makes V from K's projection, but vLLM caches K and V apart, so both count)"
     else:
         core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
     text = f"{core}, on {kv.full_layers} full-attention layers per rank"
     if a.indexer_head_dim:
         text += f", plus {a.indexer_head_dim}-wide FP8 indexer keys"
     text += f" = {kv.bytes_per_token / 1024:.2f} KiB per token per node"
-    if kv.window_tokens:
+    if kv.window_tokens and kv.full_kv_heads_per_rank is not None:
+        text += (f"; {kv.sliding_layers} sliding layers of 2 x {kv.kv_heads_per_rank} KV heads per rank x "
+                 f"{a.head_dim} x {size:g} B = {kv.row_bytes / 1024:g} KiB per layer per token hold at most "
+                 f"{kv.window_tokens:,} tokens ({kv.window_bytes_per_token * kv.window_tokens / 2**20:.1f} MiB "
+                 "per sequence)")
+    elif kv.window_tokens:
         text += (f"; {kv.sliding_layers} sliding layers hold at most {kv.window_tokens:,} tokens "
                  f"({kv.window_bytes_per_token * kv.window_tokens / 2**20:.1f} MiB per sequence)")
     if kv.state_bytes_per_sequence:
