@@ -7,17 +7,76 @@ profiles activations, and gives the rest to the KV cache, or exactly
 
 from __future__ import annotations
 
-import math
-
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
-RUNTIME_RESERVE_GIB = 5.0
-"""Activations, CUDA graphs and NCCL buffers per node, beside weights and KV. The
-article's GLM recipe leaves ~11 GiB per node at 0.85 and pins 6 GiB of KV, keeping
-~5 GiB for the rest; the same share is assumed elsewhere until a recipe says more."""
+PROFILE_PEAK_GIB = 5.0
+"""What vLLM's profile run takes per node beside the weights (activations at max-num-batched-tokens,
+the sampler's dummy batch, and the non-torch memory that appears meanwhile: NCCL buffers, cuBLAS and
+attention workspaces). One published recipe pins it down: the GLM-5.3-Flash NVFP4 TP2 recipe
+(tonyd2wild-glm: eager, 8,192 batched tokens, gpu-memory-utilization 0.85) logs a profiler-sized pool
+of 581,040 tokens against 678,661 at its 6 GiB pin, so the profiler left 6 x 581,040 / 678,661 =
+5.14 GiB of KV. 0.85 x 121.6 = 103.36 GiB, less 92.20 GiB of target weights, 1.02 GiB of DFlash2
+drafter (2.2 GB split over TP2) and 5.14 GiB of KV leaves 5.0 GiB. Other builds, batch sizes and
+attention backends are assumed to need the same: no second source logs it."""
+
+CUDA_GRAPH_GIB = 1.99
+"""CUDA graph memory of the target model per node, when graphs are captured (tonyd2wild-ds41, boot 10:
+DeepSeek-V4.1-Flash TP4, FULL_AND_PIECEWISE, 15 capture sizes). The only published split; assumed for
+other builds and cudagraph modes. vLLM profiles it before sizing the KV cache."""
+
+DRAFT_GRAPH_GIB = 0.55
+"""CUDA graph memory of the drafter per node under speculative decoding with graphs (same boot 10:
+the DSpark drafter at k=5); assumed for other drafters and MTP heads."""
+
+INDEXER_BUFFER_GIB_PER_MTOKEN = 5.2
+"""A sparse-attention indexer's prefill buffer per node, per 1,048,576 tokens of max-model-len: the
+DeepSeek-V4.1-Flash recipe (tonyd2wild-ds41) notes that it "grows with max context, about 5.2 GiB at
+1M". Taken as proportional to max-model-len and assumed for every model with an indexer."""
+
+
+@record(kw_only=False)
+class Reserve:
+    """What vLLM keeps per node beside the weights and the KV cache, and why."""
+
+    profile_bytes: float
+    """Activations, sampler and non-torch memory of the profile run (PROFILE_PEAK_GIB)."""
+    graph_bytes: float
+    """Target-model CUDA graphs (0 with --enforce-eager)."""
+    draft_graph_bytes: float
+    """Drafter CUDA graphs (0 without speculation or with --enforce-eager)."""
+    draft_weights_bytes: float = 0.0
+    """A separate draft model's weights on this node (its stated size over the TP ranks)."""
+    indexer_bytes: float = 0.0
+    """A sparse-attention indexer's prefill buffer at max-model-len (INDEXER_BUFFER_GIB_PER_MTOKEN)."""
+
+    @property
+    def total_bytes(self) -> float:
+        """All of it."""
+        return (self.profile_bytes + self.graph_bytes + self.draft_graph_bytes + self.draft_weights_bytes
+                + self.indexer_bytes)
+
+    @property
+    def profiled_bytes(self) -> float:
+        """What a pinned KV cache does not keep free: vLLM allocates exactly the pin without a
+        profile run, so only the graphs and the drafter's weights are set aside for certain."""
+        return self.graph_bytes + self.draft_graph_bytes + self.draft_weights_bytes
+
+
+def runtime_reserve(eager: bool, speculative: bool, draft_weights_bytes: float = 0.0,
+                    indexer_context_tokens: int = 0) -> Reserve:
+    """The reserve of one node: the profile peak, plus CUDA graphs unless eager, plus a drafter, plus
+    an indexer's prefill buffer when the model has one (`indexer_context_tokens` = max-model-len)."""
+    graphs = 0.0 if eager else CUDA_GRAPH_GIB * GiB
+    draft = DRAFT_GRAPH_GIB * GiB if speculative and not eager else 0.0
+    indexer = INDEXER_BUFFER_GIB_PER_MTOKEN * GiB * indexer_context_tokens / 2**20
+    return Reserve(PROFILE_PEAK_GIB * GiB, graphs, draft, draft_weights_bytes, indexer)
+
+
+DEFAULT_RESERVE = runtime_reserve(eager=False, speculative=False)
+"""A build without a recipe: CUDA graphs on (vLLM's default), no speculation."""
 
 
 @record(kw_only=False)
@@ -89,7 +148,7 @@ class Budget:
     weights_bytes: float
     """This node's share of the weights."""
     reserve_bytes: float
-    """Activations and runtime (RUNTIME_RESERVE_GIB)."""
+    """Activations, runtime and CUDA graphs (the parts in `reserve`)."""
     kv_pinned_bytes: float | None
     """--kv-cache-memory-bytes, when pinned."""
     engine_bytes: float
@@ -100,6 +159,10 @@ class Budget:
     """The KV cache: the pinned size, or what is left after the reserve."""
     fits: bool
     """Weights, reserve and KV fit inside the engine's share."""
+    reserve: Reserve = DEFAULT_RESERVE
+    """The reserve's parts."""
+    weights_loaded: bool = False
+    """weights_bytes is what the recipe's engine logged as loaded, not the stored size's share."""
 
     @property
     def free_bytes(self) -> float:
@@ -107,25 +170,19 @@ class Budget:
         return max(self.usable_bytes - self.weights_bytes - max(self.kv_bytes, 0.0) - self.reserve_bytes, 0.0)
 
 
-def node_budget(
-    hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None
-) -> Budget:
+def node_budget(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,
+                reserve: Reserve = DEFAULT_RESERVE, weights_loaded: bool = False) -> Budget:
     """The memory budget of one node."""
     usable = hardware.usable_memory_gib * GiB
-    reserve = RUNTIME_RESERVE_GIB * GiB
     pinned = kv_pinned_gib * GiB if kv_pinned_gib is not None else None
     engine = utilization * usable
     left = engine - weights_per_node
-    kv = pinned if pinned is not None else left - reserve
-    # One byte of slack: kv is engine - weights - reserve, and adding them back can round up.
-    fits = kv > 0 and weights_per_node + reserve + kv <= engine + 1
-    return Budget(usable, utilization, weights_per_node, reserve, pinned, engine, left, kv, fits)
-
-
-def nodes_needed(weights: Weights, hardware: Hardware, utilization: float) -> int | None:
-    """The smallest cluster whose nodes each hold their share with room left for KV, or None."""
-    room_per_node = utilization * hardware.usable_memory_gib * GiB - RUNTIME_RESERVE_GIB * GiB
-    if room_per_node <= 0:
-        return None
-    nodes = math.floor(weights.total_bytes / room_per_node) + 1
-    return nodes if nodes <= hardware.max_nodes else None
+    kept = reserve.total_bytes
+    kv = pinned if pinned is not None else left - kept
+    # A pin skips the profile run (the GB10 field report: pinning drops the activation reservation),
+    # so only what is certainly allocated must fit beside it. One byte of slack: kv is engine -
+    # weights - reserve, and adding them back can round up.
+    needed = reserve.profiled_bytes if pinned is not None else kept
+    fits = kv > 0 and weights_per_node + needed + kv <= engine + 1
+    return Budget(usable, utilization, weights_per_node, kept, pinned, engine, left, kv, fits, reserve,
+                  weights_loaded)

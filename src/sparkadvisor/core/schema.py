@@ -626,6 +626,10 @@ class Recipe:
     """--gpu-memory-utilization."""
     kv_cache_gib: float | None = checked(default=None, gt=0)
     """KV cache pinned per node with --kv-cache-memory-bytes, in GiB."""
+    weights_loaded_gib: float | None = checked(default=None, gt=0)
+    """Weights per rank as the engine logged them after loading, in GiB, when the recipe publishes it
+    (it differs from the stored size's share where layers are held at another precision, or a drafter
+    or vision encoder loads beside the model)."""
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype."""
     max_model_len: int | None = checked(default=None, ge=1)
