@@ -7,26 +7,32 @@ names the file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sparkadvisor import __version__, paths
+from sparkadvisor import __version__, core, paths
 from sparkadvisor.atomic import TEMP_SUFFIX, write_atomic
-from sparkadvisor.core import catalog as catalog_rules
-from sparkadvisor.core import sanity, schema
+from sparkadvisor.core import sanity
 from sparkadvisor.core.catalog import CatalogError, Problem, check_references, merge, parse_catalog
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.records import from_plain, record, to_plain
 from sparkadvisor.core.sanity import MAX_CATALOG_BYTES
 from sparkadvisor.core.schema import Catalog
 
-CACHE_FORMAT = 1
+try:  # hashlib.blake2b itself, without loading OpenSSL for hashlib's other algorithms (~4 ms at start-up)
+    from _blake2 import blake2b
+except ImportError:  # an interpreter built without it
+    from hashlib import blake2b
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.calibration import Calibration
+
+CACHE_FORMAT = 2
 """Version of the cache file's layout; a file of another version is ignored and rewritten."""
 
 CACHE_KEEP = 4
@@ -89,9 +95,9 @@ def read_catalog(path: Path) -> Catalog:
 def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> CatalogIndex:
     """The catalog in use (bundled or updated), then the user's imported builds, then each `extra` file, merged.
 
-    A checked catalog is cached as plain JSON records, keyed by a digest of every file's
-    bytes, the schema and the version, so start-up skips parsing and validation (and the
-    pydantic import) until a file changes."""
+    A checked catalog is cached as plain JSON records with its speed calibrations, keyed by a
+    digest of every file's bytes, the core's code and the version, so start-up skips parsing,
+    validation (and the pydantic import) and calibration until a file changes."""
     files = [active_catalog().path]
     user = paths.user_catalog_path()
     if include_user and user.is_file():
@@ -102,10 +108,10 @@ def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> Catalog
     cache = paths.cache_dir() / f"catalog-{digest}.json"
     cached = _read_cache(cache, digest)
     if cached is not None:
-        return CatalogIndex(cached)
-    catalog = _merged(files, texts)
-    _write_cache(cache, digest, catalog)
-    return CatalogIndex(catalog)
+        return CatalogIndex(*cached)
+    index = CatalogIndex(_merged(files, texts))
+    _write_cache(cache, digest, index)
+    return index
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -125,10 +131,15 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _digest(files: Sequence[Path], texts: Sequence[bytes]) -> str:
-    """Names every input of a cached catalog: the version, the schema's source and each file."""
-    digest = hashlib.sha256(f"{__version__}\0{CACHE_FORMAT}\0".encode())
-    for rules in (schema, catalog_rules, sanity):  # the code that decides whether a catalog is accepted
-        digest.update(Path(str(rules.__file__)).read_bytes())
+    """Names every input of a cached catalog: the version, the core's source and each file.
+    The core's code decides whether a catalog is accepted (schema, sanity) and what its
+    calibrations are (speed model, fitting): an edit to any of its files (name, size and
+    modification time, which a checkout or an install changes too) is a new entry."""
+    digest = blake2b(f"{__version__}\0{CACHE_FORMAT}\0".encode())
+    with os.scandir(Path(core.__file__).parent) as found:
+        sources = sorted((e.name, e.stat()) for e in found if e.name.endswith(".py"))
+    for name, stat in sources:
+        digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     for path, text in zip(files, texts, strict=True):
         digest.update(str(path).encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:24]
@@ -158,8 +169,11 @@ def _decode(path: Path, raw: bytes) -> str:
         raise CatalogError([Problem(str(path), None, "", f"is not UTF-8 text (byte {error.start})")]) from None
 
 
-def _read_cache(cache: Path, digest: str) -> Catalog | None:
-    """The cached catalog, or None when the file is missing, of another version or unreadable."""
+def _read_cache(cache: Path, digest: str) -> tuple[Catalog, dict[str, Calibration]] | None:
+    """The cached catalog and its calibrations, or None when the file is missing, of another
+    version or unreadable."""
+    from sparkadvisor.core.calibration import Calibration
+
     try:
         data = json.loads(cache.read_bytes())
         if data["format"] != CACHE_FORMAT or data["version"] != __version__ or data["digest"] != digest:
@@ -167,10 +181,11 @@ def _read_cache(cache: Path, digest: str) -> Catalog | None:
         if sanity.sanity_findings(data["catalog"]):  # a hand-edited cache: numbers the arithmetic cannot carry
             return None
         catalog = from_plain(Catalog, data["catalog"])
+        calibrations = {hw: from_plain(Calibration, plain) for hw, plain in data["calibrations"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     _touch(cache)
-    return catalog
+    return catalog, calibrations
 
 
 def _touch(cache: Path) -> None:
@@ -181,10 +196,11 @@ def _touch(cache: Path) -> None:
         pass
 
 
-def _write_cache(cache: Path, digest: str, catalog: Catalog) -> None:
+def _write_cache(cache: Path, digest: str, index: CatalogIndex) -> None:
     """Best effort: a cache that cannot be written only costs the next start-up."""
     record: dict[str, Any] = {"format": CACHE_FORMAT, "version": __version__, "digest": digest,
-                              "catalog": to_plain(catalog, drop_defaults=True)}
+                              "catalog": to_plain(index.catalog, drop_defaults=True),
+                              "calibrations": {hw: to_plain(c) for hw, c in index.calibrations.items()}}
     try:
         write_atomic(cache, json.dumps(record, ensure_ascii=False, separators=(",", ":")))
         _prune(cache.parent)

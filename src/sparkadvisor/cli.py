@@ -42,8 +42,9 @@ def command_module(name: str) -> ModuleType:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser. With `only`, the other subcommands are listed but their modules
-    are not imported, so `--help` and a single command start without loading the rest."""
+    """The argument parser. With `only` naming a subcommand, the parser has that one alone (its
+    words are all argparse reads); with `only=""`, every subcommand is listed but no module
+    imported, so `--help` and a single command start without loading the rest."""
     from sparkadvisor.commands.common import add_catalog_option
 
     parser = argparse.ArgumentParser(
@@ -54,6 +55,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_catalog_option(parser, dest="catalog")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
+        if only and name != only:
+            continue
         command = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or name == only:
             command_module(name).add_arguments(command)

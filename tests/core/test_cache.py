@@ -31,9 +31,25 @@ def test_a_warm_load_equals_a_cold_one_and_the_cache_is_json(index):
     cold = load_index(include_user=False)
     [entry] = entries()
     data = json.loads(entry.read_text())
-    assert set(data) == {"format", "version", "digest", "catalog"}
+    assert set(data) == {"format", "version", "digest", "catalog", "calibrations"}
     warm = load_index(include_user=False)
     assert warm.catalog == cold.catalog == index.catalog
+    assert warm.calibrations == cold.calibrations == index.calibrations, "the cache keeps what calibrating gives"
+
+
+def test_an_edit_to_the_core_is_a_new_entry(tmp_path, monkeypatch):
+    """The cache keeps calibrations, so an edit to the speed model (any core file) must not reuse them."""
+    import shutil
+
+    copy = tmp_path / "core"
+    shutil.copytree(Path(catalogs.core.__file__).parent, copy)
+    monkeypatch.setattr(catalogs.core, "__file__", str(copy / "__init__.py"))
+    bundled = [paths.bundled("catalog.toml")]
+    before = catalogs._digest(bundled, [bundled[0].read_bytes()])
+    assert catalogs._digest(bundled, [bundled[0].read_bytes()]) == before
+    with (copy / "speed.py").open("a") as speed:
+        speed.write("\n# an edit\n")
+    assert catalogs._digest(bundled, [bundled[0].read_bytes()]) != before
 
 
 def test_the_plain_form_rebuilds_every_record(index):

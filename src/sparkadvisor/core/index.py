@@ -8,7 +8,7 @@ hardware; the per-cluster stages in `core.stages` start from these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.memory import Weights, build_weights
@@ -58,10 +58,11 @@ class CatalogIndex:
     """Per-build facts, for every build whose model is in the catalog."""
     calibrations: dict[str, Calibration] = field(init=False)
     """Speed constants for each hardware id and engine, calibrated to the catalog's measurements."""
+    calibrated: InitVar[dict[str, Calibration] | None] = None
+    """The calibrations of this very catalog, computed before (the catalog cache keeps them):
+    calibrating every hardware costs more than the rest of the index."""
 
-    def __post_init__(self) -> None:
-        from sparkadvisor.core.calibration import calibrate_all
-
+    def __post_init__(self, calibrated: dict[str, Calibration] | None) -> None:
         set_ = object.__setattr__
         set_(self, "hardware", {h.id: h for h in self.catalog.hardware})
         set_(self, "models", {m.id: m for m in self.catalog.models})
@@ -72,7 +73,12 @@ class CatalogIndex:
             recipes.setdefault(recipe.build, []).append(recipe)
         set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})
         set_(self, "facts", {b.id: self._facts(b) for b in self.catalog.builds if b.model in self.models})
-        set_(self, "calibrations", {h.id: calibrate_all(self, h) for h in self.catalog.hardware})
+        known = calibrated or {}
+        if any(h.id not in known for h in self.catalog.hardware):
+            from sparkadvisor.core.calibration import calibrate_all
+
+            known = {h.id: known.get(h.id) or calibrate_all(self, h) for h in self.catalog.hardware}
+        set_(self, "calibrations", known)
 
     def speed_constants(self, hardware: Hardware, engine: str = ENGINE) -> SpeedConstants:
         """The calibrated constants for `engine` on `hardware` (calibrated on demand for hand-built hardware)."""

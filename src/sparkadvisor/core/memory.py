@@ -7,6 +7,8 @@ profiles activations, and gives the rest to the KV cache, or exactly
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
@@ -65,6 +67,7 @@ class Reserve:
         return self.graph_bytes + self.draft_graph_bytes + self.draft_weights_bytes
 
 
+@lru_cache(maxsize=256)
 def runtime_reserve(eager: bool, speculative: bool, draft_weights_bytes: float = 0.0,
                     indexer_context_tokens: int = 0) -> Reserve:
     """The reserve of one node: the profile peak, plus CUDA graphs unless eager, plus a drafter, plus
@@ -124,15 +127,21 @@ def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None) -> tuple[
     """(tp, pp, why) for one GPU per node. TP must divide the attention and KV heads."""
     if recipe is not None:
         return recipe.tp, recipe.pp, f"as the recipe sets it ({recipe.title})"
+    attention = model.attention
+    return _split(attention.heads if attention else None, attention.kv_heads if attention else None, nodes)
+
+
+@lru_cache(maxsize=1024)
+def _split(heads: int | None, kv_heads: int | None, nodes: int) -> tuple[int, int, str]:
+    """`valid_parallelism` without a recipe: a few head counts cover every model, so each is worked out once."""
     if nodes == 1:
         return 1, 1, "one node"
-    attention = model.attention
-    heads = [h for h in (attention.heads, attention.kv_heads) if h] if attention else []
-    if heads and all(h % nodes == 0 for h in heads):
-        return nodes, 1, f"{nodes} divides the {'/'.join(map(str, heads))} attention/KV heads"
-    if not heads and nodes & (nodes - 1) == 0:
+    counts = [h for h in (heads, kv_heads) if h]
+    if counts and all(h % nodes == 0 for h in counts):
+        return nodes, 1, f"{nodes} divides the {'/'.join(map(str, counts))} attention/KV heads"
+    if not counts and nodes & (nodes - 1) == 0:
         return nodes, 1, "head counts unknown (powers of two divide every published model)"
-    if not heads:
+    if not counts:
         return 1, nodes, f"head counts unknown and {nodes} is not a power of two, so the layers are split instead"
     return 1, nodes, f"{nodes} does not divide the heads, so the layers are split instead"
 
@@ -173,6 +182,18 @@ class Budget:
 def node_budget(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,
                 reserve: Reserve = DEFAULT_RESERVE, weights_loaded: bool = False) -> Budget:
     """The memory budget of one node."""
+    return Budget(*_budget(hardware, weights_per_node, utilization, kv_pinned_gib, reserve), reserve, weights_loaded)
+
+
+def node_fits(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,
+              reserve: Reserve = DEFAULT_RESERVE) -> bool:
+    """`node_budget(...).fits`, without the record (the search for the nodes a build needs asks it often)."""
+    return _budget(hardware, weights_per_node, utilization, kv_pinned_gib, reserve)[-1]
+
+
+def _budget(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,
+            reserve: Reserve) -> tuple[float, float, float, float, float | None, float, float, float, bool]:
+    """The figures of a `Budget`, in its order."""
     usable = hardware.usable_memory_gib * GiB
     pinned = kv_pinned_gib * GiB if kv_pinned_gib is not None else None
     engine = utilization * usable
@@ -184,5 +205,4 @@ def node_budget(hardware: Hardware, weights_per_node: float, utilization: float,
     # weights - reserve, and adding them back can round up.
     needed = reserve.profiled_bytes if pinned is not None else kept
     fits = kv > 0 and weights_per_node + needed + kv <= engine + 1
-    return Budget(usable, utilization, weights_per_node, kept, pinned, engine, left, kv, fits, reserve,
-                  weights_loaded)
+    return usable, utilization, weights_per_node, kept, pinned, engine, left, kv, fits

@@ -75,7 +75,12 @@ class Plan:
     constants: SpeedConstants
     """The calibrated speed constants the estimates used."""
     targets: tuple[TargetCheck, ...] = ()
-    """Each of the workload's targets: met, missed or unknown (core.targets)."""
+    """Each of the workload's targets: met, missed or unknown (core.targets). Judged on the
+    plan's own figures when the plan is made, unless given."""
+
+    def __post_init__(self) -> None:
+        if not self.targets:
+            object.__setattr__(self, "targets", check_targets(self))
 
     # Shorthands for the figures views read most; each is one stage's field.
     tp = property(lambda self: self.fit.tp)
@@ -122,10 +127,10 @@ class Plan:
     @property
     def turn_s(self) -> float | None:
         """First token plus the answer at the decode speed a turn is costed at."""
-        speed = self.speed.tok_s
-        if self.first.ttft_s is None or not speed:
+        speed, ttft = self.speed.tok_s, self.first.ttft_s
+        if ttft is None or not speed:
             return None
-        return self.first.ttft_s + self.workload.output_tokens / speed
+        return ttft + self.workload.output_tokens / speed
 
     @property
     def cold_ttft_s(self) -> float | None:
@@ -191,12 +196,16 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     caveats = _caveats(index, facts, recipe)
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
                         constants=constants, weight_format=build.format)
-    stages = dict(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
-                  weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
-                  disqualified_by=next((c for c in caveats if workload.kind in c.disqualifies), None),
-                  constants=constants)
-    # The targets read the plan's own figures: judged on the plan without them, then kept with it.
-    return Plan(**stages, targets=check_targets(Plan(**stages)))  # type: ignore[arg-type]
+    return Plan(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
+                weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
+                disqualified_by=_disqualifier(caveats, workload), constants=constants)
+
+
+def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | None:
+    for caveat in caveats:
+        if workload.kind in caveat.disqualifies:
+            return caveat
+    return None
 
 
 def _engine(build: Build, settings: Settings) -> str:

@@ -44,8 +44,9 @@ class Ranked:
     plan: Plan
     rank: int | None
     """1-based; None when excluded."""
-    reason: str
-    """Why it sits here, the decisive factor first, in one sentence."""
+    given_reason: str | None
+    """The reason as written when the place was decided (an exclusion), or None: `reason`
+    writes it from the plan when a view shows it."""
     capability: float | None
     """Score / frontier reference score on the same benchmark, when sourced."""
     decisive: Decisive = "speed"
@@ -58,10 +59,20 @@ class Ranked:
         """Does not fit, or is disqualified for the workload."""
         return self.rank is None
 
+    @property
+    def reason(self) -> str:
+        """Why it sits here, the decisive factor first, in one sentence."""
+        if self.given_reason is not None:
+            return self.given_reason
+        return _reason(self.plan, self.plan.targets, self.capability, self.score)
+
 
 def capability_for(model: Model, workload: Workload) -> Capability | None:
     """The score the ranking uses: the first the catalog lists for this workload."""
-    return next((c for c in model.capability if workload.kind in c.workloads), None)
+    for capability in model.capability:
+        if workload.kind in capability.workloads:
+            return capability
+    return None
 
 
 def capability_share(model: Model, workload: Workload) -> float | None:
@@ -104,7 +115,7 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
             excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap, why))
     included.sort(key=lambda item: item[0])
     excluded.sort(key=lambda item: item[:2])
-    ranked = [Ranked(plan, place, _reason(plan, checks, ratio, cap), ratio, _decisive(checks, ratio), cap)
+    ranked = [Ranked(plan, place, None, ratio, _decisive(checks, ratio), cap)
               for place, (_, plan, checks, ratio, cap) in enumerate(included, 1)]
     ranked += [Ranked(plan, None, why, ratio, "fit" if not plan.fits else "caveat", cap)
                for _, _, plan, ratio, cap, why in excluded]
@@ -134,12 +145,14 @@ def _sort_key(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None,
     harness = 0 if plan.workload.kind == "agentic" and cap is not None and cap.in_claude_code else 1
     # A reference read off the model's own table outweighs one borrowed from another table.
     borrowed = 1 if cap is not None and cap.reference_elsewhere else 0
-    return (_group(checks), tier, len(hurting_caveats(plan)), harness, borrowed,
-            plan.turn_s if plan.turn_s is not None else math.inf)
+    turn = plan.turn_s
+    return (_group(checks), tier, len(hurting_caveats(plan)), harness, borrowed, turn if turn is not None else math.inf)
 
 
 def hurting_caveats(plan: Plan) -> tuple[Caveat, ...]:
     """Warnings and critical caveats that make this workload worse (without ruling the build out)."""
+    if not plan.caveats:
+        return ()
     return tuple(c for c in by_severity(plan.caveats)
                  if plan.workload.kind in c.hurts and c.severity != "info" and c is not plan.disqualified_by)
 

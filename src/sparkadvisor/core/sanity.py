@@ -28,6 +28,8 @@ Finding = tuple[tuple[Any, ...], str]
 
 def sanity_findings(data: dict[str, Any]) -> list[Finding]:
     """Values nested too deep, numbers out of any sane range, ids used twice in one file."""
+    if _plainly_sane(data, 0):  # the usual case, told without building every leaf's location
+        return _duplicate_ids(data)
     findings: list[Finding] = []
     for loc, value in _values(data, findings):
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -38,6 +40,28 @@ def sanity_findings(data: dict[str, Any]) -> list[Finding]:
             findings.append((loc, f"{value:g} is outside any sane range for a catalog figure "
                                   f"(non-zero values lie between {SMALLEST:g} and {LARGEST:g} in size)"))
     return findings + _duplicate_ids(data)
+
+
+def _plainly_sane(value: Any, depth: int) -> bool:
+    """No number out of range and nothing nested deeper than MAX_NESTING: what `sanity_findings`
+    looks for, as one yes or no."""
+    if not isinstance(value, dict | list):
+        return True
+    if depth >= MAX_NESTING:
+        return False
+    for item in value.values() if isinstance(value, dict) else value:
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is float or kind is int:
+            if item != 0 and not SMALLEST <= abs(item) <= LARGEST:  # NaN compares false: not sane either
+                return False
+        elif kind is dict or kind is list:
+            if not _plainly_sane(item, depth + 1):
+                return False
+        elif isinstance(item, int | float | dict | list):
+            return False  # a subclass: the full walk decides
+    return True
 
 
 def _values(data: Any, findings: list[Finding]) -> Iterator[tuple[tuple[Any, ...], Any]]:

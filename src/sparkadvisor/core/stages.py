@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import KvShape, kv_shape, sessions_at
-from sparkadvisor.core.memory import Budget, Reserve, Weights, node_budget, runtime_reserve, valid_parallelism
+from sparkadvisor.core.memory import (
+    Budget,
+    Reserve,
+    Weights,
+    node_budget,
+    node_fits,
+    runtime_reserve,
+    valid_parallelism,
+)
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
 from sparkadvisor.core.speed import (
@@ -67,7 +75,10 @@ def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: i
 def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
     """The vLLM recipe for this build on exactly `nodes` of this hardware: the newest one the
     user's own `sparkadvisor bench` recorded, else the best-measured published one."""
-    candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes]
+    on_hardware = facts.recipes.get(hardware.id)
+    if not on_hardware:
+        return None
+    candidates = [r for r in on_hardware if r.nodes == nodes]
     own = [r for r in candidates if r.id in facts.own_recipes]
     return own[-1] if own else published_recipe(facts, hardware, nodes)
 
@@ -117,22 +128,44 @@ def _fits(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings
           ranks: int) -> tuple[Budget, bool, bool]:
     """(budget, fits, fits only by a measured recipe). A recipe's measured decode proves it runs
     only with the recipe's own memory settings, not under a user's override."""
-    overridden = settings.gpu_memory_utilization is not None
-    streams = bool(recipe and recipe.streams_tables)
-    pinned = recipe.kv_cache_gib if recipe and not overridden else None
-    loaded = recipe.weights_loaded_gib if recipe and recipe.tp * recipe.pp == ranks else None
-    weights = loaded * GiB if loaded else facts.weights.resident_bytes(streams) / ranks
-    budget = node_budget(hardware, weights, utilization(settings, recipe, hardware), pinned,
-                         reserve_for(facts, recipe, settings, ranks), weights_loaded=bool(loaded))
-    by_recipe = not budget.fits and not overridden and measured(recipe, "decode_tok_s") is not None
+    budget = node_budget(hardware, *_node_share(facts, hardware, recipe, settings, ranks),
+                         weights_loaded=_loaded_gib(recipe, ranks) is not None)
+    by_recipe = not budget.fits and _runs_as_measured(recipe, settings)
     return budget, budget.fits or by_recipe, by_recipe
+
+
+def _fits_at(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings, ranks: int) -> bool:
+    """`_fits(...)[1]` without the budget record."""
+    return (node_fits(hardware, *_node_share(facts, hardware, recipe, settings, ranks))
+            or _runs_as_measured(recipe, settings))
+
+
+def _node_share(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
+                ranks: int) -> tuple[float, float, float | None, Reserve]:
+    """(weights per node, utilization, pinned KV GiB, reserve) the budget is drawn up with. The
+    weights are the recipe's logged per-rank figure when it has one, else the stored share."""
+    streams = bool(recipe and recipe.streams_tables)
+    pinned = recipe.kv_cache_gib if recipe and settings.gpu_memory_utilization is None else None
+    loaded = _loaded_gib(recipe, ranks)
+    weights = loaded * GiB if loaded is not None else facts.weights.resident_bytes(streams) / ranks
+    return weights, utilization(settings, recipe, hardware), pinned, reserve_for(facts, recipe, settings, ranks)
+
+
+def _loaded_gib(recipe: Recipe | None, ranks: int) -> float | None:
+    """The recipe's logged weights per rank, when it splits over exactly these ranks."""
+    return recipe.weights_loaded_gib if recipe is not None and recipe.tp * recipe.pp == ranks else None
+
+
+def _runs_as_measured(recipe: Recipe | None, settings: Settings) -> bool:
+    """A measured decode shows the recipe runs, with its own memory settings (no override)."""
+    return settings.gpu_memory_utilization is None and measured(recipe, "decode_tok_s") is not None
 
 
 def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None) -> int | None:
     """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried."""
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
     for nodes in range(1, fits_on or hardware.max_nodes + 1):
-        if _fits(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes)[1]:
+        if _fits_at(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes):
             return nodes
     return fits_on
 
@@ -282,18 +315,21 @@ class DecodeSpeed:
     """Ceiling, expected speed (all streams together) and range; None without active parameters."""
     measured: Measurement | None
     """The recipe's decode measurement at the workload's streams (single-stream or aggregate)."""
+    tok_s: float | None
+    """The speed each stream's turn is costed at: measured when the recipe measured it, else expected
+    (`stream_speed`)."""
     eager: bool = False
     """The execution mode the estimate assumed (True: without CUDA graphs)."""
     streams: int = 1
     """Sequences decoding at once."""
 
-    @property
-    def tok_s(self) -> float | None:
-        """The speed each stream's turn is costed at: measured when the recipe measured it, else expected."""
-        if self.measured is not None:
-            m = self.measured
-            return m.value if m.metric == "decode_tok_s" else m.value / self.streams
-        return self.estimate.per_stream_tok_s if self.estimate else None
+
+def stream_speed(estimate: DecodeEstimate | None, measurement: Measurement | None, streams: int) -> float | None:
+    """Tokens per second each stream sees: the measurement (single-stream, or aggregate / streams),
+    else the estimate's."""
+    if measurement is not None:
+        return measurement.value if measurement.metric == "decode_tok_s" else measurement.value / streams
+    return estimate.per_stream_tok_s if estimate else None
 
 
 def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, pool: KvPool,
@@ -308,7 +344,9 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
     estimate = estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants) if inputs else None
     same_mode = eager is None or recipe is None or eager == recipe.enforce_eager
     found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
-    return DecodeSpeed(estimate=estimate, measured=found if same_mode else None,
+    if not same_mode:
+        found = None
+    return DecodeSpeed(estimate=estimate, measured=found, tok_s=stream_speed(estimate, found, streams),
                        eager=inputs.eager if inputs else bool(eager), streams=streams)
 
 
@@ -414,9 +452,9 @@ def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tup
 
 
 def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
-    forced = next((c for c in caveats if c.kind in PREFIX_OFF_KINDS), None)
-    if forced is not None:
-        return False, forced.explanation
+    for caveat in caveats:
+        if caveat.kind in PREFIX_OFF_KINDS:
+            return False, caveat.explanation
     if recipe is not None and not recipe.prefix_caching:
         return False, f"the recipe ({recipe.title}) disables prefix caching"
     return True, "prefix caching on (vLLM's default)"

@@ -8,6 +8,7 @@ figure says: every turn recomputes the whole prompt (the article's point).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from sparkadvisor.core.records import record
@@ -19,16 +20,46 @@ if TYPE_CHECKING:
     from sparkadvisor.core.plan import Plan
 
 Status = Literal["met", "missed", "unknown"]
+TargetKey = Literal["context", "first-token", "turn", "decode", "sessions"]
 
 
-@record(kw_only=False)
 class TargetCheck:
-    """One target of the workload against one plan."""
+    """One target of the workload against one plan: its status, and the sentence that says so.
 
-    key: Literal["context", "first-token", "turn", "decode", "sessions"]
+    The ranking reads only the statuses of every plan; the sentence is written when a view
+    asks for `text` (a view shows a few plans, a ranking judges thousands). Two checks are
+    equal when key, status and text are."""
+
+    __slots__ = ("key", "status", "_words")
+
+    key: TargetKey
     status: Status
-    text: str
-    """In words, e.g. "context 32,768 < 100,200 needed"."""
+    _words: str | Callable[[], str]
+
+    def __init__(self, key: TargetKey, status: Status, words: str | Callable[[], str]) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "_words", words)
+
+    @property
+    def text(self) -> str:
+        """In words, e.g. "context 32,768 < 100,200 needed"."""
+        words = self._words
+        return words if isinstance(words, str) else words()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a TargetCheck is frozen: cannot assign {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TargetCheck):
+            return NotImplemented
+        return (self.key, self.status, self.text) == (other.key, other.status, other.text)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.status, self.text))
+
+    def __repr__(self) -> str:
+        return f"TargetCheck({self.key!r}, {self.status!r}, {self.text!r})"
 
 
 @record(kw_only=False)
@@ -79,26 +110,29 @@ def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
 
 def _context(plan: Plan) -> TargetCheck:
     usable, needed = usable_context(plan.model, plan.recipe), context_needed(plan.workload)
-    if usable.tokens is None:
+    tokens = usable.tokens
+    if tokens is None:
         return TargetCheck("context", "unknown", "context window unknown")
-    if usable.tokens < needed:
+    if tokens < needed:
         ctx = plan.model.context
         hint = (f" ({ctx.extended_method or 'RoPE scaling'} reaches {ctx.extended_tokens:,} if a recipe enables it)"
                 if ctx and ctx.extended_tokens and ctx.extended_tokens >= needed and usable.basis == "native" else "")
-        return TargetCheck("context", "missed", f"context {usable.tokens:,} < {needed:,} needed{hint}")
-    return TargetCheck("context", "met", f"context {usable.tokens:,} >= {needed:,} needed")
+        return TargetCheck("context", "missed", lambda: f"context {tokens:,} < {needed:,} needed{hint}")
+    return TargetCheck("context", "met", lambda: f"context {tokens:,} >= {needed:,} needed")
 
 
 def _first_token(plan: Plan) -> TargetCheck:
-    w, ttft = plan.workload, plan.ttft_s
-    if w.kind == "agentic" and not plan.prefix_caching:
-        return TargetCheck("first-token", "missed", f"first token {fmt_seconds(ttft)}: prefix caching is off "
-                           f"({prefix_off_cite(plan)}), every turn recomputes {plan.uncached_tokens:,} tokens")
+    w, ttft = plan.workload, plan.first.ttft_s
+    target = w.first_token_target_s
+    if w.kind == "agentic" and not plan.first.prefix_caching:
+        uncached = plan.first.uncached_tokens
+        return TargetCheck("first-token", "missed", lambda: f"first token {fmt_seconds(ttft)}: prefix caching is "
+                           f"off ({prefix_off_cite(plan)}), every turn recomputes {uncached:,} tokens")
     if ttft is None:
         return TargetCheck("first-token", "unknown", "first token unknown (no prefill figure)")
-    if ttft > w.first_token_target_s:
-        return TargetCheck("first-token", "missed", f"first token {ttft:.0f} s > {w.first_token_target_s:.0f} s")
-    return TargetCheck("first-token", "met", f"first token {fmt_seconds(ttft)} <= {w.first_token_target_s:.0f} s")
+    if ttft > target:
+        return TargetCheck("first-token", "missed", lambda: f"first token {ttft:.0f} s > {target:.0f} s")
+    return TargetCheck("first-token", "met", lambda: f"first token {fmt_seconds(ttft)} <= {target:.0f} s")
 
 
 def prefix_off_cite(plan: Plan) -> str:
@@ -110,27 +144,28 @@ def prefix_off_cite(plan: Plan) -> str:
 
 
 def _turn(plan: Plan) -> TargetCheck:
-    w, turn = plan.workload, plan.turn_s
+    turn, target = plan.turn_s, plan.workload.turn_target_s
     if turn is None:
         return TargetCheck("turn", "unknown", "time per turn unknown")
-    if turn > w.turn_target_s:
-        return TargetCheck("turn", "missed", f"turn {turn:.0f} s > {w.turn_target_s:.0f} s")
-    return TargetCheck("turn", "met", f"turn {fmt_seconds(turn)} <= {w.turn_target_s:.0f} s")
+    if turn > target:
+        return TargetCheck("turn", "missed", lambda: f"turn {turn:.0f} s > {target:.0f} s")
+    return TargetCheck("turn", "met", lambda: f"turn {fmt_seconds(turn)} <= {target:.0f} s")
 
 
 def _decode(plan: Plan) -> TargetCheck:
-    w, speed = plan.workload, plan.decode_tok_s
+    speed, target = plan.speed.tok_s, plan.workload.decode_target_tok_s
     if speed is None:
         return TargetCheck("decode", "unknown", "decode speed unknown")
-    if speed < w.decode_target_tok_s:
-        return TargetCheck("decode", "missed", f"decode {speed:.0f} tok/s < {w.decode_target_tok_s:.0f} tok/s")
-    return TargetCheck("decode", "met", f"decode {speed:.0f} tok/s >= {w.decode_target_tok_s:.0f} tok/s")
+    if speed < target:
+        return TargetCheck("decode", "missed", lambda: f"decode {speed:.0f} tok/s < {target:.0f} tok/s")
+    return TargetCheck("decode", "met", lambda: f"decode {speed:.0f} tok/s >= {target:.0f} tok/s")
 
 
 def _sessions(plan: Plan) -> TargetCheck:
-    tokens = plan.workload.context_tokens
-    if plan.sessions is None:
-        return TargetCheck("sessions", "unknown", f"room for a {tokens:,}-token session unknown (KV size unknown)")
-    if plan.sessions == 0:
-        return TargetCheck("sessions", "missed", f"no room for one {tokens:,}-token session")
-    return TargetCheck("sessions", "met", f"{plural(plan.sessions, 'session')} of {tokens:,} tokens fit")
+    tokens, sessions = plan.workload.context_tokens, plan.pool.sessions
+    if sessions is None:
+        return TargetCheck("sessions", "unknown",
+                           lambda: f"room for a {tokens:,}-token session unknown (KV size unknown)")
+    if sessions == 0:
+        return TargetCheck("sessions", "missed", lambda: f"no room for one {tokens:,}-token session")
+    return TargetCheck("sessions", "met", lambda: f"{plural(sessions, 'session')} of {tokens:,} tokens fit")
