@@ -9,8 +9,8 @@
 #   TP=2, PP=1, as the recipe sets it (tonyd2wild: GLM-5.3-Flash NVFP4 + DFlash2, TP2): each node holds 1/2,
 #   92.2 GiB.
 #   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 92.2 GiB of weights,
-#   11.2 GiB is left for the KV cache and activations. The recipe pins the KV cache at 6 GiB per node. It
-#   fits.
+#   11.2 GiB is left for the KV cache and activations. The recipe pins the KV cache at 6 GiB per node, so vLLM
+#   skips its profile run; activations come out of what is left. It fits.
 #   6.0 GiB / 7.09 KiB = 870k tokens of KV pool; at 100,000 tokens per session, 8 concurrent sessions fit.
 #   Measured: 581k-679k tokens (581,040 profiler-sized, 678,661 at the 6 GiB pin).
 #   Measured 46.9 tok/s (single stream, code prompt, warm, 74.1% draft acceptance (README, 2026-08-28)) at its
