@@ -29,3 +29,16 @@ def index():
     from sparkadvisor.catalogs import load_index
 
     return load_index(include_user=False)
+
+
+# Tests that take many seconds on their own (a type check of src/, the app in a real terminal): run
+# first, so that under `pytest -n 2` one worker spends them while the other works through the rest
+# instead of the whole run waiting on them at the end.
+LONG_FIRST = ("tests/test_types.py", "tests/tui/test_tmux.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def first(item: pytest.Item) -> int:
+        return 0 if item.nodeid.startswith(LONG_FIRST) else 1
+
+    items.sort(key=first)  # sort is stable: the rest keep their order

@@ -29,7 +29,7 @@ class StatusApp(App[None]):
         yield self.status_widget
 
 
-async def _wait_for(widget: ProbeStatus, words: str, limit_s: float = 3.0) -> None:
+async def _wait_for(widget: ProbeStatus, words: str, limit_s: float = 10.0) -> None:
     deadline = time.monotonic() + limit_s
     while words not in widget.status and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
@@ -66,15 +66,15 @@ async def test_the_line_shows_the_hit_rate_between_polls(settings_file) -> None:
 
 async def test_a_stalled_server_never_blocks_the_screen(settings_file) -> None:
     server = vllm_server(mode="stall")
-    status = ProbeStatus(server.url, poll_s=5, timeout_s=1.0, claude_settings=settings_file({}))
+    status = ProbeStatus(server.url, poll_s=5, timeout_s=3.0, claude_settings=settings_file({}))
     try:
         async with StatusApp(status).run_test() as pilot:
             started = time.monotonic()
             await pilot.press("tab")
-            assert time.monotonic() - started < 0.5
+            assert time.monotonic() - started < 1.5, "a key is handled while the probe waits its 3 s timeout"
             assert status.status == "probing vLLM..."
             await _wait_for(status, "did not answer")
-            assert f"vLLM down at {server.url}: {server.url}/health did not answer within 1 s" in status.status
+            assert f"vLLM down at {server.url}: {server.url}/health did not answer within 3 s" in status.status
             assert status.status.endswith("Claude Code -> cloud!") and status.has_class("-critical")
     finally:
         server.close()

@@ -41,7 +41,7 @@ class Terminal:
     def press(self, key: str) -> None:
         self.tmux("send-keys", "-t", "app", key)
 
-    def wait_for(self, check: Callable[[str], bool], what: str, timeout_s: float = 20) -> str:
+    def wait_for(self, check: Callable[[str], bool], what: str, timeout_s: float = 60) -> str:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             text = self.screen()
