@@ -7,7 +7,13 @@ import pytest
 
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.explain import explain
-from sparkadvisor.core.memory import CUDA_GRAPH_GIB, DRAFT_GRAPH_GIB, INDEXER_BUFFER_GIB_PER_MTOKEN, PROFILE_PEAK_GIB
+from sparkadvisor.core.memory import (
+    CUDA_GRAPH_GIB,
+    DRAFT_GRAPH_GIB,
+    DRAFT_PROFILE_GIB,
+    INDEXER_BUFFER_GIB_PER_MTOKEN,
+    PROFILE_PEAK_GIB,
+)
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import AGENTIC, Settings
@@ -45,10 +51,18 @@ def test_a_pinned_cache_skips_the_profile_run_but_not_the_drafter(index):
     assert "skips its profile run" in step(glm, "budget")
 
 
-def test_the_profile_peak_alone_is_kept_for_an_eager_build_without_speculation(index):
-    p = plan(index, "qwen3.8-flash-next-nvfp4", 2, Settings(enforce_eager=True))
+def test_an_eager_build_keeps_the_profile_peak_and_its_drafters_share(index):
+    p = plan(index, "qwen3.8-flash-next-nvfp4", 2, Settings(enforce_eager=True))  # MTP speculation
     r = p.budget.reserve
-    assert r.total_bytes == pytest.approx(PROFILE_PEAK_GIB * GiB + r.indexer_bytes + r.draft_weights_bytes)
+    assert r.profile_bytes == pytest.approx((PROFILE_PEAK_GIB + DRAFT_PROFILE_GIB) * GiB)
+    assert r.total_bytes == pytest.approx(r.profile_bytes + r.indexer_bytes + r.draft_weights_bytes)
+
+
+def test_a_build_without_a_recipe_keeps_the_profile_peak_and_cuda_graphs(index):
+    p = plan(index, "qwen3-next-80b-a3b-nvfp4", 1)
+    assert p.recipe is None
+    r = p.budget.reserve
+    assert r.total_bytes == pytest.approx((PROFILE_PEAK_GIB + CUDA_GRAPH_GIB) * GiB)
 
 
 def test_a_recipe_that_logs_its_loaded_weights_is_budgeted_with_them(index):

@@ -11,7 +11,7 @@ from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.memory import Reserve
+from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
@@ -169,7 +169,9 @@ def _budget(plan: Plan) -> Step:
 
 def _reserve_text(r: Reserve) -> str:
     """The reserve's parts, each with the log its figure comes from (one recipe each, assumed here)."""
-    parts = [f"{r.profile_bytes / GiB:.1f} GiB profile run, from GLM-5.3-Flash TP2's log"]
+    parts = [f"{r.profile_bytes / GiB:.1f} GiB profile run"
+             + (" with its drafter" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else "")
+             + ", from GLM-5.3-Flash TP2's log"]
     parts.append(f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log" if r.graph_bytes
                  else "no CUDA graphs (eager)")
     if r.draft_graph_bytes:
@@ -313,8 +315,12 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
     conditions = (f"{m.context_tokens or DEFAULT_DECODE_CONTEXT:,} tokens"
                   f"{'' if m.context_tokens else ' (assumed: not stated)'}, {m.streams} stream"
                   f"{'s' if m.streams > 1 else ''}, {'eager' if eager else 'CUDA graphs'}")
-    return (f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}) at its own conditions "
-            f"({conditions}); the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
+    head = f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}) at its own conditions ({conditions}); "
+    if d.tables:
+        return (head + f"the model's {expected:.0f} there leaves out the {d.tables} table every token reads (its bytes "
+                f"per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor "
+                f"fidelity` lists this row apart, never as a pass; {plan.efficiency:.0%} of the ceiling.")
+    return (head + f"the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
             f"predicted range; {plan.efficiency:.0%} of the ceiling.")
 
 

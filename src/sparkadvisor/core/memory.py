@@ -14,15 +14,22 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
-PROFILE_PEAK_GIB = 5.0
+PROFILE_PEAK_GIB = 2.6
 """What vLLM's profile run takes per node beside the weights (activations at max-num-batched-tokens,
 the sampler's dummy batch, and the non-torch memory that appears meanwhile: NCCL buffers, cuBLAS and
-attention workspaces). One published recipe pins it down: the GLM-5.3-Flash NVFP4 TP2 recipe
-(tonyd2wild-glm: eager, 8,192 batched tokens, gpu-memory-utilization 0.85) logs a profiler-sized pool
-of 581,040 tokens against 678,661 at its 6 GiB pin, so the profiler left 6 x 581,040 / 678,661 =
-5.14 GiB of KV. 0.85 x 121.6 = 103.36 GiB, less 92.20 GiB of target weights, 1.02 GiB of DFlash2
-drafter (2.2 GB split over TP2) and 5.14 GiB of KV leaves 5.0 GiB. Other builds, batch sizes and
-attention backends are assumed to need the same: no second source logs it."""
+attention workspaces). One published recipe pins it down: tonyd2wild-glm (GLM-5.3-Flash NVFP4, TP2,
+eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144) logs a 965,166-token
+profiler-sized pool without a drafter, against 678,661 tokens at its 6 GiB pin: the profiler left
+6 x 965,166 / 678,661 = 8.53 GiB of KV, and 0.85 x 121.6 - 92.20 GiB of weights - 8.53 = 2.6 GiB.
+The pool is the minimum over the ranks, and the README notes its worker rank profiles 4-5 GiB less
+headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and attention
+backends are assumed to need the same: no second source logs it."""
+
+DRAFT_PROFILE_GIB = 2.4
+"""What a speculative drafter adds to the profile run beside its own weights: the same recipe's
+profiler-sized pool with its DFlash2 drafter is 581,040 tokens (5.14 GiB of KV), so 103.36 - 92.20 -
+1.02 GiB of drafter weights (2.2 GB over TP2) - 5.14 - 2.6 = 2.4 GiB. Assumed for other drafters and
+MTP heads, which vLLM also runs as a separate drafter model."""
 
 CUDA_GRAPH_GIB = 1.99
 """CUDA graph memory of the target model per node, when graphs are captured (tonyd2wild-ds41, boot 10:
@@ -44,7 +51,8 @@ class Reserve:
     """What vLLM keeps per node beside the weights and the KV cache, and why."""
 
     profile_bytes: float
-    """Activations, sampler and non-torch memory of the profile run (PROFILE_PEAK_GIB)."""
+    """Activations, sampler and non-torch memory of the profile run (PROFILE_PEAK_GIB, plus
+    DRAFT_PROFILE_GIB under speculation)."""
     graph_bytes: float
     """Target-model CUDA graphs (0 with --enforce-eager)."""
     draft_graph_bytes: float
@@ -72,10 +80,11 @@ def runtime_reserve(eager: bool, speculative: bool, draft_weights_bytes: float =
                     indexer_context_tokens: int = 0) -> Reserve:
     """The reserve of one node: the profile peak, plus CUDA graphs unless eager, plus a drafter, plus
     an indexer's prefill buffer when the model has one (`indexer_context_tokens` = max-model-len)."""
+    profile = (PROFILE_PEAK_GIB + (DRAFT_PROFILE_GIB if speculative else 0.0)) * GiB
     graphs = 0.0 if eager else CUDA_GRAPH_GIB * GiB
     draft = DRAFT_GRAPH_GIB * GiB if speculative and not eager else 0.0
     indexer = INDEXER_BUFFER_GIB_PER_MTOKEN * GiB * indexer_context_tokens / 2**20
-    return Reserve(PROFILE_PEAK_GIB * GiB, graphs, draft, draft_weights_bytes, indexer)
+    return Reserve(profile, graphs, draft, draft_weights_bytes, indexer)
 
 
 DEFAULT_RESERVE = runtime_reserve(eager=False, speculative=False)

@@ -584,6 +584,9 @@ class Measurement:
     attends to these as well as to itself."""
     enforce_eager: bool | None = None
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
+    acceptance: float | None = checked(default=None, gt=0, lt=1)
+    """This run's measured share of drafted tokens accepted, when it differs from the recipe's
+    (acceptance falls with concurrency and with less predictable prompts)."""
     kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
     cached_tokens: int | None = checked(default=None, ge=0)

@@ -364,6 +364,8 @@ def decode_at(facts_model: Model, weight_format: str, weights: Weights, recipe: 
         return None
     if m.enforce_eager is not None:
         inputs = replace(inputs, eager=m.enforce_eager)
+    if m.acceptance is not None and inputs.spec_tokens:
+        inputs = replace(inputs, acceptance=m.acceptance)
     return estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants)
 
 
