@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sparkadvisor import __version__, core, paths
 from sparkadvisor.atomic import TEMP_SUFFIX, write_atomic
 from sparkadvisor.core import sanity
+from sparkadvisor.core.bulk import collector_paused
 from sparkadvisor.core.catalog import CatalogError, Problem, check_references, merge, parse_catalog
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.records import from_plain, record, to_plain
@@ -180,7 +181,8 @@ def _read_cache(cache: Path, digest: str) -> tuple[Catalog, dict[str, Calibratio
             return None
         if sanity.sanity_findings(data["catalog"]):  # a hand-edited cache: numbers the arithmetic cannot carry
             return None
-        catalog = from_plain(Catalog, data["catalog"])
+        with collector_paused():
+            catalog = from_plain(Catalog, data["catalog"])
         calibrations = {hw: from_plain(Calibration, plain) for hw, plain in data["calibrations"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

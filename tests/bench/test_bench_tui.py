@@ -32,7 +32,7 @@ async def test_b_benches_the_served_build_and_record_re_ranks_with_it(monkeypatc
         async with app.run_test(size=(120, 40)) as pilot:
             main = app.screen
             main.set_assumptions(main.scenario.workload.changed(context_tokens=4000, output_tokens=20),
-                                 main.scenario.settings)
+                                 main.scenario.settings, None)
             await pilot.press("b")
             await until(pilot, lambda: isinstance(app.screen, BenchScreen))
             dialog = app.screen

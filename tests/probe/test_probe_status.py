@@ -11,7 +11,7 @@ from textual.app import App, ComposeResult
 
 from sparkadvisor.core.checkup import ServedModel
 from sparkadvisor.sources.probe import QuickCheck
-from sparkadvisor.tui.widgets.probe_status import ProbeStatus, status_text
+from sparkadvisor.tui.widgets.probe_status import ProbeStatus, status_line, status_text
 
 
 @pytest.fixture(autouse=True)
@@ -43,10 +43,10 @@ def test_the_widget_needs_no_arguments(monkeypatch) -> None:
 def test_status_text_says_what_is_wrong_first() -> None:
     down = QuickCheck("http://127.0.0.1:8000", False, "nothing answers at http://127.0.0.1:8000/health", None, None,
                       0.0, "cloud", None)
-    assert status_text(down, None) == ("vLLM down at http://127.0.0.1:8000: nothing answers at "
-                                       "http://127.0.0.1:8000/health · Claude Code -> cloud!", "critical")
+    assert status_text(down, None) == ("Claude Code -> cloud! · vLLM down: nothing answers at "
+                                       "http://127.0.0.1:8000/health", "critical")
     up = QuickCheck("http://x", True, None, ServedModel("glm", None, 262144), None, 0.0, "gateway", False)
-    assert status_text(up, None) == ("vLLM up · glm · 262,144 ctx · Claude Code -> gateway (down!)", "critical")
+    assert status_text(up, None) == ("Claude Code -> gateway (down!) · vLLM up · glm · 262,144 ctx", "critical")
 
 
 async def test_the_line_shows_the_hit_rate_between_polls(settings_file) -> None:
@@ -74,8 +74,8 @@ async def test_a_stalled_server_never_blocks_the_screen(settings_file) -> None:
             assert time.monotonic() - started < 1.5, "a key is handled while the probe waits its 3 s timeout"
             assert status.status == "probing vLLM..."
             await _wait_for(status, "did not answer")
-            assert f"vLLM down at {server.url}: {server.url}/health did not answer within 3 s" in status.status
-            assert status.status.endswith("Claude Code -> cloud!") and status.has_class("-critical")
+            assert f"vLLM down: {server.url}/health did not answer within 3 s" in status.status
+            assert status.status.startswith("Claude Code -> cloud!") and status.has_class("-critical")
     finally:
         server.close()
 
@@ -85,8 +85,8 @@ async def test_a_closed_port_is_down(settings_file) -> None:
     status = ProbeStatus(url, poll_s=5, timeout_s=0.3, claude_settings=settings_file({"ANTHROPIC_BASE_URL": url}))
     async with StatusApp(status).run_test():
         await _wait_for(status, "down")
-        assert status.status == (f"vLLM down at {url}: nothing answers at {url}/health (connection refused or host "
-                                 "unreachable) · Claude Code -> vllm (down!)")
+        assert status.status == (f"Claude Code -> vllm (down!) · vLLM down: nothing answers at {url}/health "
+                                 "(connection refused or host unreachable)")
 
 
 async def test_the_probe_can_be_switched_off(monkeypatch) -> None:
@@ -104,8 +104,7 @@ async def test_a_port_that_is_not_vllm_is_down_in_the_line(settings_file) -> Non
     try:
         async with StatusApp(status).run_test():
             await _wait_for(status, "down")
-            assert status.status.startswith(f"vLLM down at {server.url}: {server.url}/v1/models did not return "
-                                            "vLLM's model list")
+            assert f"vLLM down: {server.url}/v1/models did not return vLLM's model list" in status.status
             assert "is this port vLLM?" in status.status
     finally:
         server.close()
@@ -123,3 +122,49 @@ def test_the_status_line_leads_with_the_probes_findings_most_severe_first() -> N
     assert line.startswith("max_model_len 33k < 100k! · prefix hits 12% (agent: ~95%) · vLLM up · glm-5.3-flash")
     assert line.count("prefix hits") == 1
     assert status_text(up, window, CHAT)[1] == "ok", "a chat workload needs neither the context nor the reuse"
+
+
+def _low_hit_rate(rate: float = 0.15):
+    from sparkadvisor.core.metrics import Latency, MetricsWindow
+
+    none = Latency(None, None, None, 0, "none")
+    return MetricsWindow(5.0, rate, 0.5, 1000.0, 0.3, 1.0, 0.0, none, none, None, None, None, True)
+
+
+def test_at_80_columns_the_line_keeps_the_most_severe_parts_whole() -> None:
+    from sparkadvisor.tui.widgets.probe_status import status_line
+
+    down = QuickCheck("http://127.0.0.1:8000", False, "nothing answers at http://127.0.0.1:8000/health (connection "
+                      "refused or host unreachable)", None, None, 0.0, "cloud", None)
+    fitted = [words for words, _ in status_line(down, None).fitted(78)]
+    assert fitted == ["Claude Code -> cloud!", "vLLM down at http://127.0.0.1:8000"], "the URL once, nothing cut"
+    up = QuickCheck("http://x", True, None, ServedModel("RedHatAI/GLM-5.3-Flash-NVFP4", None, 32768), None, 0.0,
+                    "cloud", None)
+    shown = " · ".join(words for words, _ in status_line(up, _low_hit_rate()).fitted(78))
+    assert shown.startswith("Claude Code -> cloud! · max_model_len 33k < 100k! · prefix hits 15%")
+    assert shown.endswith(" more") and len(shown) <= 78
+
+
+async def test_each_part_has_its_own_colour() -> None:
+    from rich.color import Color
+
+    status = ProbeStatus(closed_port_url())
+    up = QuickCheck("http://x", True, None, ServedModel("glm", None, 262144), None, 0.0, "vllm", True)
+    app = StatusApp(status)
+    async with app.run_test(size=(120, 3)) as pilot:
+        status.post_message(ProbeStatus.Checked(status_line(up, _low_hit_rate())))
+        await pilot.pause()
+        text = status.render()
+        colours = {text.plain[span.start:span.end]: span.style.color for span in text.spans}
+        theme = app.current_theme
+
+        def near(colour: Color | None, wanted: str | None) -> bool:
+            want = Color.parse(wanted or "").get_truecolor()
+            got = colour.get_truecolor() if colour is not None else None
+            return got is not None and max(abs(a - b) for a, b in zip(got, want, strict=True)) <= 4
+
+        assert near(colours["prefix hits 15% (agent: ~95%)"], theme.warning)
+        assert near(colours["vLLM up"], theme.success) and near(colours["Claude Code -> vllm"], theme.success)
+        assert "glm" not in colours, "what vLLM serves is plain text"
+        assert status.has_class("-warning")
+

@@ -7,21 +7,21 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets._footer import FooterKey
 
 from sparkadvisor import cli, paths
 from sparkadvisor.tui.commands import COMMANDS
+from sparkadvisor.tui.widgets.footer import FooterItem, KeyFooter
 
 from .helpers import row_ids, screen_lines
 
 DECISION = ("flags", "fit", "expected", "ttft")
 
 
-async def footer_keys(app, pilot) -> list[FooterKey]:
-    """The footer's keys on screen, once the footer has composed them (it waits for the bindings)."""
+async def footer_keys(app, pilot) -> list[FooterItem]:
+    """The footer's keys on screen, once the footer has drawn them."""
     for _ in range(50):
         await pilot.pause()
-        keys = [k for k in app.screen.query(FooterKey) if k.region.area]
+        keys = app.screen.query_one(KeyFooter).items()
         if keys:
             return keys
     raise AssertionError("the footer never showed its keys")
@@ -43,7 +43,16 @@ async def test_the_footer_keeps_help_and_quit_at_80_columns(make_app) -> None:
         keys = await footer_keys(app, pilot)
         shown = [k.description for k in keys]
         assert {"Help", "Quit", "Workload", "Nodes"} <= set(shown) and "Theme" not in shown
-        assert all(k.region.right <= 80 and k.region.y == 23 for k in keys)
+        assert all(k.right <= 80 for k in keys) and app.screen.query_one(KeyFooter).region.y == 23
+
+
+async def test_a_click_on_a_footer_key_presses_it(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        workload = next(k for k in await footer_keys(app, pilot) if k.description == "Workload")
+        await pilot.click(KeyFooter, offset=(workload.x + 1, 0))
+        await pilot.pause()
+        assert app.screen.scenario.workload.kind == "chat"
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
@@ -83,7 +92,7 @@ async def test_works_at_80_by_24(make_app) -> None:
         screen = app.screen
         assert screen.has_class("-narrow")
         assert screen.table.region.height >= 10 and screen.query_one("#detail").region.height >= 6
-        assert screen.query_one("Footer").region.y == 23
+        assert screen.query_one(KeyFooter).region.y == 23
 
 
 def test_memory_bar_parts_differ_by_glyph_not_only_colour(index) -> None:

@@ -6,11 +6,14 @@ typist): all before the app has handled the first, so nothing waits for a widget
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from textual import events
 from textual.widgets import Input, Label, OptionList, TextArea
 
 from sparkadvisor.state import load_state
+from sparkadvisor.tui.layout import LABELS
 from sparkadvisor.tui.screens import hub_import as hub_module
 
 from .helpers import EXTRA_BUILD, cell, row_ids, screen_lines
@@ -116,6 +119,30 @@ async def test_a_takes_digits_typed_at_once_and_marks_bad_input(make_app) -> Non
         assert "not a KV dtype" in str(editor.query_one("#kv_cache_dtype-error", Label).render())
 
 
+async def test_a_minimum_capability_hides_weaker_and_unscored_builds_and_says_so(make_app) -> None:
+    app = make_app("agentic")
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.screen
+        total = main.table.row_count
+        await pilot.press("a")
+        editor = app.screen
+        editor.query_one("#min_capability", Input).value = "90%"
+        await pilot.pause()
+        shown = row_ids(main.table)
+        assert GLM in shown and QWEN not in shown, "Qwen3.8-Flash-Next has no sourced score: unknown is not a pass"
+        capabilities = [main.ranking.by_id[b].capability for b in shown]
+        assert capabilities and all(c is not None and c >= 0.9 for c in capabilities)
+        assert f"Candidates ({len(shown)} of {total})" in main.table.border_title
+        assert "capability >= 90%" in main.table.border_title
+        editor.query_one("#min_capability", Input).value = "lots"
+        await pilot.pause()
+        assert "'lots' is not a number" in str(editor.query_one("#min_capability-error", Label).render())
+        assert len(row_ids(main.table)) == len(shown), "a value that does not parse changes nothing"
+        editor.query_one("#min_capability", Input).value = ""
+        await pilot.pause()
+        assert main.table.row_count == total and "capability" not in main.table.border_title
+
+
 async def test_slash_takes_text_typed_at_once_and_escape_clears(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -129,6 +156,21 @@ async def test_slash_takes_text_typed_at_once_and_escape_clears(make_app) -> Non
         assert f"Candidates ({len(shown)} of {total})" in app.screen.table.border_title
         await pilot.press("escape")
         assert app.screen.table.row_count == total and not box.display
+
+
+async def test_the_footer_says_what_enter_and_esc_do_in_the_filter(make_app) -> None:
+    from sparkadvisor.tui.widgets.footer import KeyFooter
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        footer = app.screen.query_one(KeyFooter)
+        await pilot.press("slash", "w")
+        await pilot.pause()
+        shown = [k.description for k in footer.items()]
+        assert "Keep filter" in shown and "Clear filter" in shown and "Workload" not in shown
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen.filter_text == "w" and "Workload" in [k.description for k in footer.items()]
 
 
 async def test_a_filter_that_matches_nothing_clears_the_detail_pane(make_app) -> None:
@@ -221,10 +263,25 @@ async def test_v_shows_every_column_and_scrolls_with_rank_model_build_fixed(make
         assert "per_node" not in table.layout_now.keys
         await pilot.press("v")
         assert "per_node" in table.layout_now.keys and "wide" in table.border_title
-        await pilot.press(*["right"] * 12)
-        header = screen_lines(table)[0]
-        assert table.scroll_offset.x > 0 and header.split()[:3] == ["#", "model", "build"]
-        assert "size" in header and "flags" not in header
+        labels = {label: key for key, label in LABELS.items()}
+        seen: set[str] = set()
+        for _ in range(12):
+            await pilot.press("right")
+            lines = screen_lines(table)
+            assert lines[0].split()[:3] == ["#", "model", "build"]
+            # Whole columns only: every label is whole, and each row's cells under them are whole.
+            rest, shown = lines[0][table.layout_now.fixed_width:], []
+            for label in sorted(labels, key=len, reverse=True):
+                pattern = r"(?<!\S)" + re.escape(label) + r"[▲▼]?(?!\S)"
+                if re.search(pattern, rest):
+                    shown.append(labels[label])
+                    rest = re.sub(pattern, " " * len(label), rest)
+            assert not rest.strip(), f"a label cut: {rest.strip()!r}"
+            seen.update(shown)
+            for line, build_id in zip(lines[1:6], table.shown, strict=False):
+                cells = table.ranking.cells[build_id]
+                assert all(cells[k].strip() in line for k in shown if k not in ("caveats", "reason", "flags")), line
+        assert table.scroll_offset.x > 0 and {"size", "per_node"} <= seen and "flags" not in shown
 
 
 async def test_space_marks_and_c_compares(make_app) -> None:

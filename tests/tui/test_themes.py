@@ -46,3 +46,19 @@ def test_read_theme_requires_primary(tmp_path: Path) -> None:
         assert str(error) == f"{path}: primary: Field required"
     else:
         raise AssertionError("a theme without a primary colour was accepted")
+
+
+def test_a_well_typed_file_gives_the_theme_the_model_gives(tmp_path: Path) -> None:
+    from sparkadvisor.tui.themefile import validated
+    from sparkadvisor.tui.themes import tomllib
+
+    files = sorted(paths.bundled("themes").glob("*.toml"))
+    (tmp_path / "lax.toml").write_text('name = "lax"\nprimary = "red"\ntext_alpha = 1\nvariables = {a = "b"}\n')
+    for path in [*files, tmp_path / "lax.toml"]:
+        assert read_theme(path) == validated(tomllib.loads(path.read_text()), path), path.name
+
+
+def test_a_file_the_model_must_coerce_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "coerced.toml"
+    path.write_text('name = "coerced"\nprimary = "#123456"\nluminosity_spread = "0.3"\n')
+    assert read_theme(path).luminosity_spread == 0.3

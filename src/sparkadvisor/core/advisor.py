@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sparkadvisor.core.bulk import collector_paused
 from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.index import CatalogIndex
@@ -31,7 +32,8 @@ def advise(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: 
     """Every build (or `builds`) evaluated on `cluster` and ranked for `workload`; with
     `min_capability` (0-1), builds below it or of unknown capability are left out."""
     chosen = index.catalog.builds if builds is None else builds
-    return rank((evaluate(index, b, cluster, workload, settings) for b in chosen), workload, min_capability)
+    with collector_paused():
+        return rank((evaluate(index, b, cluster, workload, settings) for b in chosen), workload, min_capability)
 
 
 def _round(value: float | None, digits: int = 2) -> float | None:

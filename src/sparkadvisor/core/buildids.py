@@ -87,7 +87,8 @@ def closest(typed: str, names: Mapping[str, str]) -> tuple[str, ...]:
 def unknown_build_sentence(typed: str, match: BuildMatch, shown: int = 5) -> str:
     """One sentence for a name that did not resolve to one build."""
     if match.why == "shared repo":
-        return f"{typed!r} is the repo of {len(match.suggestions)} builds: {_listed(match.suggestions, shown)}; name one"
+        listed = _listed(match.suggestions, shown)
+        return f"{typed!r} is the repo of {len(match.suggestions)} builds: {listed}; name one"
     if not match.suggestions:
         return f"unknown build {typed!r}; `sparkadvisor rank` lists the build ids"
     if len(match.suggestions) <= MAX_SUGGESTIONS:

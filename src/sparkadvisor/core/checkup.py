@@ -302,29 +302,30 @@ def _cache_findings(workload: Workload, metrics: MetricsWindow, plans: Sequence[
     rate = metrics.prefix_cache_hit_rate
     if rate is None:
         return [Finding("info", note) for note in metrics.notes]
-    ttft = _ttft_at(workload, rate, plans, replan)
+    ttft, took = _ttft_at(workload, rate, plans, replan)
     if rate < workload.prefix_reuse * LOW_HIT_RATE_SHARE and workload.kind == "agentic":
+        cost = f" -> 1st token ~{took}" if took else ""
         return [Finding("warning", f"prefix-cache hit rate {rate:.0%} where an agent should see "
                         f"~{workload.prefix_reuse:.0%}{ttft}; check that Claude Code sets "
                         "CLAUDE_CODE_ATTRIBUTION_HEADER=0 and that prefix caching is on",
-                        f"prefix hits {rate:.0%} (agent: ~{workload.prefix_reuse:.0%})")]
+                        f"prefix hits {rate:.0%} (agent: ~{workload.prefix_reuse:.0%}){cost}")]
     return [Finding("ok", f"prefix-cache hit rate {rate:.0%} over the last {metrics.interval_s:g} s "
                     f"(the workload assumes ~{workload.prefix_reuse:.0%}){ttft}")]
 
 
-def _ttft_at(workload: Workload, rate: float, plans: Sequence[Plan], replan: Replan | None) -> str:
-    """", first tokens take ~X at 100k context (...)" from each plan at the measured rate, or ""."""
+def _ttft_at(workload: Workload, rate: float, plans: Sequence[Plan], replan: Replan | None) -> tuple[str, str]:
+    """(", first tokens take ~X at 100k context (...)", "X") from each plan at the measured rate, or ("", "")."""
     if not plans or replan is None:
-        return ""
+        return "", ""
     at = f"at {fmt_tokens(workload.context_tokens)} context"
     measured = [t for t in (replan(p, rate).ttft_s for p in plans) if t is not None]
     if not measured:
-        return f"; the first-token time is unknown ({_matching(plans)} {'has' if len(plans) == 1 else 'have'} " \
-               "no prefill rate)"
+        return (f"; the first-token time is unknown ({_matching(plans)} {'has' if len(plans) == 1 else 'have'} "
+                "no prefill rate)", "")
     planned = [p.ttft_s for p in plans if p.ttft_s is not None]
     took = _seconds_spread(measured)
     expected = f"; {_expect(plans)} {_seconds_spread(planned)}" if planned else ""
-    return f": first tokens take ~{took} {at}{expected}"
+    return f": first tokens take ~{took} {at}{expected}", took
 
 
 def _decode_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[Finding]:

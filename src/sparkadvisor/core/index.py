@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING
 
+from sparkadvisor.core.bulk import collector_paused
 from sparkadvisor.core.memory import Weights, build_weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
@@ -72,7 +73,8 @@ class CatalogIndex:
         for recipe in self.catalog.recipes:
             recipes.setdefault(recipe.build, []).append(recipe)
         set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})
-        set_(self, "facts", {b.id: self._facts(b) for b in self.catalog.builds if b.model in self.models})
+        with collector_paused():
+            set_(self, "facts", {b.id: self._facts(b) for b in self.catalog.builds if b.model in self.models})
         known = calibrated or {}
         if any(h.id not in known for h in self.catalog.hardware):
             from sparkadvisor.core.calibration import calibrate_all

@@ -63,7 +63,10 @@ def safe_json(data: Any, indent: int | None = 2) -> str:
 
     Strings keep their exact value: unsafe characters are written as JSON `\\uXXXX` escapes,
     which read back as the same string. A number that is not finite is unknown: null."""
-    text = json.dumps(_finite(data), indent=indent, ensure_ascii=False, allow_nan=False)
+    try:  # nearly always every number is finite: no walk over the data first
+        text = json.dumps(data, indent=indent, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(data), indent=indent, ensure_ascii=False, allow_nan=False)
     if text.isascii() and "\x7f" not in text:
         return text
     # json.dumps already escapes C0; DEL and everything above ASCII are left to us.

@@ -83,6 +83,8 @@ def place(natural: dict[str, int], width: int, sort_key: str | None = None, wide
         natural = natural | {sort_key: max(natural[sort_key], len(LABELS[sort_key]) + 1)}
     if wide:
         sized = {k: min(natural[k], WIDE_CAPS.get(k, natural[k])) for k in ORDER}
+        if GUTTER + sum(sized[k] + GAP for k in FIXED) > width // 2:  # leave the scrolled columns room
+            sized |= {p.key: p.width for p in place(natural, width, sort_key).fixed}
         return _layout(sized, ORDER)
     chosen = {k: _smallest(k, natural[k]) for k in FIXED}
     room = width - GUTTER - sum(w + GAP for w in chosen.values())

@@ -7,13 +7,13 @@ groups them by build id and remembers recent rankings so a toggle back is instan
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from threading import Lock
 
 from sparkadvisor.core.advisor import advise, evaluate_build
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster, Plan
-from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.ranking import Ranked, with_min_capability
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import row_cells, sort_value
 from sparkadvisor.core.workload import WORKLOADS, Settings, Workload
@@ -32,6 +32,8 @@ class Scenario:
     nodes: int
     workload: Workload
     settings: Settings = Settings()
+    min_capability: float | None = None
+    """Hide builds below this capability (share of the frontier reference) or of unknown capability."""
 
     def cluster(self, index: CatalogIndex) -> Cluster:
         """The cluster on this catalog's hardware."""
@@ -40,7 +42,7 @@ class Scenario:
     def toggled(self, overrides: dict[str, Workload]) -> Scenario:
         """The other workload (agentic <-> chat), with the assumptions last set for it."""
         kind = "chat" if self.workload.kind == "agentic" else "agentic"
-        return Scenario(self.hardware_id, self.nodes, overrides.get(kind, WORKLOADS[kind]), self.settings)
+        return replace(self, workload=overrides.get(kind, WORKLOADS[kind]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,7 @@ class Ranking:
 def compute_ranking(index: CatalogIndex, scenario: Scenario) -> Ranking:
     """Rank every build for the scenario and render its cells."""
     cluster = scenario.cluster(index)
-    ranked = advise(index, cluster, scenario.workload, scenario.settings)
+    ranked = with_min_capability(advise(index, cluster, scenario.workload, scenario.settings), scenario.min_capability)
     by_id = {r.plan.build.id: r for r in ranked}
     cells = {build_id: row_cells(r) | {REASON: safe_text(r.reason)} for build_id, r in by_id.items()}
     model_of = {build_id: r.plan.model.id for build_id, r in by_id.items()}

@@ -3,6 +3,11 @@
 Bundled themes ship in `themes/` (the wheel's `sparkadvisor/data/themes`); a user adds or
 overrides themes in `paths.config_dir()/themes`. A broken file becomes one sentence in
 `ThemeLoad.problems` and is skipped: a theme never stops the app.
+
+A file whose every key is known and every value already of its field's type and range (the
+bundled themes, and nearly every hand-written one) becomes its Textual theme directly; any
+other goes through the pydantic model in `tui.themefile`, which coerces what it can and
+writes the sentence. pydantic costs ~0.2 s to import, on the path to the first frame.
 """
 
 from __future__ import annotations
@@ -11,8 +16,8 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
@@ -21,61 +26,11 @@ from sparkadvisor import paths
 DEFAULT_THEME = "dark"
 """The theme used when none was chosen or the chosen one is gone."""
 
-
-class ThemeFile(BaseModel):
-    """One theme as written in TOML: Textual's base colours plus a name."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    name: str = Field(min_length=1)
-    """The name shown and saved; not the file name."""
-    description: str = ""
-    """One line about the theme."""
-    dark: bool = True
-    """A dark theme (light text on a dark background)."""
-    primary: str
-    """The main colour: highlights, the cursor row, titles."""
-    secondary: str | None = None
-    """A second colour for less prominent elements."""
-    accent: str | None = None
-    """Contrasting colour for emphasis."""
-    warning: str | None = None
-    """Warnings and caveats."""
-    error: str | None = None
-    """Errors and builds that do not fit."""
-    success: str | None = None
-    """Builds that fit, measured figures."""
-    foreground: str | None = None
-    """Default text colour."""
-    background: str | None = None
-    """Screen background."""
-    surface: str | None = None
-    """Background of widgets."""
-    panel: str | None = None
-    """Background of panels and headers."""
-    boost: str | None = None
-    """A colour blended over others to lift them."""
-    luminosity_spread: float = Field(default=0.15, ge=0, le=1)
-    """How far the generated shades spread."""
-    text_alpha: float = Field(default=0.95, ge=0, le=1)
-    """Opacity of text."""
-    variables: dict[str, str] = {}
-    """Extra Textual CSS variables, e.g. "footer-key-foreground"."""
-
-    @field_validator("primary", "secondary", "accent", "warning", "error", "success", "foreground",
-                     "background", "surface", "panel", "boost")
-    @classmethod
-    def _is_colour(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                Color.parse(value)
-            except ColorParseError:
-                raise ValueError(f"{value!r} is not a colour; use #rrggbb, rgb(r,g,b) or a CSS colour name") from None
-        return value
-
-    def to_textual(self) -> Theme:
-        """The Textual theme."""
-        return Theme(**self.model_dump(exclude={"description"}))
+COLOURS = ("primary", "secondary", "accent", "warning", "error", "success", "foreground", "background", "surface",
+           "panel", "boost")
+"""The colour keys of a theme file (`primary` is required)."""
+SHARES = {"luminosity_spread": 0.15, "text_alpha": 0.95}
+"""The keys that take a number from 0 to 1, with their defaults."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +41,7 @@ class ThemeLoad:
     problems: tuple[str, ...]
 
 
-def read_theme(path: Path) -> ThemeFile:
+def read_theme(path: Path) -> Theme:
     """One theme file, or ValueError with a sentence naming the file and the field."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -94,15 +49,44 @@ def read_theme(path: Path) -> ThemeFile:
         raise ValueError(f"{path}: cannot be read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path}: not valid TOML: {error}") from None
+    plain = _exactly_typed(data)
+    if plain is not None:
+        return Theme(**plain)
+    from sparkadvisor.tui.themefile import validated
+
+    return validated(data, path)
+
+
+def _exactly_typed(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The Textual theme's arguments when `data` is a theme the model would take unchanged, else
+    None (the model then coerces or refuses it, and says why)."""
+    known = {"name", "description", "dark", "variables", *COLOURS, *SHARES}
+    if not known.issuperset(data) or not isinstance(data.get("name"), str) or not data["name"]:
+        return None
+    if not isinstance(data.get("description", ""), str) or not isinstance(data.get("dark", True), bool):
+        return None
+    for key in COLOURS:
+        value = data.get(key)
+        if value is None and key != "primary":
+            continue
+        if not isinstance(value, str) or not _is_colour(value):
+            return None
+    shares = {key: data.get(key, default) for key, default in SHARES.items()}
+    if not all(type(v) in (int, float) and 0 <= v <= 1 for v in shares.values()):
+        return None
+    variables = data.get("variables", {})
+    if not isinstance(variables, dict) or not all(isinstance(v, str) for v in variables.values()):
+        return None
+    return {"name": data["name"], "dark": data.get("dark", True), **{key: data.get(key) for key in COLOURS},
+            **{key: float(value) for key, value in shares.items()}, "variables": dict(variables)}
+
+
+def _is_colour(value: str) -> bool:
     try:
-        return ThemeFile.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "file"
-        message = first["msg"].replace("Value error, ", "")
-        if first["type"] == "extra_forbidden":
-            message = f"unknown key; valid keys are {', '.join(ThemeFile.model_fields)}"
-        raise ValueError(f"{path}: {where}: {message}") from None
+        Color.parse(value)
+    except ColorParseError:
+        return False
+    return True
 
 
 def theme_folders() -> tuple[Path, ...]:
@@ -117,7 +101,7 @@ def load_themes(folders: Iterable[Path] | None = None) -> ThemeLoad:
     for folder in theme_folders() if folders is None else folders:
         for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
             try:
-                theme = read_theme(path).to_textual()
+                theme = read_theme(path)
             except ValueError as error:
                 problems.append(str(error))
                 continue

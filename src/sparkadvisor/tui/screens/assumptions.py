@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from argparse import ArgumentTypeError
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -48,11 +49,19 @@ FIELDS = (
     Field("output_tokens", "Output tokens per turn", positive_int),
     Field("gpu_memory_utilization", "gpu-memory-utilization (blank: per recipe)", fraction, optional=True),
     Field("kv_cache_dtype", "KV cache dtype (blank: per recipe)", kv_dtype, optional=True),
+    Field("min_capability", "Minimum capability, share of the frontier (80%; blank: every build)", share,
+          optional=True),
 )
+"""The fields in order; `min_capability` hides builds below it or of unknown capability."""
+
+OnChange = Callable[[Workload, Settings, float | None], None]
+"""Called with the new workload, settings and minimum capability after each valid change."""
 
 
-def initial_text(workload: Workload, settings: Settings, key: str) -> str:
+def initial_text(workload: Workload, settings: Settings, min_capability: float | None, key: str) -> str:
     """The field's current value as text."""
+    if key == "min_capability":
+        return "" if min_capability is None else f"{min_capability:.0%}"
     value = getattr(workload if hasattr(workload, key) else settings, key)
     if value is None:
         return ""
@@ -83,11 +92,12 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
     BINDINGS = [Binding("escape", "dismiss", "Close", id="assumptions.close", tooltip="Close; the valid values stay"),
                 Binding("tab", "app.focus_next", "Next field", id="assumptions.next", tooltip="The next field")]
 
-    def __init__(self, workload: Workload, settings: Settings, on_change: Callable[[Workload, Settings], None]):
+    def __init__(self, workload: Workload, settings: Settings, min_capability: float | None, on_change: OnChange):
         super().__init__()
         self.keep_early_keys()
         self.workload = workload
         self.settings = settings
+        self.min_capability = min_capability
         self.on_change = on_change
 
     def compose(self) -> ComposeResult:
@@ -96,7 +106,7 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
             for field in FIELDS:
                 yield Label(field.label)
                 suggester = SuggestFromList(list(KV_DTYPE_BYTES)) if field.key == "kv_cache_dtype" else None
-                yield Input(initial_text(self.workload, self.settings, field.key), id=field.key,
+                yield Input(initial_text(self.workload, self.settings, self.min_capability, field.key), id=field.key,
                             suggester=suggester, compact=True)
                 yield Label("", id=f"{field.key}-error", classes="error")
             yield Static("Esc or Enter closes. Every valid change re-ranks at once.", id="assumptions-help")
@@ -115,10 +125,12 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
             return
         changes = {k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens")}
         workload = self.workload.changed(**changes)  # type: ignore[arg-type]
-        settings = Settings(values["gpu_memory_utilization"], values["kv_cache_dtype"])  # type: ignore[arg-type]
-        if (workload, settings) != (self.workload, self.settings):
-            self.workload, self.settings = workload, settings
-            self.on_change(workload, settings)
+        settings = replace(self.settings, gpu_memory_utilization=cast("float | None", values["gpu_memory_utilization"]),
+                           kv_cache_dtype=cast("str | None", values["kv_cache_dtype"]))
+        minimum = cast("float | None", values["min_capability"])
+        if (workload, settings, minimum) != (self.workload, self.settings, self.min_capability):
+            self.workload, self.settings, self.min_capability = workload, settings, minimum
+            self.on_change(workload, settings, minimum)
 
     def on_input_submitted(self) -> None:
         self.dismiss()

@@ -13,6 +13,7 @@ key is typed into it instead (`typing_guard`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -40,6 +41,8 @@ from sparkadvisor.tui.widgets.footer import KeyFooter
 from sparkadvisor.tui.widgets.probe_status import ProbeStatus
 
 if TYPE_CHECKING:
+    from sparkadvisor.core.checkup import Replan, ServedModel
+    from sparkadvisor.core.plan import Plan
     from sparkadvisor.tui.app import SparkAdvisorApp
 
 LABELS = {c.key: c.label for c in COLUMNS}
@@ -61,6 +64,19 @@ def typing_guard(action: F) -> F:
             raise SkipAction()
         return action(self, *args)
     return guarded  # type: ignore[return-value]
+
+
+class FilterBox(Input):
+    """The filter field, whose footer says what Enter and Esc do there."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "submit", "Keep filter", key_display="⏎"),
+        Binding("escape", "screen.close_filter", "Clear filter"),
+    ]
+
+
+GUARDED = frozenset(c.action.split("(")[0] for c in commands.COMMANDS)
+"""The command keys' actions: while a text field has focus their keys are text (and off the footer)."""
 
 
 class MainScreen(Screen[None]):
@@ -86,6 +102,10 @@ class MainScreen(Screen[None]):
         self._detail_for: tuple[int, str] | None = None
         self._precompute_timer: Timer | None = None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While a text field has focus the command keys are typed into it, so the footer leaves them out."""
+        return not (action in GUARDED and isinstance(self.focused, Input))
+
     @property
     def spark(self) -> SparkAdvisorApp:
         """The app, typed."""
@@ -100,8 +120,8 @@ class MainScreen(Screen[None]):
         header = ClusterHeader(id="cluster-header")
         header.show(self.ranking.cluster, self.scenario.workload, self.scenario.settings)
         yield header
-        box = Input(placeholder="filter by model, build id or repo (Enter keeps it, Esc clears)", id="filter",
-                    compact=True)
+        box = FilterBox(placeholder="filter by model, build id or repo (Enter keeps it, Esc clears)", id="filter",
+                        compact=True)
         box.display = False
         yield box
         yield CandidatesTable(self.ranking, id="candidates")
@@ -147,8 +167,7 @@ class MainScreen(Screen[None]):
         """What a key would ask for next: the other workload, then the other cluster sizes."""
         s = self.scenario
         sizes = range(1, min(self.index.hardware[s.hardware_id].max_nodes, 4) + 1)
-        return [s.toggled(self.overrides)] + [Scenario(s.hardware_id, n, s.workload, s.settings)
-                                              for n in sizes if n != s.nodes]
+        return [s.toggled(self.overrides)] + [replace(s, nodes=n) for n in sizes if n != s.nodes]
 
     @work(thread=True, exclusive=True, group="precompute")
     def precompute(self, scenarios: list[Scenario]) -> None:
@@ -161,14 +180,33 @@ class MainScreen(Screen[None]):
         self.query_one(ClusterHeader).show(ranking.cluster, self.scenario.workload, self.scenario.settings)
         for status in self.query(ProbeStatus):
             status.workload = self.scenario.workload  # its findings' workload
-        total = len(ranking.ranked)
-        shown = len(table.order)
-        title = f"Candidates ({shown} of {total})" if self.filter_text else f"Candidates ({total})"
+            status.planner = self.served_plans
+        total, shown, minimum = len(self.index.catalog.builds), len(table.order), self.scenario.min_capability
+        title = f"Candidates ({shown} of {total})" if self.filter_text or minimum is not None \
+            else f"Candidates ({total})"
         order = "ranked" if self.sort_column == RANK_COLUMN and not self.sort_reverse else \
             f"sorted by {LABELS[self.sort_column]} {'▼' if self.sort_reverse else '▲'}"
-        views = [title, order] + (["by model"] if table.grouped else []) + (["wide"] if table.wide else [])
+        views = [title, order] + (["by model"] if table.grouped else []) + (["wide"] if table.wide else []) \
+            + ([f"capability >= {minimum:.0%}"] if minimum is not None else [])
         table.border_title = " · ".join(views) + (f" · filter: {self.filter_text}" if self.filter_text else "")
         self._show_detail(table.highlighted_build)
+
+    def served_plans(self, served: ServedModel) -> tuple[list[Plan], Replan]:
+        """The plans for the builds vLLM may be serving, on this screen's cluster and workload, and the
+        same plan at another prefix reuse (the status line's first-token cost at the measured hit rate)."""
+        from sparkadvisor.core.advisor import evaluate_build
+        from sparkadvisor.core.checkup import match_build
+
+        index, ranking, scenario = self.index, self.ranking, self.scenario
+
+        def replan(plan: Plan, hit_rate: float) -> Plan:
+            return evaluate_build(index, plan.build, ranking.cluster, scenario.workload.changed(prefix_reuse=hit_rate),
+                                  scenario.settings)
+
+        plans = [ranking.by_id[b.id].plan if b.id in ranking.by_id else
+                 evaluate_build(index, b, ranking.cluster, scenario.workload, scenario.settings)
+                 for b in match_build(index, [served]).builds]
+        return plans, replan
 
     def _show_detail(self, build_id: str | None) -> None:
         key = (id(self.ranking), build_id or f"no build for {self.filter_text!r}")
@@ -213,18 +251,18 @@ class MainScreen(Screen[None]):
             self.notify(safe_text(f"The catalog sweeps {self.ranking.cluster.hardware.name} up to "
                                   f"{plural(limit, 'node')}."), severity="warning", markup=False)
             return
-        self.apply(Scenario(self.scenario.hardware_id, nodes, self.scenario.workload, self.scenario.settings))
+        self.apply(replace(self.scenario, nodes=nodes))
 
     def set_hardware(self, hardware_id: str | None) -> None:
         """Switch the node type (None: keep it); the view goes to the top."""
         if hardware_id is None or hardware_id not in self.index.hardware:
             return
         nodes = min(self.scenario.nodes, self.index.hardware[hardware_id].max_nodes)
-        self.apply(Scenario(hardware_id, nodes, self.scenario.workload, self.scenario.settings), top=True)
+        self.apply(replace(self.scenario, hardware_id=hardware_id, nodes=nodes), top=True)
 
-    def set_assumptions(self, workload: Workload, settings: Settings) -> None:
+    def set_assumptions(self, workload: Workload, settings: Settings, min_capability: float | None) -> None:
         """New assumptions from the editor; recomputed at once."""
-        self.apply(Scenario(self.scenario.hardware_id, self.scenario.nodes, workload, settings))
+        self.apply(replace(self.scenario, workload=workload, settings=settings, min_capability=min_capability))
 
     @typing_guard
     def action_pick_hardware(self) -> None:
@@ -242,7 +280,7 @@ class MainScreen(Screen[None]):
         from sparkadvisor.tui.screens.assumptions import AssumptionsScreen
 
         self.app.push_screen(AssumptionsScreen(self.scenario.workload, self.scenario.settings,
-                                                 self.set_assumptions))
+                                                 self.scenario.min_capability, self.set_assumptions))
 
     # --- the view -------------------------------------------------------------------
 

@@ -26,8 +26,15 @@ from sparkadvisor.tui.model import RANK_COLUMN, Ranking
 from sparkadvisor.tui.rows import Row, table_rows
 
 GLYPH_SEVERITY = {glyph: severity for severity, glyph in SEVERITY_GLYPHS.items()}
-HSCROLL_STEP = 8
 MAX_MARKS = 3
+
+
+def column_edges(layout: Layout) -> list[int]:
+    """Where each scrolled column starts, from the left of the scrolled part, and where the last ends."""
+    edges = [0]
+    for placed in layout.scrolled:
+        edges.append(edges[-1] + placed.width + GAP)
+    return edges
 
 
 def fit_text(text: str, width: int, right: bool = False) -> str:
@@ -196,8 +203,20 @@ class CandidatesTable(ScrollView, can_focus=True):
 
     def _update_virtual_size(self) -> None:
         layout = self.layout_now
-        width = layout.fixed_width + layout.scrolled_width if self.wide else 0
+        width = 0
+        if self.wide:
+            view = max((self.scrollable_content_region.width or self.size.width) - layout.fixed_width, 0)
+            edges = column_edges(layout)
+            # Room to scroll until the last column starts at the left edge of the scrolled part.
+            width = layout.fixed_width + (edges[-1] if edges[-1] <= view else edges[-2] + view)
         self.virtual_size = Size(width, len(self.rows) + 1)
+
+    def _window(self, layout: Layout, view: int) -> tuple[int, int]:
+        """The scrolled part's cells on screen: whole columns from the one the scroll offset is in."""
+        edges = column_edges(layout)
+        start = max((e for e in edges[:-1] if e <= self.scroll_offset.x), default=0)
+        end = max((e for e in edges if start <= e <= start + view), default=start)
+        return start, (end if end > start else start + view)  # a column wider than the view: what fits
 
     def on_resize(self) -> None:
         self._layout = None
@@ -228,7 +247,8 @@ class CandidatesTable(ScrollView, can_focus=True):
             fixed, scrolled = self._row(index, layout)
         base = self.style("header") if y == 0 else self._row_style(self.scroll_offset.y + y - 1)
         view = max(width - layout.fixed_width, 0)
-        strip = Strip.join([Strip(fixed), Strip(scrolled).crop(self.scroll_offset.x, self.scroll_offset.x + view)])
+        start, end = self._window(layout, view) if self.wide else (0, view)
+        strip = Strip.join([Strip(fixed), Strip(scrolled).crop(start, end)])
         return strip.extend_cell_length(width, base).crop(0, width)
 
     def _header(self, layout: Layout) -> tuple[list[Segment], list[Segment]]:
@@ -335,7 +355,7 @@ class CandidatesTable(ScrollView, can_focus=True):
             self._rebuild(next(r.build_id for r in self.rows if r.kind == "model"
                                and self.ranking.model_of[r.build_id] == model))
         else:
-            self.scroll_to(x=self.scroll_offset.x - HSCROLL_STEP, animate=False)
+            self._scroll_columns(-1)
 
     def action_right(self) -> None:
         """Expand the model under the cursor, or scroll right."""
@@ -344,7 +364,14 @@ class CandidatesTable(ScrollView, can_focus=True):
             self.expanded.add(self.ranking.model_of[row.build_id])
             self._rebuild(row.build_id)
         else:
-            self.scroll_to(x=self.scroll_offset.x + HSCROLL_STEP, animate=False)
+            self._scroll_columns(1)
+
+    def _scroll_columns(self, step: int) -> None:
+        """Scroll sideways by one whole column."""
+        edges = column_edges(self.layout_now)[:-1]
+        start = max((e for e in edges if e <= self.scroll_offset.x), default=0)
+        at = edges.index(start) if start in edges else 0
+        self.scroll_to(x=edges[min(max(at + step, 0), len(edges) - 1)] if edges else 0, animate=False)
 
     def action_open(self) -> None:
         if self.rows:

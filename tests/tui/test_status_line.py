@@ -1,0 +1,26 @@
+"""The main screen's status line judged against the screen's own plans."""
+
+from __future__ import annotations
+
+from sparkadvisor.core.checkup import ServedModel
+from sparkadvisor.core.metrics import Latency, MetricsWindow
+from sparkadvisor.core.units import fmt_seconds
+from sparkadvisor.sources.probe import QuickCheck
+from sparkadvisor.tui.widgets.probe_status import status_line
+
+
+def _low_hit_rate(rate: float = 0.15) -> MetricsWindow:
+    none = Latency(None, None, None, 0, "none")
+    return MetricsWindow(5.0, rate, 0.5, 1000.0, 0.3, 1.0, 0.0, none, none, None, None, None, True)
+
+
+async def test_the_screens_plans_give_the_first_token_cost_of_a_low_hit_rate(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)):
+        served = ServedModel("RedHatAI/GLM-5.3-Flash-NVFP4", None, 262144)
+        up = QuickCheck("http://x", True, None, served, None, 0.0, "vllm", True)
+        line = status_line(up, _low_hit_rate(), app.screen.scenario.workload, app.screen.served_plans)
+        plan, replan = app.screen.served_plans(served)
+        cold = fmt_seconds(replan(plan[0], 0.15).ttft_s)
+        assert line.parts[0].text == f"prefix hits 15% (agent: ~95%) -> 1st token ~{cold}"
+        assert line.parts[0].severity == "warning" and cold != fmt_seconds(plan[0].ttft_s)
