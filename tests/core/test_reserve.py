@@ -71,3 +71,10 @@ def test_a_recipe_that_logs_its_loaded_weights_is_budgeted_with_them(index):
     assert ds.weights_per_node / GiB == pytest.approx(81.58)
     assert "81.58 GiB per rank as loaded (measured)" in step(ds, "parallelism")
     assert "as stored" in step(ds, "parallelism")
+
+
+def test_the_reserves_sources_are_listed_when_it_sizes_the_kv_cache(index):
+    qwen = plan(index, "qwen3.8-flash-next-nvfp4", 1)
+    assert {"tonyd2wild-glm", "tonyd2wild-ds41"} <= set(qwen.source_ids())
+    eager = plan(index, "qwen3-next-80b-a3b-nvfp4", 1, Settings(enforce_eager=True))
+    assert "tonyd2wild-glm" in eager.source_ids() and "tonyd2wild-ds41" not in eager.source_ids()

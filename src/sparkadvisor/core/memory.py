@@ -25,6 +25,12 @@ The pool is the minimum over the ranks, and the README notes its worker rank pro
 headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and attention
 backends are assumed to need the same: no second source logs it."""
 
+PROFILE_SOURCE = "tonyd2wild-glm"
+"""The catalog source of PROFILE_PEAK_GIB and DRAFT_PROFILE_GIB."""
+
+GRAPH_SOURCE = "tonyd2wild-ds41"
+"""The catalog source of CUDA_GRAPH_GIB, DRAFT_GRAPH_GIB and INDEXER_BUFFER_GIB_PER_MTOKEN."""
+
 DRAFT_PROFILE_GIB = 2.4
 """What a speculative drafter adds to the profile run beside its own weights: the same recipe's
 profiler-sized pool with its DFlash2 drafter is 581,040 tokens (5.14 GiB of KV), so 103.36 - 92.20 -
@@ -67,6 +73,12 @@ class Reserve:
         """All of it."""
         return (self.profile_bytes + self.graph_bytes + self.draft_graph_bytes + self.draft_weights_bytes
                 + self.indexer_bytes)
+
+    @property
+    def source_ids(self) -> tuple[str, ...]:
+        """The catalog sources of the parts this reserve holds."""
+        measured_once = self.graph_bytes or self.draft_graph_bytes or self.indexer_bytes
+        return (PROFILE_SOURCE, GRAPH_SOURCE) if measured_once else (PROFILE_SOURCE,)
 
     @property
     def profiled_bytes(self) -> float:
