@@ -126,10 +126,12 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
     d = plan.decode
     pool = plan.kv_pool_measured.value if plan.kv_pool_measured else plan.kv_pool_tokens
     pool_text = fmt_tokens(pool) + ("*" if plan.kv_pool_measured else "")
-    cells = {
+    # Only the model's name and the repo's owner come from a catalog; every other cell is
+    # written here from numbers and the registries' own words, so it needs no escaping.
+    return {
         "rank": str(ranked.rank) if ranked.rank else "-",
-        "model": plan.model.name,
-        "build": f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}",
+        "model": safe_text(plan.model.name),
+        "build": safe_text(f"{plan.build.repo.split('/')[0]} {FORMATS[plan.build.format].label.split(' (')[0]}"),
         "size": fmt_size(plan.weights.total_bytes, plan.weights.unit, 0),
         "per_node": f"{plan.weights_per_node / GiB:.1f}",
         "flags": flags_cell(plan),
@@ -142,7 +144,6 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "turn": fmt_seconds(plan.turn_s),
         "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
-    return {key: safe_text(text) for key, text in cells.items()}
 
 
 def _decode_value(attribute: str) -> Callable[[Ranked], float | None]:
