@@ -120,6 +120,8 @@ class FrameClock:
 
     def __init__(self, app) -> None:
         self.stamps: list[float] = []
+        self.cpu: list[float] = []
+        """The process's CPU time (all threads) at each frame."""
         show = app._display
 
         def display(screen, update) -> None:
@@ -127,29 +129,33 @@ class FrameClock:
             if update is not None and hasattr(update, "render_segments"):
                 update.render_segments(app.console)
             self.stamps.append(time.perf_counter())
+            self.cpu.append(time.process_time())
 
         app._display = display
 
-    async def settled(self, since: float, quiet_s: float = 0.15, limit_s: float = 10.0) -> tuple[float, float]:
+    async def settled(self, since: float, cpu_since: float, quiet_s: float = 0.15,
+                      limit_s: float = 10.0) -> tuple[float, float, float]:
         """Seconds from `since` to the first frame, and to the last one before the screen stays still
-        for `quiet_s` (layout settling, the footer, a scroll bar appearing)."""
+        for `quiet_s` (layout settling, the footer, a scroll bar appearing); and the CPU seconds the
+        process spent until that last frame (what the key costs, whatever else shares the cores)."""
         while True:
             await asyncio.sleep(0.005)
             now = time.perf_counter()
-            after = [t for t in self.stamps if t > since]
-            if after and now - after[-1] >= quiet_s:
-                return after[0] - since, after[-1] - since
+            after = [n for n, t in enumerate(self.stamps) if t > since]
+            if after and now - self.stamps[after[-1]] >= quiet_s:
+                return (self.stamps[after[0]] - since, self.stamps[after[-1]] - since,
+                        self.cpu[after[-1]] - cpu_since)
             if now - since > limit_s:
                 raise RuntimeError("no frame within the limit")
 
 
-async def key_latencies(index, rounds: int) -> dict[str, list[tuple[float, float]]]:
-    """Seconds from each key press to its first and to its last composed frame, `rounds` times each."""
+async def key_latencies(index, rounds: int) -> dict[str, list[tuple[float, float, float]]]:
+    """(wall to the first frame, wall to the settled frame, CPU to it) per press, `rounds` times each key."""
     from sparkadvisor.state import AppState
     from sparkadvisor.tui.app import SparkAdvisorApp
     from sparkadvisor.tui.screens.main import PRECOMPUTE_DELAY_S
 
-    times: dict[str, list[tuple[float, float]]] = {label: [] for _, label in KEYS}
+    times: dict[str, list[tuple[float, float, float]]] = {label: [] for _, label in KEYS}
     app = SparkAdvisorApp(index, [], AppState(), remember_choices=False)
     async with app.run_test(size=(160, 45)) as pilot:
         clock = FrameClock(app)
@@ -158,23 +164,24 @@ async def key_latencies(index, rounds: int) -> dict[str, list[tuple[float, float
             for key, label in KEYS:
                 await asyncio.sleep(PRECOMPUTE_DELAY_S + 0.05)  # a person's pause: the precompute runs
                 await app.workers.wait_for_complete()
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 await app._press_keys([key])
-                times[label].append(await clock.settled(start))
+                times[label].append(await clock.settled(start, cpu))
                 if key in ("enter", "e"):
-                    back = time.perf_counter()
+                    back, cpu = time.perf_counter(), time.process_time()
                     await app._press_keys(["escape"])
-                    await clock.settled(back)
+                    await clock.settled(back, cpu)
     return times
 
 
-def print_latencies(what: str, times: dict[str, list[tuple[float, float]]]) -> None:
+def print_latencies(what: str, times: dict[str, list[tuple[float, float, float]]]) -> None:
     presses = len(next(iter(times.values())))
-    print(f"key to frame, {what}, over {presses} presses each: first frame median (max), settled median (max):")
+    print(f"key to frame, {what}, median (max) over {presses} presses: wall to the first frame, wall to the "
+          "settled frame, CPU to the settled frame")
     for label, values in times.items():
-        first, last = [v[0] * 1000 for v in values], [v[1] * 1000 for v in values]
-        print(f"  {label:<26} {statistics.median(first):6.0f} ms ({max(first):4.0f})   "
-              f"{statistics.median(last):6.0f} ms ({max(last):4.0f})")
+        first, last, cpu = ([v[i] * 1000 for v in values] for i in range(3))
+        print("  " + label.ljust(26) + "  ".join(f"{statistics.median(v):6.0f} ms ({max(v):4.0f})"
+                                                for v in (first, last, cpu)))
 
 
 async def timed_toggle(app, pilot) -> float:

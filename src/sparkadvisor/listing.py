@@ -47,6 +47,9 @@ class Listing:
     """Columns a terminal may narrow to this width, cutting their cells with an ellipsis (names)."""
     narrow_notes: tuple[str, ...] = ()
     """Lines a terminal too narrow for every column prints after the notes (what the hidden columns said)."""
+    first_word: frozenset[int] = frozenset()
+    """Columns whose cells, when too wide, keep their first word whole instead of an ellipsis (the flags:
+    the severity glyphs without the badge, as in the TUI)."""
 
 
 def add_format_option(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts") -> None:
@@ -142,8 +145,11 @@ def terminal_widths(listing: Listing, natural: Sequence[int], width: int) -> lis
     return shown
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _cut(text: str, width: int, first_word: bool = False) -> str:
+    if len(text) <= width:
+        return text
+    word = text.split(" ", 1)[0]
+    return word if first_word and len(word) <= width else text[: width - 1] + "…"
 
 
 def _print_on_terminal(listing: Listing) -> None:
@@ -162,7 +168,7 @@ def _print_on_terminal(listing: Listing) -> None:
     console.print(_styled_row(headings, widths, listing.numeric, ("bold",) * shown, Text), crop=False)
     for r, row in enumerate(cells):
         styles = listing.styles[r] if r < len(listing.styles) else ()
-        cut = [_cut(c, w) for c, w in zip(row, widths, strict=False)]
+        cut = [_cut(c, w, i in listing.first_word) for i, (c, w) in enumerate(zip(row, widths, strict=False))]
         console.print(_styled_row(cut, widths, listing.numeric, styles, Text), crop=False)
     if shown < len(listing.columns):
         hidden = ", ".join(listing.columns[shown:])

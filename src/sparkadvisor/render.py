@@ -22,7 +22,8 @@ BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "
 
 
 SHRINKS = {1: 16, 2: 14, 3: 5}
-"""On a narrow terminal, model, build and flags give way first (their cells end in an ellipsis), as in the TUI."""
+"""On a narrow terminal, model, build and flags give way first (names end in an ellipsis, the flags keep their
+glyphs and drop the badge), as in the TUI."""
 
 
 def ranking_listing(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload,
@@ -40,7 +41,8 @@ def ranking_listing(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Work
     reasons = tuple(f"  {f'{r.rank}.' if r.rank else '-'} {r.plan.build.id}: {r.reason}" for r in ranked)
     return Listing(columns, tuple(rows), frozenset(i for i, c in enumerate(COLUMNS) if c.numeric),
                    title=header(cluster, workload), notes=("* KV pool measured by a recipe.",) * measured_pool + notes,
-                   styles=tuple(styles), shrinks=SHRINKS, narrow_notes=("Reasons:", *reasons))
+                   styles=tuple(styles), shrinks=SHRINKS, narrow_notes=("Reasons:", *reasons),
+                   first_word=frozenset(i for i, c in enumerate(COLUMNS) if c.key == "flags"))
 
 
 def _row_styles(item: Ranked, keys: list[str]) -> tuple[str, ...]:

@@ -48,3 +48,17 @@ async def test_the_dialog_reports_a_failure_then_imports_and_returns_the_build_i
         await until(pilot, lambda: app.results)
     assert app.results == ["oss-moe-openai"]
     assert "oss-moe-openai" in load_index().builds
+
+
+async def test_i_in_the_app_imports_from_the_hub_and_the_table_shows_the_new_build(hub):
+    from sparkadvisor.state import AppState
+    from sparkadvisor.tui.app import SparkAdvisorApp
+
+    hub.repos["openai/oss-moe"] = repos.make_repo(*repos.gpt_oss_120b(), shards=3)
+    app = SparkAdvisorApp(load_index(), [], AppState(workload="agentic", hardware="dgx-spark", nodes=2))
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = app.screen
+        total = main.table.row_count
+        await pilot.press("i", *"openai/oss-moe", "enter")  # typed at once: the field takes it all
+        await until(pilot, lambda: app.screen is main and main.table.row_count == total + 1)
+        assert main.table.highlighted_build == "oss-moe-openai"

@@ -13,15 +13,6 @@ max_nodes = 2
 source = "article"
 """
 
-EXTRA_BUILD = """
-[[builds]]
-id = "glm-5.3-flash-nvfp4-imported"
-model = "glm-5.3-flash"
-repo = "someone/GLM-5.3-Flash-NVFP4-imported"
-format = "nvfp4-compressed-tensors"
-source = "article"
-"""
-
 
 def row_ids(table) -> list[str]:
     """Build ids in the order the table shows them."""

@@ -14,9 +14,8 @@ from textual.widgets import Input, Label, OptionList, TextArea
 
 from sparkadvisor.state import load_state
 from sparkadvisor.tui.layout import LABELS
-from sparkadvisor.tui.screens import hub_import as hub_module
 
-from .helpers import EXTRA_BUILD, cell, row_ids, screen_lines
+from .helpers import cell, row_ids, screen_lines
 
 SIZE = (140, 40)
 QWEN = "qwen3.8-flash-next-nvfp4"
@@ -311,27 +310,6 @@ async def test_e_exports_the_highlighted_build_with_the_real_ranking(make_app) -
             if report.startswith("==> report.md"):
                 break
         assert f"- 1. `{first}`" in report and f"- 2. `{second}`" in report and first == GLM
-
-
-async def test_i_imports_and_reloads_the_catalog(make_app, monkeypatch) -> None:
-    from textual.screen import ModalScreen
-
-    from sparkadvisor import paths
-
-    class HubImportScreen(ModalScreen[str | None]):
-        def on_mount(self) -> None:
-            paths.user_catalog_path().parent.mkdir(parents=True, exist_ok=True)
-            paths.user_catalog_path().write_text(EXTRA_BUILD)
-            self.dismiss("glm-5.3-flash-nvfp4-imported")
-
-    monkeypatch.setattr(hub_module, "HubImportScreen", HubImportScreen)
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        total = app.screen.table.row_count
-        await pilot.press("i")
-        await pilot.pause()
-        assert app.screen.table.row_count == total + 1
-        assert app.screen.table.highlighted_build == "glm-5.3-flash-nvfp4-imported"
 
 
 async def test_t_cycles_themes_and_remembers(make_app) -> None:

@@ -41,7 +41,9 @@ def safe_text(text: object, keep_newlines: bool = False) -> str:
     With `keep_newlines`, "\\n" stays a line break (for multi-line notes); tabs and
     everything else are escaped either way."""
     value = text if isinstance(text, str) else str(text)
-    if value.isprintable() and value.isascii():
+    # str.isprintable() is False for every character of the unsafe categories (and for a few safe
+    # ones, such as a no-break space, which then take the character-by-character path).
+    if value.isprintable() or (keep_newlines and all(line.isprintable() for line in value.split("\n"))):
         return value
     return "".join(
         _escape(char) if _unsafe(char) and not (keep_newlines and char == "\n") else char for char in value

@@ -52,6 +52,8 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         self.ranked = ranked
         """The ranking the build was chosen from, for the report."""
         self.files: tuple[ExportFile, ...] = ()
+        self._rendered_for: tuple[object, ...] | None = None
+        """The choices the text on show was rendered for."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-box"):
@@ -101,6 +103,11 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
     def refresh_text(self) -> None:
         """Render the chosen format; an export that cannot be made says why in place of the text."""
         fmt = str(self.query_one("#export-format", Select).value)
+        chosen = (fmt, self.query_one("#export-launcher", Select).value,
+                  *(self.query_one(f"#{i}", Input).value for i in ADDRESS_FIELDS))
+        if chosen == self._rendered_for:
+            return  # the Selects announce their first value after on_mount: nothing to redo
+        self._rendered_for = chosen
         try:
             self.files = render(fmt, self.plan, self.options(), self.ranked, self.index.catalog.sources)
             text = preview(self.files)
