@@ -25,6 +25,7 @@ STATED_SIZES = {
     ("saricles/MiniMax-M2.7-NVFP4-GB10", "nvfp4"): (130.6, "GB"),  # eugr #242 quoting the card
     ("openai/gpt-oss-20b", "mxfp4"): (13.76, "GB"),  # HF tree: the three safetensors vLLM loads
     ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "nvfp4-modelopt"): (75, "GB"),  # sglang PR #20580
+    ("nvidia/Qwen3.6-35B-A3B-NVFP4", "nvfp4-modelopt"): (23.4, "GB"),  # club-3090 PR #607
     ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq1_s"): (131, "GB"),  # unsloth blog, Run DeepSeek R1 Dynamic 1.58-bit
     ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq1_m"): (158, "GB"),  # same table
     ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq2_xxs"): (183, "GB"),  # same table

@@ -329,10 +329,15 @@ async def test_question_mark_opens_help_with_the_legend(make_app) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
         assert type(app.screen).__name__ == "HelpScreen"
-        text = " ".join(str(s.render()) for s in app.screen.query("Static"))
+        await pilot.pause()
+        text = " ".join(" ".join(str(s.render()).split()) for s in app.screen.query("Static"))
         for words in ("Switch between the agentic", "[measured]", "✖", "▲", "•", "679k*", "fits +X GiB",
                       "57.54↑", "outside the predicted low-high range", "Home End g G"):
             assert words in text, words
+        legend = app.screen.query_one("Legend")
+        lines = [line for line in str(legend.render()).splitlines() if line.strip()]
+        assert all(len(line) <= legend.content_size.width for line in lines)
+        assert any(line.startswith(" " * 28) for line in lines), "a long text wraps under itself"
         await pilot.press("question_mark")
         assert type(app.screen).__name__ == "MainScreen"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -38,21 +40,27 @@ MOVES = (
 )
 
 
-def _key_line(key: str, name: str, text: str) -> Content:
-    return Content.assemble((key.ljust(13), "bold $accent"), (name.ljust(14), "bold"), text)
+KEY_CELLS, NAME_CELLS = 14, 14
+"""The key and name columns of the help's rows; the text wraps under itself after them."""
+Row = tuple[str, str, str, str]
+"""(key, its style, name, text)."""
 
 
-def keys_content() -> Content:
-    """One line per key: the commands, then moving around."""
+def _key_line(key: str, name: str, text: str) -> Row:
+    return key, "bold $accent", name, text
+
+
+def keys_content() -> list[Row]:
+    """One row per key: the commands, then moving around."""
     lines = [_key_line(c.key_display or c.key, c.footer, c.tooltip) for c in COMMANDS if c.show]
     lines += [_key_line(*move) for move in MOVES]
-    return Content("\n").join(lines)
+    return lines
 
 
-def marks_content() -> Content:
+def marks_content() -> list[Row]:
     """The legend of the table's glyphs and marks."""
-    lines = [Content.assemble((glyph.ljust(13), SEVERITY_STYLE[severity]), (severity.ljust(14), "bold"),
-                              SEVERITY_MEANING[severity]) for severity, glyph in SEVERITY_GLYPHS.items()]
+    lines = [(glyph, SEVERITY_STYLE[severity], severity, SEVERITY_MEANING[severity])
+             for severity, glyph in SEVERITY_GLYPHS.items()]
     lines += [_key_line(mark, name, text) for mark, name, text in (
         ("▲• SWAP", "flags", "each severity present once, then the most severe caveat's badge "
                              "(the detail pane lists them all with their sources)"),
@@ -67,7 +75,29 @@ def marks_content() -> Content:
         ("▸ ▾ +N", "group", "a model with N more builds, folded or unfolded (m groups by model)"),
         ("dimmed row", "-", "does not fit, or a caveat rules it out for this workload; the reason is in the pane"),
     )]
-    return Content("\n").join(lines)
+    return lines
+
+
+class Legend(Static):
+    """Rows of key, name and text in three columns; a long text wraps under itself (a hanging indent),
+    re-wrapped when the dialog's width changes."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows = rows
+        super().__init__(self._content(None))
+
+    def _content(self, width: int | None) -> Content:
+        room = max(width - KEY_CELLS - NAME_CELLS, 24) if width else None
+        lines = []
+        for key, style, name, text in self.rows:
+            parts = textwrap.wrap(text, room) if room else [text]
+            lines.append(Content.assemble((key.ljust(KEY_CELLS - 1) + " ", style),
+                                          (name.ljust(NAME_CELLS - 1) + " ", "bold"), parts[0] if parts else ""))
+            lines += [Content(" " * (KEY_CELLS + NAME_CELLS) + part) for part in parts[1:]]
+        return Content("\n").join(lines)
+
+    def on_resize(self) -> None:
+        self.update(self._content(self.content_size.width))
 
 
 def basis_content() -> Content:
@@ -95,9 +125,9 @@ class HelpScreen(EarlyKeys, ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             yield Static("sparkadvisor: keys", classes="help-heading")
-            yield Static(keys_content())
+            yield Legend(keys_content())
             yield Static("What the table shows", classes="help-heading")
-            yield Static(marks_content())
+            yield Legend(marks_content())
             yield Static("How each figure is known", classes="help-heading")
             yield Static(basis_content())
             yield Static("Files", classes="help-heading")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.message import Message
@@ -80,9 +81,9 @@ class StatusLine:
             left = len(self.parts) - n - 1
             more = len(f"{SEPARATOR}+{left} more") if left else 0
             for words in (part.text, part.short):
-                if words and used + gap + len(words) + more <= width:
+                if words and used + gap + cell_len(words) + more <= width:
                     shown.append((words, part.severity))
-                    used += gap + len(words)
+                    used += gap + cell_len(words)
                     break
             else:
                 hidden = len(self.parts) - n
