@@ -604,6 +604,9 @@ class Measurement:
     attends to these as well as to itself."""
     enforce_eager: bool | None = None
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
+    acceptance: float | None = checked(default=None, gt=0, lt=1)
+    """This run's measured share of drafted tokens accepted, when it differs from the recipe's
+    (acceptance falls with concurrency and with less predictable prompts)."""
     kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
     cached_tokens: int | None = checked(default=None, ge=0)
@@ -646,6 +649,10 @@ class Recipe:
     """--gpu-memory-utilization."""
     kv_cache_gib: float | None = checked(default=None, gt=0)
     """KV cache pinned per node with --kv-cache-memory-bytes, in GiB."""
+    weights_loaded_gib: float | None = checked(default=None, gt=0)
+    """Weights per rank as the engine logged them after loading, in GiB, when the recipe publishes it
+    (it differs from the stored size's share where layers are held at another precision, or a drafter
+    or vision encoder loads beside the model)."""
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype."""
     max_model_len: int | None = checked(default=None, ge=1)
