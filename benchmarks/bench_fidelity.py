@@ -51,7 +51,8 @@ def figures() -> dict[str, object]:
     vllm = index.speed_constants(index.hardware["dgx-spark"], "vllm")
     return {
         "seconds": round(seconds, 2),
-        "metrics": {m: {"count": s.count, "skipped": s.skipped, "median_abs_error_pct": _r(s.median_abs_error_pct),
+        "metrics": {m: {"count": s.count, "skipped": s.skipped, "unknown_tables": s.unknown_tables,
+                        "median_abs_error_pct": _r(s.median_abs_error_pct),
                         "within_20_share": _r(s.within_20_share, 3), "off_2x": s.off_2x,
                         "within_range_share": _r(s.within_range_share, 3)} for m, s in summary.items()},
         "by_engine": [{"engine": s.engine, "metric": s.metric, "count": s.count,
@@ -101,11 +102,14 @@ def lines(f: dict) -> list[str]:
     out.append(f"single-stream decode   median {decode['median_abs_error_pct']}% (<= 15%: "
                f"{_mark((decode['median_abs_error_pct'] or 99) <= 15)}), within 20% "
                f"{decode['within_20_share']:.0%} (>= 80%: {_mark(decode['within_20_share'] >= 0.8)}); "
-               f"{decode['count']} predicted, {decode['skipped']} unknown")
+               f"{decode['count']} predicted, {decode['skipped']} skipped")
     out.append(f"aggregate decode       median {aggregate['median_abs_error_pct']}% (<= 25%: "
                f"{_mark((aggregate['median_abs_error_pct'] or 99) <= 25)}); {aggregate['count']} predicted")
     out.append(f"prefill                median {prefill['median_abs_error_pct']}% (<= 20%: "
                f"{_mark((prefill['median_abs_error_pct'] or 99) <= 20)}); {prefill['count']} predicted")
+    out.append(f"PLE/Engram rows        {every['unknown_tables']} unknown (decode {decode['unknown_tables']}, "
+               f"aggregate {aggregate['unknown_tables']}, prefill {prefill['unknown_tables']}): per-token table "
+               "bytes unpublished; not predicted, not fitted, never a pass")
     out.append(f"off by 2x or more      {every['off_2x']} (none: {_mark(every['off_2x'] == 0)})")
     out.append(f"inside the range       {every['within_range_share']:.0%} (>= 80%: "
                f"{_mark(every['within_range_share'] >= 0.8)}); single-stream half-width {f['decode_band']:.0%} "

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
+from sparkadvisor.core.advisor import evaluate_build
+from sparkadvisor.core.explain import explain
 from sparkadvisor.core.kv import kv_shape
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.schema import Attention
+from sparkadvisor.core.validation import validate
+from sparkadvisor.core.workload import WORKLOADS
 
 BF16 = 2
 
@@ -94,3 +101,64 @@ def test_sparse_attention_reads_a_bounded_number_of_rows(index):
 def test_dense_attention_reads_everything_it_keeps(index):
     kv = shape(index, "llama-3.3-70b")
     assert kv.bytes_read(50_000) == kv.bytes_per_sequence(50_000)
+
+
+# Gemma 4: the full-attention (global) layers cache another shape than the sliding ones.
+# Per token, per layer, vLLM caches K and V: 2 x KV heads per rank x head dim x 2 bytes (BF16).
+# attention_k_eq_v only means V is made from K's projection; vLLM still keeps both tensors.
+# KV heads per rank under TP: max(1, heads // tp).
+
+
+def test_gemma4_26b_global_layers_cache_their_own_shape(index):
+    # config.json: 30 layers, 25 sliding (window 1024) of num_key_value_heads 8 x head_dim 256,
+    # 5 full of num_global_key_value_heads 2 x global_head_dim 512.
+    full_row = 2 * 2 * 512 * BF16             # 4,096 B per full layer per token
+    sliding_row = 2 * 8 * 256 * BF16          # 8,192 B per sliding layer per token
+    kv = shape(index, "gemma-4-26b-a4b")
+    assert kv.bytes_per_token == 5 * full_row == 20_480  # 20 KiB per token beyond the window
+    assert kv.window_bytes_per_token == 25 * sliding_row == 204_800
+    assert kv.window_tokens == 1024
+    assert kv.bytes_per_sequence(100_000) == 100_000 * 5 * full_row + 1024 * 25 * sliding_row
+    # One kv_heads/head_dim pair for every layer (the old schema) would have said 5 x 8,192 per token.
+    assert kv.bytes_per_token != 5 * sliding_row
+    # A decode step reads every kept token of the full layers and the window of the sliding ones.
+    assert kv.bytes_read(100_000) == 5 * 100_000 * full_row + 25 * 1024 * sliding_row
+
+
+def test_gemma4_26b_under_tp_replicates_its_two_global_kv_heads(index):
+    # TP=2: 1 global KV head per rank (2 // 2), 4 sliding (8 // 2).
+    kv2 = shape(index, "gemma-4-26b-a4b", tp=2)
+    assert kv2.bytes_per_token == 5 * 2 * 1 * 512 * BF16 == 10_240
+    assert kv2.window_bytes_per_token == 25 * 2 * 4 * 256 * BF16
+    # TP=4: 2 // 4 = 0, so each rank keeps one whole global head: no further split.
+    kv4 = shape(index, "gemma-4-26b-a4b", tp=4)
+    assert kv4.bytes_per_token == kv2.bytes_per_token
+    assert kv4.window_bytes_per_token == 25 * 2 * 2 * 256 * BF16
+
+
+def test_gemma4_31b_global_layers(index):
+    # config.json: 60 layers, 50 sliding of 16 KV heads x 256, 10 full of 4 KV heads x 512.
+    kv = shape(index, "gemma-4-31b")
+    assert kv.bytes_per_token == 10 * 2 * 4 * 512 * BF16 == 81_920  # 80 KiB
+    assert kv.window_bytes_per_token == 50 * 2 * 16 * 256 * BF16 == 819_200
+    assert shape(index, "gemma-4-31b", dtype="fp8").bytes_per_token == 10 * 2 * 4 * 512 * 1
+
+
+def test_the_explanation_gives_gemma4_both_layer_shapes(index):
+    build = next(b for b in index.catalog.builds if b.id == "gemma-4-26b-a4b-bf16")
+    plan = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 1), WORKLOADS["chat"])
+    text = next(s for s in explain(plan) if s.key == "kv").text
+    assert "2 (K and V) x 2 KV heads per rank x 512 x 2 B = 4 KiB per layer" in text
+    assert "on 5 full-attention layers per rank = 20.00 KiB per token per node" in text
+    assert "25 sliding layers of 2 x 8 KV heads per rank x 256 x 2 B = 8 KiB per layer per token" in text
+    assert "1,024 tokens (200.0 MiB per sequence)" in text  # 25 x 8,192 B x 1,024 = 200 MiB
+    assert "vLLM caches K and V apart" in text
+
+
+def test_global_layer_shape_is_refused_on_mla():
+    with pytest.raises(ValidationError, match="MLA model caches its latent"):
+        validate(Attention, {"design": "mla", "layers": 4, "kv_lora_rank": 512, "global_head_dim": 512,
+                             "source": "x"})
+    with pytest.raises(ValidationError, match="global_kv_heads 8 is more than heads 4"):
+        validate(Attention, {"design": "gqa", "layers": 4, "heads": 4, "kv_heads": 2, "head_dim": 64,
+                             "global_kv_heads": 8, "source": "x"})

@@ -42,6 +42,7 @@ def constants(draw: st.DrawFn) -> SpeedConstants:
                    decode_band=draw(st.floats(0.1, 1.0)))
 
 
+@settings(deadline=None)  # pure arithmetic; a loaded 2-core machine can stall one example past 200 ms
 @given(plain_inputs(), constants(), st.floats(100, 8000))
 def test_ceiling_never_below_expected_without_speculation(inputs: DecodeInputs, c: SpeedConstants,
                                                           bandwidth: float) -> None:
@@ -51,6 +52,7 @@ def test_ceiling_never_below_expected_without_speculation(inputs: DecodeInputs, 
     assert estimate.low_tok_s <= estimate.expected_tok_s <= estimate.high_tok_s
 
 
+@settings(deadline=None)
 @given(plain_inputs(), st.floats(0, 1e10), st.integers(0, 8))
 def test_more_kv_read_never_raises_speed(inputs: DecodeInputs, more_bytes: float, spec_tokens: int) -> None:
     inputs = replace(inputs, spec_tokens=spec_tokens)

@@ -55,7 +55,7 @@ def checks_listing(report: Report) -> Listing:
     rows = tuple((c.recipe, c.build, c.hardware, c.engine, c.mode, c.metric, str(c.streams),
                   "" if c.context_tokens is None else str(c.context_tokens), format(c.measured, "g"),
                   figure(c.predicted), figure(c.low), figure(c.high), figure(c.error_pct, "+.1f"),
-                  "skipped" if c.predicted is None else ("inside" if c.inside else "outside"),
+                  ("unknown" if c.tables else "skipped") if c.predicted is None else ("inside" if c.inside else "outside"),
                   c.skipped or c.note) for c in report.checks)
     return Listing(CHECK_COLUMNS, rows, frozenset(range(6, 13)))
 
@@ -68,9 +68,12 @@ def text_lines(report: object) -> list[str]:
     lines = ["Each measurement is predicted at its own context, streams, engine and mode, with constants",
              "fitted to the other recipes (leave-one-out).", ""]
     width = max((len(c.recipe) for c in report.checks), default=10)
+    apart = [c for c in report.checks if c.tables]
     for c in report.checks:
         context = f"@{c.context_tokens:,}" if c.context_tokens else ""
         where = f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8}"
+        if c.tables:
+            continue
         if c.predicted is None:
             lines.append(f"{where} measured {c.measured:>9,.1f}  skipped: {c.skipped}")
             continue
@@ -78,6 +81,13 @@ def text_lines(report: object) -> list[str]:
         note = f"  [{c.note}]" if c.note else ""
         lines.append(f"{where} measured {c.measured:>9,.1f}  predicted {c.predicted:>9,.1f} "
                      f"({c.low:,.1f}-{c.high:,.1f})  {c.error_pct:+6.1f}%  {verdict}{note}")
+    if apart:
+        lines += ["", f"Unknown, not predicted and not fitted ({len(apart)} rows): the model reads a per-token table "
+                  "(PLE, Engram) whose bytes per token are unpublished. Never counted as a pass."]
+        for c in apart:
+            context = f"@{c.context_tokens:,}" if c.context_tokens else ""
+            lines.append(f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8} "
+                         f"measured {c.measured:>9,.1f}  {c.tables} table: unknown")
     lines += ["", "Summary (median absolute error; within 20%; off by 2x or more; inside the predicted range):"]
     lines += [_summary_line(s, METRIC_LABELS.get(s.metric, s.metric)) for s in report.summaries]
     if report.by_engine:
@@ -94,10 +104,11 @@ def _summary_line(s: object, label: str) -> str:
     from sparkadvisor.core.fidelity import Summary
 
     assert isinstance(s, Summary)
+    skipped = f"{s.skipped} skipped" + (f" ({s.unknown_tables} unknown: PLE/Engram)" if s.unknown_tables else "")
     if not s.count:
-        return f"  {label:<34} {s.count:>3} predicted, {s.skipped} skipped"
+        return f"  {label:<34} {s.count:>3} predicted, {skipped}"
     median = "n/a" if s.median_abs_error_pct is None else f"{s.median_abs_error_pct:.1f}%"
-    return (f"  {label:<34} {s.count:>3} predicted, {s.skipped} skipped; median |error| {median}; "
+    return (f"  {label:<34} {s.count:>3} predicted, {skipped}; median |error| {median}; "
             f"within 20% {s.within_20}/{s.count} ({s.within_20_share:.0%}); off 2x {s.off_2x}; "
             f"inside range {s.within_range}/{s.count} ({s.within_range_share:.0%})")
 

@@ -143,6 +143,8 @@ def observation(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Observat
         return None
     if m.enforce_eager is not None:
         inputs = replace(inputs, eager=m.enforce_eager)
+    if m.acceptance is not None and inputs.spec_tokens:
+        inputs = replace(inputs, acceptance=m.acceptance)
     return Observation(recipe, m, inputs)
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
@@ -133,10 +134,15 @@ def _params_text(plan: Plan) -> str:
 def _parallelism(plan: Plan) -> Step:
     split = plan.tp * plan.pp
     per_node = fmt_size(plan.weights_per_node, "GiB")
+    if plan.budget.weights_loaded:
+        per_node = fmt_size(plan.weights.resident_bytes(plan.streams_tables) / split, "GiB") + " as stored"
     if split == 1:
         text = f"One node holds all of it: {per_node}."
     else:
         text = f"TP={plan.tp}, PP={plan.pp}, {plan.parallel_reason}: each node holds 1/{split}, {per_node}."
+    if plan.budget.weights_loaded:
+        text += (f" The recipe logs {plan.budget.weights_bytes / GiB:.2f} GiB per rank as loaded (measured); "
+                 "the budget uses that.")
     return Step("parallelism", "per node", text, "derived")
 
 
@@ -151,13 +157,31 @@ def _budget(plan: Plan) -> Step:
         text += (f"after {b.weights_bytes / GiB:.1f} GiB of weights, {b.left_bytes / GiB:.1f} GiB is left for the "
                  "KV cache and activations.")
         if b.kv_pinned_bytes is not None:
-            text += f" The recipe pins the KV cache at {b.kv_pinned_bytes / GiB:g} GiB per node."
+            text += (f" The recipe pins the KV cache at {b.kv_pinned_bytes / GiB:g} GiB per node, so vLLM skips its "
+                     "profile run; activations come out of what is left.")
         elif b.kv_bytes > 0:
-            text += (f" Keeping {b.reserve_bytes / GiB:g} GiB for activations and the runtime (assumed), "
-                     f"{b.kv_bytes / GiB:.1f} GiB goes to the KV cache.")
+            text += (f" vLLM keeps {b.reserve_bytes / GiB:.1f} GiB beside them ({_reserve_text(b.reserve)}), "
+                     f"so {b.kv_bytes / GiB:.1f} GiB goes to the KV cache.")
     if plan.short_bytes > 0:
         text += " " + _shortfall(plan)
     return Step("budget", "fit", f"{text} {_verdict(plan)}", "derived")
+
+
+def _reserve_text(r: Reserve) -> str:
+    """The reserve's parts, each with the log its figure comes from (one recipe each, assumed here)."""
+    parts = [f"{r.profile_bytes / GiB:.1f} GiB profile run"
+             + (" with its drafter" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else "")
+             + ", from GLM-5.3-Flash TP2's log"]
+    parts.append(f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log" if r.graph_bytes
+                 else "no CUDA graphs (eager)")
+    if r.draft_graph_bytes:
+        parts.append(f"{r.draft_graph_bytes / GiB:.2f} GiB drafter graphs, same log")
+    if r.draft_weights_bytes:
+        parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights")
+    if r.indexer_bytes:
+        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer, 5.2 GiB per 1M tokens of "
+                     "max-model-len, same recipe")
+    return "; ".join(parts) + "; each measured on one recipe and assumed here"
 
 
 def _shortfall(plan: Plan) -> str:
@@ -201,13 +225,24 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     size = kv.element_bytes
     if a.design == "mla":
         core = f"MLA: ({a.kv_lora_rank} + {a.qk_rope_head_dim or 0}) x {size:g} B, kept whole on every TP rank"
+    elif kv.full_kv_heads_per_rank is not None:
+        core = (f"{a.design.upper()}: 2 (K and V) x {kv.full_kv_heads_per_rank} KV heads per rank x "
+                f"{a.global_head_dim or a.head_dim} x {size:g} B = {(kv.full_row_bytes or 0) / 1024:g} KiB per layer, "
+                "the full-attention layers' own shape")
+        if a.global_k_eq_v:
+            core += " (attention_k_eq_v makes V from K's projection, but vLLM caches K and V apart, so both count)"
     else:
         core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
     text = f"{core}, on {kv.full_layers} full-attention layers per rank"
     if a.indexer_head_dim:
         text += f", plus {a.indexer_head_dim}-wide FP8 indexer keys"
     text += f" = {kv.bytes_per_token / 1024:.2f} KiB per token per node"
-    if kv.window_tokens:
+    if kv.window_tokens and kv.full_kv_heads_per_rank is not None:
+        text += (f"; {kv.sliding_layers} sliding layers of 2 x {kv.kv_heads_per_rank} KV heads per rank x "
+                 f"{a.head_dim} x {size:g} B = {kv.row_bytes / 1024:g} KiB per layer per token hold at most "
+                 f"{kv.window_tokens:,} tokens ({kv.window_bytes_per_token * kv.window_tokens / 2**20:.1f} MiB "
+                 "per sequence)")
+    elif kv.window_tokens:
         text += (f"; {kv.sliding_layers} sliding layers hold at most {kv.window_tokens:,} tokens "
                  f"({kv.window_bytes_per_token * kv.window_tokens / 2**20:.1f} MiB per sequence)")
     if kv.state_bytes_per_sequence:
@@ -291,8 +326,12 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
     conditions = (f"{m.context_tokens or DEFAULT_DECODE_CONTEXT:,} tokens"
                   f"{'' if m.context_tokens else ' (assumed: not stated)'}, {m.streams} stream"
                   f"{'s' if m.streams > 1 else ''}, {'eager' if eager else 'CUDA graphs'}")
-    return (f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}) at its own conditions "
-            f"({conditions}); the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
+    head = f"Measured {_measurement(m, lambda v: f'{v:g}')} tok/s ({_source(m)}) at its own conditions ({conditions}); "
+    if d.tables:
+        return (head + f"the model's {expected:.0f} there leaves out the {d.tables} table every token reads (its bytes "
+                f"per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor "
+                f"fidelity` lists this row apart, never as a pass; {plan.efficiency:.0%} of the ceiling.")
+    return (head + f"the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
             f"predicted range; {plan.efficiency:.0%} of the ceiling.")
 
 

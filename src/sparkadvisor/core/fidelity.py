@@ -44,6 +44,8 @@ class Check:
     """Why there is no prediction, in a few words."""
     note: str = ""
     """What the prediction leaves out (per-token tables), in a few words."""
+    tables: str = ""
+    """The per-token tables (PLE, Engram) whose unpublished bytes leave this row unknown, "" for none."""
 
     @property
     def error_pct(self) -> float | None:
@@ -76,6 +78,8 @@ class Summary:
     """How many predictions were off by a factor of 2 or more, either way."""
     engine: str = "all"
     """The engine these checks ran on ("all" for every engine)."""
+    unknown_tables: int = 0
+    """Of the skipped, how many read a per-token table (PLE, Engram) whose bytes are unpublished."""
 
     @property
     def within_range_share(self) -> float | None:
@@ -133,7 +137,8 @@ def summarize(checks: tuple[Check, ...], metric: str, engine: str = "all") -> Su
     within = sum(1 for e in errors if e <= 20)
     ratios = [c.predicted / c.measured for c in predicted if c.predicted]
     off = sum(1 for r in ratios if r >= 2 or r <= 0.5)
-    return Summary(metric, len(predicted), len(chosen) - len(predicted), median, inside, within, off, engine)
+    tables = sum(1 for c in chosen if c.predicted is None and c.tables)
+    return Summary(metric, len(predicted), len(chosen) - len(predicted), median, inside, within, off, engine, tables)
 
 
 def _recipe_checks(index: CatalogIndex, recipe: Recipe) -> list[Check]:
@@ -152,7 +157,8 @@ def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: Spe
     tables = _tables(index, recipe)
     if tables:
         return _check(recipe, m, skipped=f"unknown: every token reads the {tables} table, whose bytes per token are "
-                                          "unpublished" + (" (rows streamed from disk)" if recipe.streams_tables else ""))
+                                          "unpublished" + (" (rows streamed from disk)" if recipe.streams_tables else ""),
+                      tables=tables)
     if m.metric == "prefill_tok_s":
         result = recipe_prefill(index, recipe, m, constants)
     else:
@@ -172,10 +178,10 @@ def _tables(index: CatalogIndex, recipe: Recipe) -> str:
 
 
 def _check(recipe: Recipe, m: Measurement, predicted: float | None = None, low: float | None = None,
-           high: float | None = None, skipped: str = "", note: str = "") -> Check:
+           high: float | None = None, skipped: str = "", note: str = "", tables: str = "") -> Check:
     eager = m.enforce_eager if m.enforce_eager is not None else recipe.enforce_eager
     return Check(recipe.id, recipe.build, recipe.hardware, recipe.engine, "eager" if eager else "graphs", m.metric,
-                 m.streams, m.context_tokens, m.value, predicted, low, high, skipped, note)
+                 m.streams, m.context_tokens, m.value, predicted, low, high, skipped, note, tables)
 
 
 def report_dict(report: Report) -> dict[str, object]:
@@ -188,7 +194,7 @@ def report_dict(report: Report) -> dict[str, object]:
                     "metric": c.metric, "streams": c.streams, "context_tokens": c.context_tokens,
                     "measured": c.measured, "predicted": _round(c.predicted, 1), "low": _round(c.low, 1),
                     "high": _round(c.high, 1), "error_pct": _round(c.error_pct, 1), "inside": c.inside,
-                    "skipped": c.skipped or None, "note": c.note or None}
+                    "skipped": c.skipped or None, "note": c.note or None, "unknown_tables": c.tables or None}
                    for c in report.checks],
         "constants": [{"hardware": f.hardware, "engine": f.engine, **constants_dict(f.constants)}
                       for f in report.fitted],
@@ -197,7 +203,8 @@ def report_dict(report: Report) -> dict[str, object]:
 
 def _summary_dict(s: Summary) -> dict[str, object]:
     return {"metric": s.metric, "engine": s.engine, "count": s.count, "skipped": s.skipped,
-            "median_abs_error_pct": _round(s.median_abs_error_pct, 1), "within_20": s.within_20,
+            "median_abs_error_pct": _round(s.median_abs_error_pct, 1), "unknown_tables": s.unknown_tables,
+            "within_20": s.within_20,
             "within_20_share": _round(s.within_20_share, 3), "off_2x": s.off_2x,
             "within_range": s.within_range, "within_range_share": _round(s.within_range_share, 3)}
 

@@ -5,6 +5,9 @@
 - MLA: (kv_lora_rank + qk_rope_head_dim) x dtype bytes per layer per token; vLLM keeps
   the latent whole on every TP rank.
 - Sliding-window layers hold at most the window per sequence.
+- Full-attention layers may cache another shape than the sliding ones (Gemma 4's global layers:
+  num_global_key_value_heads x global_head_dim); each layer type counts its own K and V. Gemma 4's
+  attention_k_eq_v (V made from K's projection) still caches two tensors in vLLM, so it counts 2.
 - Linear-attention (Gated DeltaNet, KDA) and Mamba-2 layers hold a fixed state per sequence.
 - A sparse-attention indexer (DeepSeek DSA) caches an FP8 key per token per full layer
   with one FP32 scale per 128 values (vLLM's indexer cache: head_dim + head_dim/128 x 4 bytes).
@@ -56,6 +59,11 @@ class KvShape:
     """GQA/MHA: KV heads each rank keeps (0 for MLA, whose latent is whole on every rank)."""
     row_bytes: float = 0.0
     """One token's K and V (or latent) in one layer on this rank."""
+    full_row_bytes: float | None = None
+    """One token's K and V in one full-attention layer when that differs from `row_bytes`
+    (Gemma 4's global layers); None: `row_bytes`."""
+    full_kv_heads_per_rank: int | None = None
+    """KV heads each rank keeps in a full-attention layer when that differs (None: kv_heads_per_rank)."""
     indexer_row_bytes: float = 0.0
     """One indexer key (per token of a full layer, per row of an indexed compressed layer)."""
     sparse_topk: int | None = None
@@ -79,7 +87,8 @@ class KvShape:
     def bytes_read(self, context_tokens: int) -> float:
         """KV and state bytes one decode step reads for one sequence at `context_tokens` on this rank."""
         ctx = context_tokens
-        full = self.full_layer_share * (self._picked(ctx) * self.row_bytes + self._indexed(ctx))
+        full_row = self.row_bytes if self.full_row_bytes is None else self.full_row_bytes
+        full = self.full_layer_share * (self._picked(ctx) * full_row + self._indexed(ctx))
         window = self.sliding_layer_share * min(ctx, self.window_tokens) * self.row_bytes
         compressed = 0.0
         for layers, ratio, indexed in self.compressed:
@@ -105,6 +114,9 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvS
     per_layer = _per_layer_token_bytes(attention, element, tp, kv_cache_dtype)
     if per_layer is None:
         return None
+    full_heads = _global_kv_heads_per_rank(attention, tp)
+    full_row = (2 * full_heads * (attention.global_head_dim or attention.head_dim or 0) * element
+                if full_heads is not None else per_layer)
     linear_layers = attention.linear.layers if attention.linear else 0
     full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers
     indexer = _indexer_bytes(attention.indexer_head_dim)
@@ -114,7 +126,7 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvS
     compressed_per_token = sum(layers * (per_layer + (indexer if indexed else 0.0)) / ratio
                                for layers, ratio, indexed in compressed)
     return KvShape(
-        bytes_per_token=full_layers * (per_layer + indexer) / pp + compressed_per_token,
+        bytes_per_token=full_layers * (full_row + indexer) / pp + compressed_per_token,
         window_bytes_per_token=attention.sliding_layers * per_layer / pp,
         window_tokens=window,
         state_bytes_per_sequence=linear_layers * state / pp,
@@ -124,6 +136,8 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvS
         element_bytes=element,
         kv_heads_per_rank=_kv_heads_per_rank(attention, tp),
         row_bytes=per_layer,
+        full_row_bytes=full_row if full_heads is not None else None,
+        full_kv_heads_per_rank=full_heads,
         indexer_row_bytes=indexer,
         sparse_topk=attention.sparse_topk,
         full_layer_share=full_layers / pp,
@@ -136,6 +150,13 @@ def _kv_heads_per_rank(attention: Attention, tp: int) -> int:
     if attention.design == "mla" or attention.kv_heads is None:
         return 0
     return max(1, attention.kv_heads // tp)
+
+
+def _global_kv_heads_per_rank(attention: Attention, tp: int) -> int | None:
+    """KV heads per rank of a full-attention layer whose shape differs from the sliding layers', else None."""
+    if attention.design == "mla" or (attention.global_kv_heads is None and attention.global_head_dim is None):
+        return None
+    return max(1, (attention.global_kv_heads or attention.kv_heads or 1) // tp)
 
 
 def _per_layer_token_bytes(attention: Attention, dtype_bytes: float, tp: int,

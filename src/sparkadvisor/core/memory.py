@@ -7,7 +7,6 @@ profiles activations, and gives the rest to the KV cache, or exactly
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 from sparkadvisor.core.formats import FORMATS
@@ -15,10 +14,93 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
-RUNTIME_RESERVE_GIB = 5.0
-"""Activations, CUDA graphs and NCCL buffers per node, beside weights and KV. The
-article's GLM recipe leaves ~11 GiB per node at 0.85 and pins 6 GiB of KV, keeping
-~5 GiB for the rest; the same share is assumed elsewhere until a recipe says more."""
+PROFILE_PEAK_GIB = 2.6
+"""What vLLM's profile run takes per node beside the weights (activations at max-num-batched-tokens,
+the sampler's dummy batch, and the non-torch memory that appears meanwhile: NCCL buffers, cuBLAS and
+attention workspaces). One published recipe pins it down: tonyd2wild-glm (GLM-5.3-Flash NVFP4, TP2,
+eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144) logs a 965,166-token
+profiler-sized pool without a drafter, against 678,661 tokens at its 6 GiB pin: the profiler left
+6 x 965,166 / 678,661 = 8.53 GiB of KV, and 0.85 x 121.6 - 92.20 GiB of weights - 8.53 = 2.6 GiB.
+The pool is the minimum over the ranks, and the README notes its worker rank profiles 4-5 GiB less
+headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and attention
+backends are assumed to need the same: no second source logs it."""
+
+PROFILE_SOURCE = "tonyd2wild-glm"
+"""The catalog source of PROFILE_PEAK_GIB and DRAFT_PROFILE_GIB."""
+
+GRAPH_SOURCE = "tonyd2wild-ds41"
+"""The catalog source of CUDA_GRAPH_GIB, DRAFT_GRAPH_GIB and INDEXER_BUFFER_GIB_PER_MTOKEN."""
+
+DRAFT_PROFILE_GIB = 2.4
+"""What a speculative drafter adds to the profile run beside its own weights: the same recipe's
+profiler-sized pool with its DFlash2 drafter is 581,040 tokens (5.14 GiB of KV), so 103.36 - 92.20 -
+1.02 GiB of drafter weights (2.2 GB over TP2) - 5.14 - 2.6 = 2.4 GiB. Assumed for other drafters and
+MTP heads, which vLLM also runs as a separate drafter model."""
+
+CUDA_GRAPH_GIB = 1.99
+"""CUDA graph memory of the target model per node, when graphs are captured (tonyd2wild-ds41, boot 10:
+DeepSeek-V4.1-Flash TP4, FULL_AND_PIECEWISE, 15 capture sizes). The only published split; assumed for
+other builds and cudagraph modes. vLLM profiles it before sizing the KV cache."""
+
+DRAFT_GRAPH_GIB = 0.55
+"""CUDA graph memory of the drafter per node under speculative decoding with graphs (same boot 10:
+the DSpark drafter at k=5); assumed for other drafters and MTP heads."""
+
+INDEXER_BUFFER_GIB_PER_MTOKEN = 5.2
+"""A sparse-attention indexer's prefill buffer per node, per 1,048,576 tokens of max-model-len: the
+DeepSeek-V4.1-Flash recipe (tonyd2wild-ds41) notes that it "grows with max context, about 5.2 GiB at
+1M". Taken as proportional to max-model-len and assumed for every model with an indexer."""
+
+
+@record(kw_only=False)
+class Reserve:
+    """What vLLM keeps per node beside the weights and the KV cache, and why."""
+
+    profile_bytes: float
+    """Activations, sampler and non-torch memory of the profile run (PROFILE_PEAK_GIB, plus
+    DRAFT_PROFILE_GIB under speculation)."""
+    graph_bytes: float
+    """Target-model CUDA graphs (0 with --enforce-eager)."""
+    draft_graph_bytes: float
+    """Drafter CUDA graphs (0 without speculation or with --enforce-eager)."""
+    draft_weights_bytes: float = 0.0
+    """A separate draft model's weights on this node (its stated size over the TP ranks)."""
+    indexer_bytes: float = 0.0
+    """A sparse-attention indexer's prefill buffer at max-model-len (INDEXER_BUFFER_GIB_PER_MTOKEN)."""
+
+    @property
+    def total_bytes(self) -> float:
+        """All of it."""
+        return (self.profile_bytes + self.graph_bytes + self.draft_graph_bytes + self.draft_weights_bytes
+                + self.indexer_bytes)
+
+    @property
+    def source_ids(self) -> tuple[str, ...]:
+        """The catalog sources of the parts this reserve holds."""
+        measured_once = self.graph_bytes or self.draft_graph_bytes or self.indexer_bytes
+        return (PROFILE_SOURCE, GRAPH_SOURCE) if measured_once else (PROFILE_SOURCE,)
+
+    @property
+    def profiled_bytes(self) -> float:
+        """What a pinned KV cache does not keep free: vLLM allocates exactly the pin without a
+        profile run, so only the graphs and the drafter's weights are set aside for certain."""
+        return self.graph_bytes + self.draft_graph_bytes + self.draft_weights_bytes
+
+
+@lru_cache(maxsize=256)
+def runtime_reserve(eager: bool, speculative: bool, draft_weights_bytes: float = 0.0,
+                    indexer_context_tokens: int = 0) -> Reserve:
+    """The reserve of one node: the profile peak, plus CUDA graphs unless eager, plus a drafter, plus
+    an indexer's prefill buffer when the model has one (`indexer_context_tokens` = max-model-len)."""
+    profile = (PROFILE_PEAK_GIB + (DRAFT_PROFILE_GIB if speculative else 0.0)) * GiB
+    graphs = 0.0 if eager else CUDA_GRAPH_GIB * GiB
+    draft = DRAFT_GRAPH_GIB * GiB if speculative and not eager else 0.0
+    indexer = INDEXER_BUFFER_GIB_PER_MTOKEN * GiB * indexer_context_tokens / 2**20
+    return Reserve(profile, graphs, draft, draft_weights_bytes, indexer)
+
+
+DEFAULT_RESERVE = runtime_reserve(eager=False, speculative=False)
+"""A build without a recipe: CUDA graphs on (vLLM's default), no speculation."""
 
 
 @record(kw_only=False)
@@ -96,7 +178,7 @@ class Budget:
     weights_bytes: float
     """This node's share of the weights."""
     reserve_bytes: float
-    """Activations and runtime (RUNTIME_RESERVE_GIB)."""
+    """Activations, runtime and CUDA graphs (the parts in `reserve`)."""
     kv_pinned_bytes: float | None
     """--kv-cache-memory-bytes, when pinned."""
     engine_bytes: float
@@ -107,6 +189,10 @@ class Budget:
     """The KV cache: the pinned size, or what is left after the reserve."""
     fits: bool
     """Weights, reserve and KV fit inside the engine's share."""
+    reserve: Reserve = DEFAULT_RESERVE
+    """The reserve's parts."""
+    weights_loaded: bool = False
+    """weights_bytes is what the recipe's engine logged as loaded, not the stored size's share."""
 
     @property
     def free_bytes(self) -> float:
@@ -114,36 +200,30 @@ class Budget:
         return max(self.usable_bytes - self.weights_bytes - max(self.kv_bytes, 0.0) - self.reserve_bytes, 0.0)
 
 
-def node_budget(
-    hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None
-) -> Budget:
+def node_budget(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,
+                reserve: Reserve = DEFAULT_RESERVE, weights_loaded: bool = False) -> Budget:
     """The memory budget of one node."""
-    return Budget(*_budget(hardware, weights_per_node, utilization, kv_pinned_gib))
+    return Budget(*_budget(hardware, weights_per_node, utilization, kv_pinned_gib, reserve), reserve, weights_loaded)
 
 
-def node_fits(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None) -> bool:
+def node_fits(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,
+              reserve: Reserve = DEFAULT_RESERVE) -> bool:
     """`node_budget(...).fits`, without the record (the search for the nodes a build needs asks it often)."""
-    return _budget(hardware, weights_per_node, utilization, kv_pinned_gib)[-1]
+    return _budget(hardware, weights_per_node, utilization, kv_pinned_gib, reserve)[-1]
 
 
-def _budget(hardware: Hardware, weights_per_node: float, utilization: float,
-            kv_pinned_gib: float | None) -> tuple[float, float, float, float, float | None, float, float, float, bool]:
+def _budget(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,
+            reserve: Reserve) -> tuple[float, float, float, float, float | None, float, float, float, bool]:
     """The figures of a `Budget`, in its order."""
     usable = hardware.usable_memory_gib * GiB
-    reserve = RUNTIME_RESERVE_GIB * GiB
     pinned = kv_pinned_gib * GiB if kv_pinned_gib is not None else None
     engine = utilization * usable
     left = engine - weights_per_node
-    kv = pinned if pinned is not None else left - reserve
-    # One byte of slack: kv is engine - weights - reserve, and adding them back can round up.
-    fits = kv > 0 and weights_per_node + reserve + kv <= engine + 1
-    return usable, utilization, weights_per_node, reserve, pinned, engine, left, kv, fits
-
-
-def nodes_needed(weights: Weights, hardware: Hardware, utilization: float) -> int | None:
-    """The smallest cluster whose nodes each hold their share with room left for KV, or None."""
-    room_per_node = utilization * hardware.usable_memory_gib * GiB - RUNTIME_RESERVE_GIB * GiB
-    if room_per_node <= 0:
-        return None
-    nodes = math.floor(weights.total_bytes / room_per_node) + 1
-    return nodes if nodes <= hardware.max_nodes else None
+    kept = reserve.total_bytes
+    kv = pinned if pinned is not None else left - kept
+    # A pin skips the profile run (the GB10 field report: pinning drops the activation reservation),
+    # so only what is certainly allocated must fit beside it. One byte of slack: kv is engine -
+    # weights - reserve, and adding them back can round up.
+    needed = reserve.profiled_bytes if pinned is not None else kept
+    fits = kv > 0 and weights_per_node + needed + kv <= engine + 1
+    return usable, utilization, weights_per_node, kept, pinned, engine, left, kv, fits

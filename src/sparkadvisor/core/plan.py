@@ -170,6 +170,8 @@ class Plan:
                   *self.caveats)
         refs = [ref for table in tables if table is not None
                 for ref in (*_refs(table.source), *_refs(getattr(table, "reference_source", None) or ()))]
+        if self.budget.kv_pinned_bytes is None and self.fit.fits:
+            refs += self.budget.reserve.source_ids  # the reserve's parts, when they size the KV cache
         return list(dict.fromkeys(refs))
 
     @property

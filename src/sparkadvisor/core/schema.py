@@ -262,6 +262,16 @@ class Attention:
     """MLA: width of the compressed latent cached per token."""
     qk_rope_head_dim: int | None = checked(default=None, ge=0)
     """MLA: width of the decoupled RoPE key cached beside the latent."""
+    global_kv_heads: int | None = checked(default=None, ge=1)
+    """KV heads of the full-attention layers when they differ from the sliding layers'
+    (Gemma 4: num_global_key_value_heads); None: kv_heads on every layer."""
+    global_head_dim: int | None = checked(default=None, ge=1)
+    """Per-head dimension of the full-attention layers' K and V when it differs (Gemma 4:
+    global_head_dim); None: head_dim on every layer."""
+    global_k_eq_v: bool = False
+    """The full-attention layers have no V projection: V is made from K's projection (Gemma 4:
+    attention_k_eq_v). vLLM still caches K and V apart (K gets k_norm and RoPE, V only v_norm),
+    so this halves no KV; it is recorded so the explanation can say so."""
     sliding_window: int | None = checked(default=None, ge=1)
     """Window of the sliding-window layers, in tokens."""
     sliding_layers: int = checked(default=0, ge=0)
@@ -284,6 +294,16 @@ class Attention:
         if self.heads and self.kv_heads and self.kv_heads > self.heads:
             raise ValueError(f"kv_heads {self.kv_heads} is more than heads {self.heads}; each KV head serves "
                              "one or more query heads")
+        global_shape = self.global_kv_heads is not None or self.global_head_dim is not None or self.global_k_eq_v
+        if global_shape and self.design == "mla":
+            raise ValueError("global_kv_heads, global_head_dim and global_k_eq_v describe GQA/MHA full-attention "
+                             "layers; an MLA model caches its latent (kv_lora_rank) instead")
+        if global_shape and (self.kv_heads is None or self.head_dim is None):
+            raise ValueError("global_kv_heads, global_head_dim and global_k_eq_v need kv_heads and head_dim too "
+                             "(the sliding layers' shape)")
+        if self.heads and self.global_kv_heads and self.global_kv_heads > self.heads:
+            raise ValueError(f"global_kv_heads {self.global_kv_heads} is more than heads {self.heads}; each KV head "
+                             "serves one or more query heads")
         special = self.sliding_layers + (self.linear.layers if self.linear else 0) + self.ffn_layers
         if special > self.layers:
             raise ValueError(f"sliding_layers + linear.layers + ffn_layers = {special} but layers = {self.layers}; "
@@ -584,6 +604,9 @@ class Measurement:
     attends to these as well as to itself."""
     enforce_eager: bool | None = None
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
+    acceptance: float | None = checked(default=None, gt=0, lt=1)
+    """This run's measured share of drafted tokens accepted, when it differs from the recipe's
+    (acceptance falls with concurrency and with less predictable prompts)."""
     kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
     cached_tokens: int | None = checked(default=None, ge=0)
@@ -626,6 +649,10 @@ class Recipe:
     """--gpu-memory-utilization."""
     kv_cache_gib: float | None = checked(default=None, gt=0)
     """KV cache pinned per node with --kv-cache-memory-bytes, in GiB."""
+    weights_loaded_gib: float | None = checked(default=None, gt=0)
+    """Weights per rank as the engine logged them after loading, in GiB, when the recipe publishes it
+    (it differs from the stored size's share where layers are held at another precision, or a drafter
+    or vision encoder loads beside the model)."""
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype."""
     max_model_len: int | None = checked(default=None, ge=1)

@@ -428,7 +428,8 @@ def attention_flops_per_token(attention: Attention | None, attended_tokens: floa
     full = attention.layers - attention.sliding_layers - linear - attention.ffn_layers
     full_span = min(attended_tokens, attention.sparse_topk or attended_tokens)
     window_span = min(attended_tokens, attention.sliding_window or 0)
-    rows = full * full_span + attention.sliding_layers * window_span
+    full_width = (attention.global_head_dim or attention.head_dim) / attention.head_dim  # Gemma 4's wider global heads
+    rows = full * full_span * full_width + attention.sliding_layers * window_span
     for group in attention.compressed:
         compressed = attended_tokens / group.ratio
         rows += group.layers * (min(compressed, attention.sparse_topk) if group.indexed and attention.sparse_topk

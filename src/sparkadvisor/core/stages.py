@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import KvShape, kv_shape, sessions_at
-from sparkadvisor.core.memory import Budget, Weights, node_budget, node_fits, valid_parallelism
+from sparkadvisor.core.memory import (
+    Budget,
+    Reserve,
+    Weights,
+    node_budget,
+    node_fits,
+    runtime_reserve,
+    valid_parallelism,
+)
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
 from sparkadvisor.core.speed import (
@@ -33,7 +41,7 @@ from sparkadvisor.core.speed import (
     weight_class,
 )
 from sparkadvisor.core.units import GB, GiB
-from sparkadvisor.core.workload import Settings, Workload
+from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 if TYPE_CHECKING:
     from sparkadvisor.core.index import BuildFacts
@@ -120,7 +128,8 @@ def _fits(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings
           ranks: int) -> tuple[Budget, bool, bool]:
     """(budget, fits, fits only by a measured recipe). A recipe's measured decode proves it runs
     only with the recipe's own memory settings, not under a user's override."""
-    budget = node_budget(hardware, *_node_share(facts, hardware, recipe, settings, ranks))
+    budget = node_budget(hardware, *_node_share(facts, hardware, recipe, settings, ranks),
+                         weights_loaded=_loaded_gib(recipe, ranks) is not None)
     by_recipe = not budget.fits and _runs_as_measured(recipe, settings)
     return budget, budget.fits or by_recipe, by_recipe
 
@@ -132,11 +141,19 @@ def _fits_at(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, setti
 
 
 def _node_share(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
-                ranks: int) -> tuple[float, float, float | None]:
-    """(weights per node, utilization, pinned KV GiB) the budget is drawn up with."""
+                ranks: int) -> tuple[float, float, float | None, Reserve]:
+    """(weights per node, utilization, pinned KV GiB, reserve) the budget is drawn up with. The
+    weights are the recipe's logged per-rank figure when it has one, else the stored share."""
     streams = bool(recipe and recipe.streams_tables)
     pinned = recipe.kv_cache_gib if recipe and settings.gpu_memory_utilization is None else None
-    return facts.weights.resident_bytes(streams) / ranks, utilization(settings, recipe, hardware), pinned
+    loaded = _loaded_gib(recipe, ranks)
+    weights = loaded * GiB if loaded is not None else facts.weights.resident_bytes(streams) / ranks
+    return weights, utilization(settings, recipe, hardware), pinned, reserve_for(facts, recipe, settings, ranks)
+
+
+def _loaded_gib(recipe: Recipe | None, ranks: int) -> float | None:
+    """The recipe's logged weights per rank, when it splits over exactly these ranks."""
+    return recipe.weights_loaded_gib if recipe is not None and recipe.tp * recipe.pp == ranks else None
 
 
 def _runs_as_measured(recipe: Recipe | None, settings: Settings) -> bool:
@@ -151,6 +168,19 @@ def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fit
         if _fits_at(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes):
             return nodes
     return fits_on
+
+
+def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ranks: int) -> Reserve:
+    """What vLLM keeps beside weights and KV in this recipe's mode (the user's --eager/--cuda-graphs
+    first): CUDA graphs unless eager, a drafter's graphs and weights when it speculates, an indexer's
+    prefill buffer at the max-model-len the pool is sized for."""
+    eager = settings.enforce_eager if settings.enforce_eager is not None else bool(recipe and recipe.enforce_eager)
+    spec = recipe.speculative if recipe else None
+    draft = (spec.draft_size_gb or 0.0) * GB / ranks if spec else 0.0
+    attention = facts.model.attention
+    indexed = (_window(facts, recipe) or 0) if attention and attention.indexer_head_dim else 0
+    return runtime_reserve(eager=eager, speculative=spec is not None, draft_weights_bytes=draft,
+                           indexer_context_tokens=indexed)
 
 
 def utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
@@ -233,18 +263,20 @@ def _kv_per_token(facts: BuildFacts, hardware: Hardware, shape: KvShape | None,
         pool = measured(recipe, "kv_pool_tokens")
         if pool is None:
             continue
-        kv_bytes = pool.kv_gib * GiB if pool.kv_gib else _recipe_kv_bytes(recipe, facts.weights, hardware)
+        kv_bytes = pool.kv_gib * GiB if pool.kv_gib else _recipe_kv_bytes(facts, recipe, hardware)
         if kv_bytes > 0:
             # Per rank, scaled from the recipe's split to this one, assuming the KV splits across ranks.
             return "measured pool", kv_bytes / pool.value * (recipe.tp * recipe.pp) / (tp * pp)
     return "unknown", None
 
 
-def _recipe_kv_bytes(recipe: Recipe, weights: Weights, hardware: Hardware) -> float:
+def _recipe_kv_bytes(facts: BuildFacts, recipe: Recipe, hardware: Hardware) -> float:
     """The KV memory per node a recipe had, by the budget arithmetic, when it does not say."""
     used = recipe.gpu_memory_utilization or hardware.gpu_memory_utilization
-    resident = weights.resident_bytes(recipe.streams_tables)
-    return node_budget(hardware, resident / recipe.nodes, used, recipe.kv_cache_gib).kv_bytes
+    loaded = recipe.weights_loaded_gib
+    per_node = loaded * GiB if loaded else facts.weights.resident_bytes(recipe.streams_tables) / recipe.nodes
+    reserve = reserve_for(facts, recipe, DEFAULT_SETTINGS, recipe.nodes)
+    return node_budget(hardware, per_node, used, recipe.kv_cache_gib, reserve).kv_bytes
 
 
 def _sessions(shape: KvShape | None, per_token: float | None, kv_bytes: float, workload: Workload) -> int | None:
@@ -332,6 +364,8 @@ def decode_at(facts_model: Model, weight_format: str, weights: Weights, recipe: 
         return None
     if m.enforce_eager is not None:
         inputs = replace(inputs, eager=m.enforce_eager)
+    if m.acceptance is not None and inputs.spec_tokens:
+        inputs = replace(inputs, acceptance=m.acceptance)
     return estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants)
 
 

@@ -7,14 +7,18 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 76.2 GiB.
 #   At gpu-memory-utilization 0.8, vLLM takes 0.8 x 121.6 = 97.3 GiB per node; after 76.2 GiB of weights, 21.1
-#   GiB is left for the KV cache and activations. Keeping 5 GiB for activations and the runtime (assumed),
-#   16.1 GiB goes to the KV cache. As a whole the build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It
-#   fits.
-#   16.1 GiB / 13.55 KiB = 1.23M tokens of KV pool; at 100,000 tokens per session, 11 concurrent sessions fit.
+#   GiB is left for the KV cache and activations. vLLM keeps 8.8 GiB beside them (5.0 GiB profile run with its
+#   drafter, from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; 0.55 GiB
+#   drafter graphs, same log; 1.30 GiB indexer prefill buffer, 5.2 GiB per 1M tokens of max-model-len, same
+#   recipe; each measured on one recipe and assumed here), so 12.3 GiB goes to the KV cache. As a whole the
+#   build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It fits.
+#   12.3 GiB / 13.55 KiB = 934k tokens of KV pool; at 100,000 tokens per session, 9 concurrent sessions fit.
 #   Measured: 995k tokens (at gpu-memory-utilization 0.80, fp8 KV, MTP4).
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
 #   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
-#   the model predicts 68 there, range 47-99: OUTSIDE the predicted range; 36% of the ceiling.
+#   the model's 65 there leaves out the PLE table every token reads (its bytes per token are unpublished), so
+#   it is a bound, not a prediction: unknown, and `sparkadvisor fidelity` lists this row apart, never as a
+#   pass; 36% of the ceiling.
 #   100,000 tokens / measured prefill 1,643 tok/s (cold prefill of a 113K-token prompt) = 61 s to the first
 #   token.
 #   61 s + 200 tokens / 32.5 tok/s = 67 s per turn.

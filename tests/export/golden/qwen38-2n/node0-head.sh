@@ -9,13 +9,16 @@
 #   TP=2, PP=1, as the recipe sets it (tonyd2wild: Qwen3.8-Flash-Next NVFP4, TP2 SPEED profile): each node
 #   holds 1/2, 61.9 GiB.
 #   At gpu-memory-utilization 0.7, vLLM takes 0.7 x 121.6 = 85.1 GiB per node; after 61.9 GiB of weights, 23.2
-#   GiB is left for the KV cache and activations. Keeping 5 GiB for activations and the runtime (assumed),
-#   18.2 GiB goes to the KV cache. It fits.
-#   18.2 GiB / 7.55 KiB = 2.49M tokens of KV pool; at 100,000 tokens per session, 24 concurrent sessions fit.
+#   GiB is left for the KV cache and activations. vLLM keeps 8.8 GiB beside them (5.0 GiB profile run with its
+#   drafter, from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; 0.55 GiB
+#   drafter graphs, same log; 1.30 GiB indexer prefill buffer, 5.2 GiB per 1M tokens of max-model-len, same
+#   recipe; each measured on one recipe and assumed here), so 14.3 GiB goes to the KV cache. It fits.
+#   14.3 GiB / 7.55 KiB = 1.96M tokens of KV pool; at 100,000 tokens per session, 19 concurrent sessions fit.
 #   Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts).
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
-#   not stated), 1 stream, CUDA graphs); the model predicts 117 there, range 81-169: OUTSIDE the predicted
-#   range; 30% of the ceiling.
+#   not stated), 1 stream, CUDA graphs); the model's 113 there leaves out the PLE table every token reads (its
+#   bytes per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity`
+#   lists this row apart, never as a pass; 30% of the ceiling.
 #   100,000 tokens / measured prefill 2,708 tok/s (cold prefill of a 112K-token prompt) = 37 s to the first
 #   token.
 #   37 s + 200 tokens / 53.7 tok/s = 41 s per turn.

@@ -6,14 +6,15 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 47.3 GiB.
 #   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 47.3 GiB of weights,
-#   56.0 GiB is left for the KV cache and activations. Keeping 5 GiB for activations and the runtime
-#   (assumed), 51.0 GiB goes to the KV cache. It fits.
-#   51.0 GiB / 24.00 KiB = 2.22M tokens of KV pool; at 100,000 tokens per session, 21 concurrent sessions fit.
+#   56.0 GiB is left for the KV cache and activations. vLLM keeps 4.6 GiB beside them (2.6 GiB profile run,
+#   from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; each measured on
+#   one recipe and assumed here), so 51.5 GiB goes to the KV cache. It fits.
+#   51.5 GiB / 24.00 KiB = 2.23M tokens of KV pool; at 100,000 tokens per session, 22 concurrent sessions fit.
 #   5,000 tokens / estimated prefill 1,580 tok/s (range 1,118-2,233; 1 node x effective 62 TFLOPS at fp4,
 #   fitted to 2 prefill measurements, over ~2 x active parameters (experts at 3x the cost) plus attention
 #   FLOPs per token, plus the link's share under TP) = 3.2 s to the first token. Uncached (a cold
 #   100,000-token prompt): 42 s.
-#   3.2 s + 200 tokens / 39.5 tok/s = 8.2 s per turn.
+#   3.2 s + 200 tokens / 39.9 tok/s = 8.2 s per turn.
 #
 # Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
 

@@ -1,0 +1,80 @@
+"""What vLLM keeps per node beside weights and KV: the profile run, CUDA graphs, a drafter, an
+indexer's buffer, each from its source and only where the recipe's mode has it."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkadvisor.core.advisor import evaluate_build
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.memory import (
+    CUDA_GRAPH_GIB,
+    DRAFT_GRAPH_GIB,
+    DRAFT_PROFILE_GIB,
+    INDEXER_BUFFER_GIB_PER_MTOKEN,
+    PROFILE_PEAK_GIB,
+)
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.units import GB, GiB
+from sparkadvisor.core.workload import AGENTIC, Settings
+
+
+def plan(index, build: str, nodes: int, settings: Settings = Settings()):
+    return evaluate_build(index, index.builds[build], Cluster(index.hardware["dgx-spark"], nodes), AGENTIC, settings)
+
+
+def step(p, key: str) -> str:
+    return next(s.text for s in explain(p) if s.key == key)
+
+
+def test_a_graph_recipe_keeps_its_graphs_and_eager_gives_them_to_the_kv_cache(index):
+    graphs = plan(index, "qwen3.8-flash-next-nvfp4", 1)  # PIECEWISE graphs, MTP, an indexer
+    eager = plan(index, "qwen3.8-flash-next-nvfp4", 1, Settings(enforce_eager=True))
+    r = graphs.budget.reserve
+    assert r.graph_bytes == pytest.approx(CUDA_GRAPH_GIB * GiB)
+    assert r.draft_graph_bytes == pytest.approx(DRAFT_GRAPH_GIB * GiB)
+    assert r.indexer_bytes == pytest.approx(INDEXER_BUFFER_GIB_PER_MTOKEN * GiB * 262144 / 2**20)
+    assert eager.budget.reserve.graph_bytes == eager.budget.reserve.draft_graph_bytes == 0
+    gained = eager.budget.kv_bytes - graphs.budget.kv_bytes
+    assert gained == pytest.approx((CUDA_GRAPH_GIB + DRAFT_GRAPH_GIB) * GiB)
+    assert eager.kv_pool_tokens > graphs.kv_pool_tokens
+    assert "CUDA graphs" in step(graphs, "budget") and "no CUDA graphs (eager)" in step(eager, "budget")
+
+
+def test_a_pinned_cache_skips_the_profile_run_but_not_the_drafter(index):
+    glm = plan(index, "glm-5.3-flash-nvfp4-redhat", 2)  # eager, 6 GiB pin, a 2.2 GB DFlash2 drafter
+    r = glm.budget.reserve
+    assert r.graph_bytes == 0
+    assert r.draft_weights_bytes == pytest.approx(2.2 * GB / 2)
+    assert glm.budget.kv_bytes == pytest.approx(6 * GiB)
+    assert glm.fits and not glm.fit_by_recipe
+    assert "skips its profile run" in step(glm, "budget")
+
+
+def test_an_eager_build_keeps_the_profile_peak_and_its_drafters_share(index):
+    p = plan(index, "qwen3.8-flash-next-nvfp4", 2, Settings(enforce_eager=True))  # MTP speculation
+    r = p.budget.reserve
+    assert r.profile_bytes == pytest.approx((PROFILE_PEAK_GIB + DRAFT_PROFILE_GIB) * GiB)
+    assert r.total_bytes == pytest.approx(r.profile_bytes + r.indexer_bytes + r.draft_weights_bytes)
+
+
+def test_a_build_without_a_recipe_keeps_the_profile_peak_and_cuda_graphs(index):
+    p = plan(index, "qwen3-next-80b-a3b-nvfp4", 1)
+    assert p.recipe is None
+    r = p.budget.reserve
+    assert r.total_bytes == pytest.approx((PROFILE_PEAK_GIB + CUDA_GRAPH_GIB) * GiB)
+
+
+def test_a_recipe_that_logs_its_loaded_weights_is_budgeted_with_them(index):
+    ds = plan(index, "deepseek-v4.1-flash", 4)
+    assert ds.budget.weights_loaded
+    assert ds.weights_per_node / GiB == pytest.approx(81.58)
+    assert "81.58 GiB per rank as loaded (measured)" in step(ds, "parallelism")
+    assert "as stored" in step(ds, "parallelism")
+
+
+def test_the_reserves_sources_are_listed_when_it_sizes_the_kv_cache(index):
+    qwen = plan(index, "qwen3.8-flash-next-nvfp4", 1)
+    assert {"tonyd2wild-glm", "tonyd2wild-ds41"} <= set(qwen.source_ids())
+    eager = plan(index, "qwen3-next-80b-a3b-nvfp4", 1, Settings(enforce_eager=True))
+    assert "tonyd2wild-glm" in eager.source_ids() and "tonyd2wild-ds41" not in eager.source_ids()
