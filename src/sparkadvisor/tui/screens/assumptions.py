@@ -49,10 +49,10 @@ FIELDS = (
     Field("output_tokens", "Output tokens per turn", positive_int),
     Field("gpu_memory_utilization", "gpu-memory-utilization (blank: per recipe)", fraction, optional=True),
     Field("kv_cache_dtype", "KV cache dtype (blank: per recipe)", kv_dtype, optional=True),
-    Field("min_capability", "Minimum capability, share of the frontier (80%; blank: every build)", share,
-          optional=True),
+    Field("min_capability", "Minimum capability (e.g. 80%; blank: all)", share, optional=True),
 )
-"""The fields in order; `min_capability` hides builds below it or of unknown capability."""
+"""The fields in order. `min_capability` is a share of the frontier reference score; it hides builds
+below it and those of unknown capability. Labels fit the panel at 80 columns."""
 
 OnChange = Callable[[Workload, Settings, float | None], None]
 """Called with the new workload, settings and minimum capability after each valid change."""
