@@ -118,6 +118,17 @@ async def test_a_takes_digits_typed_at_once_and_marks_bad_input(make_app) -> Non
         assert "not a KV dtype" in str(editor.query_one("#kv_cache_dtype-error", Label).render())
 
 
+async def test_tab_typed_at_once_after_a_moves_to_the_next_field_before_the_digits(make_app) -> None:
+    app = make_app("agentic")
+    async with app.run_test(size=SIZE) as pilot:
+        await type_at_once(app, pilot, "a", "tab", "5", "0", "%", "tab", "tab", "shift+tab", "9")
+        editor = app.screen
+        assert editor.query_one("#context_tokens", Input).value == "100000", "the digits were meant for the next field"
+        assert editor.query_one("#prefix_reuse", Input).value == "50%"
+        output = editor.query_one("#output_tokens", Input)
+        assert output.has_focus and output.value == "9"
+
+
 async def test_a_minimum_capability_hides_weaker_and_unscored_builds_and_says_so(make_app) -> None:
     app = make_app("agentic")
     async with app.run_test(size=SIZE) as pilot:

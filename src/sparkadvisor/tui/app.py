@@ -12,6 +12,7 @@ from typing import Any
 
 from textual import events
 from textual.app import App
+from textual.binding import Binding
 
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.workload import WORKLOADS
@@ -35,6 +36,14 @@ class SparkAdvisorApp(App[int]):
     TITLE = "sparkadvisor"
     CSS_PATH = str(Path(__file__).parent / "screens" / "main.tcss")
     """The main screen's stylesheet, read by the app because the main screen is the default screen."""
+    BINDINGS = [
+        Binding("tab", "focus_next", "Next field", show=False, priority=True, id="app.focus_next",
+                tooltip="Focus the next field or pane"),
+        Binding("shift+tab", "focus_previous", "Previous field", show=False, priority=True, id="app.focus_previous",
+                tooltip="Focus the previous field or pane")]
+    """Textual's own focus keys, as priority bindings: a priority binding acts when its key is read, while
+    a plain one acts only after the focused field has passed the key up, by which time the keys typed
+    behind it (a burst: Tab, 5, 0, %) have gone to the old field."""
 
     def __init__(self, index: CatalogIndex, catalog_paths: list[Path], state: AppState | None = None,
                  themes: ThemeLoad | None = None, remember_choices: bool = True):

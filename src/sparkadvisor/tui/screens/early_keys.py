@@ -3,13 +3,20 @@
 A pushed screen composes its widgets a moment after the key that opened it, and until
 then a key has no field to go to. `EarlyKeys` screens start with a buffer that the app
 fills (`SparkAdvisorApp.on_event`); once mounted, the screen focuses its first field and
-hands it the buffered keys in order, before any later key is handled.
+hands the buffered keys, in order, to whichever field has focus by then, before any later key
+is handled. Tab and Shift+Tab move the focus as they are replayed, so "a, Tab, 50%" lands in
+the second field: given to a field, they would reach the screen's focus binding only after
+the field had taken the keys typed behind them.
 """
 
 from __future__ import annotations
 
 from textual import events
 from textual.widget import Widget
+
+
+FOCUS_MOVES = {"tab": "focus_next", "shift+tab": "focus_previous"}
+"""Keys that move the focus between fields (Textual's own bindings), as the screen methods they call."""
 
 
 class EarlyKeys:
@@ -39,7 +46,10 @@ class EarlyKeys:
             return
         self.set_focus(field)  # type: ignore[attr-defined]
         for key in keys:
-            field._forward_event(key)
+            if key.key in FOCUS_MOVES:
+                getattr(self, FOCUS_MOVES[key.key])()
+            elif (focused := self.focused) is not None:  # type: ignore[attr-defined]
+                focused._forward_event(key)
 
 
 def buffered(screen: object, event: events.Event) -> bool:
