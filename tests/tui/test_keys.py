@@ -129,6 +129,22 @@ async def test_tab_typed_at_once_after_a_moves_to_the_next_field_before_the_digi
         assert output.has_focus and output.value == "9"
 
 
+async def test_a_tab_kept_before_the_dialog_was_ready_moves_the_focus_when_replayed(make_app) -> None:
+    from sparkadvisor.tui.screens.assumptions import AssumptionsScreen
+
+    app = make_app("agentic")
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.screen
+        editor = AssumptionsScreen(main.scenario.workload, main.scenario.settings, None, main.set_assumptions)
+        typed = ["tab", "7", "0", "%", "shift+tab", "8"]
+        editor.early_keys.extend(events.Key(k, k if len(k) == 1 else None) for k in typed)
+        app.push_screen(editor)
+        await pilot.pause()
+        assert editor.query_one("#prefix_reuse", Input).value == "70%"
+        context = editor.query_one("#context_tokens", Input)
+        assert context.has_focus and context.value == "8"
+
+
 async def test_a_minimum_capability_hides_weaker_and_unscored_builds_and_says_so(make_app) -> None:
     app = make_app("agentic")
     async with app.run_test(size=SIZE) as pilot:

@@ -39,7 +39,8 @@ class EarlyKeys:
         return None
 
     def ready(self) -> None:
-        """Focus the first field and give it the keys typed so far (call from on_mount)."""
+        """Focus the first field and replay the keys typed so far, each to the field focused by then
+        (call from on_mount)."""
         keys, self.early_keys = self.early_keys or [], None
         field = self.first_field()
         if field is None:
