@@ -44,7 +44,7 @@ from sparkadvisor.core.speed import (
     tensor_peak_flops,
     attention_flops_per_token,
 )
-from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_inputs, recipe_kv_read
+from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs, recipe_kv_read
 
 BAND_QUANTILE = 0.8
 """The range covers this share of the errors the model makes on measurements left out of the fit."""
@@ -141,11 +141,7 @@ def observation(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Observat
     inputs = recipe_inputs(index, recipe, m.context_tokens, m.streams)
     if inputs is None:
         return None
-    if m.enforce_eager is not None:
-        inputs = replace(inputs, eager=m.enforce_eager)
-    if m.acceptance is not None and inputs.spec_tokens:
-        inputs = replace(inputs, acceptance=m.acceptance)
-    return Observation(recipe, m, inputs)
+    return Observation(recipe, m, as_measured(inputs, m))
 
 
 def fittable(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Observation | None:

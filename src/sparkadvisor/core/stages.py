@@ -362,11 +362,18 @@ def decode_at(facts_model: Model, weight_format: str, weights: Weights, recipe: 
     inputs = decode_inputs(facts_model, weight_format, weights, recipe, tp, pp, kv_read, m.streams)
     if inputs is None:
         return None
+    return estimate_decode(as_measured(inputs, m), hardware.memory_bandwidth_gb_s, constants)
+
+
+def as_measured(inputs: DecodeInputs, m: Measurement) -> DecodeInputs:
+    """The step inputs under the measurement's own conditions where it states them: its execution
+    mode, and its own draft acceptance when the step speculates. The fit and `show`'s like-for-like
+    prediction both compare a measurement with this."""
     if m.enforce_eager is not None:
         inputs = replace(inputs, eager=m.enforce_eager)
     if m.acceptance is not None and inputs.spec_tokens:
         inputs = replace(inputs, acceptance=m.acceptance)
-    return estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants)
+    return inputs
 
 
 def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Recipe | None,
