@@ -53,7 +53,8 @@ def _prefill_rate(plan: Plan, attended: float) -> float | None:
     if p.active_b is None:
         return None
     point = prefill_inputs(plan.cluster.nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
-                           p.experts_per_token, plan.build.format, plan.model.attention, attended)
+                           p.experts_per_token, plan.build.format, plan.model.attention, attended,
+                           engine=plan.constants.engine)
     return estimate_prefill(point, plan.constants)
 
 

@@ -15,7 +15,7 @@ from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
-from sparkadvisor.core.speed import prefill_precision, prefill_range, weight_class
+from sparkadvisor.core.speed import attention_flops_per_token, prefill_precision, prefill_range, weight_class
 from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
@@ -410,14 +410,21 @@ def _first_token(plan: Plan) -> list[Step]:
     else:
         low, high = prefill_range(plan.prefill_tok_s, plan.constants)
         c = plan.constants
-        precision = prefill_precision(plan.build.format)
+        precision = prefill_precision(plan.build.format, c.engine)
         rate_ms = c.prefill_ms_per_gflop.get(precision)
         tflops = 1 / rate_ms if rate_ms else 0.0
+        attended = w.context_tokens - plan.uncached_tokens / 2
+        attention_gflop = attention_flops_per_token(plan.model.attention, attended) / 1e9
+        attention_rate = c.prefill_attention_ms_per_gflop
+        experts = f" (experts at {c.expert_prefill_factor:g}x the cost)" if plan.model.params.routed_experts else ""
         rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}; "
                 f"{plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''} x effective {tflops:.0f} "
-                f"TFLOPS at {precision}, {c.basis.get(f'prefill:{precision}') or c.basis.get('prefill_ms_per_gflop')}, "
-                f"over ~2 x active parameters (experts at {c.expert_prefill_factor:g}x the cost) plus "
-                "attention FLOPs per token, plus the link's share under TP)")
+                f"TFLOPS on the {precision} tensor path {c.engine} takes for {plan.build.format} "
+                f"({c.basis.get(f'prefill:{precision}') or c.basis.get('prefill_ms_per_gflop')}) over ~2 x active "
+                f"parameters{experts}, plus {attention_gflop:.1f} GFLOP of "
+                f"attention per token (attending to ~{attended:,.0f} tokens) at "
+                f"{1 / attention_rate if attention_rate else 0:.0f} TFLOPS "
+                f"({c.basis.get('prefill_attention', 'assumed')}), plus the link's share under TP)")
         basis = "estimated"
     text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \
            "to the first token."

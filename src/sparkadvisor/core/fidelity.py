@@ -225,6 +225,9 @@ def constants_dict(c: SpeedConstants) -> dict[str, object]:
         out[f"prefill_tflops.{precision}"] = {"value": _round(1 / rate if rate else None, 1),
                                               "basis": c.basis.get(f"prefill:{precision}") or
                                               c.basis.get("prefill_ms_per_gflop", "")}
+    rate = c.prefill_attention_ms_per_gflop
+    out["prefill_tflops.attention"] = {"value": _round(1 / rate if rate else None, 1),
+                                       "basis": c.basis.get("prefill_attention", "assumed")}
     return out
 
 

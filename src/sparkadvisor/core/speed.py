@@ -19,8 +19,11 @@ Engram) are read on every token, but how many bytes is unpublished: they stay an
 unknown term.
 
 Prefill is compute-bound: 2 x (dense + expert) parameters per prompt token, the experts at
-their own (lower) efficiency, at a rate per compute precision, plus attention that grows with
-the context the token attends to, plus the link's share under TP.
+their own (lower) efficiency, at the effective rate of the tensor path the engine's GEMMs take
+for the build (`prefill_precision`: llama.cpp's quantized matmuls are int8 whatever the GGUF
+type; vLLM's NVFP4 runs FP4 CUTLASS kernels, its W4A16 formats bf16 Marlin), plus attention
+that grows with the context the token attends to, at its own rate, plus the link's share under
+TP. The rates are each engine's own where it has measurements (core.calibration).
 """
 
 from __future__ import annotations
@@ -83,6 +86,12 @@ ASSUMED_BAND = 0.3
 
 PRECISIONS = ("fp4", "fp8", "int8", "bf16")
 """Compute precisions of the tensor paths prefill can take (formats.FormatInfo.low_precision_compute)."""
+
+GGML_ENGINES = frozenset({"llama.cpp", "ollama"})
+"""Engines whose GEMMs are ggml's CUDA kernels (Ollama runs ggml too)."""
+
+GGML_FLOAT_FORMATS = frozenset({"bf16", "fp16", "f16", "f32"})
+"""Weight formats ggml multiplies with cuBLAS in floating point rather than with its quantized kernels."""
 
 
 def weight_class(weight_format: str) -> str:
@@ -171,6 +180,7 @@ def default_constants(hardware: Hardware, engine: str = "vllm") -> SpeedConstant
     peak = tensor_peak_flops(hardware)
     rates = {p: _assumed_rate(peak_flops(hardware, p)) for p in PRECISIONS}
     basis["prefill_ms_per_gflop"] = f"{ASSUMED_PREFILL_MFU:.0%} of the tensor peak (assumed)" if peak else "unknown"
+    basis["prefill_attention"] = "assumed: the bf16 GEMM rate" if peak else "unknown"
     return SpeedConstants(
         engine=engine, bandwidth_fraction=fraction, weight_penalty={}, kv_ms_per_gb=ASSUMED_KV_MS_PER_GB,
         compute_ms_per_gflop=ASSUMED_COMPUTE_MS_PER_GFLOP, fixed_ms=ASSUMED_FIXED_MS, layer_ms=ASSUMED_LAYER_MS,
@@ -402,21 +412,35 @@ class PrefillInputs:
     """Tokens the average prompt token attends to."""
 
 
-def prefill_precision(weight_format: str) -> str:
-    """The compute precision a format's prefill GEMMs run in (formats.FormatInfo.low_precision_compute)."""
+def prefill_precision(weight_format: str, engine: str = "vllm") -> str:
+    """The precision of the tensor instructions an engine's prefill GEMMs run for a weight format.
+
+    ggml (llama.cpp, Ollama): every quantized type, MXFP4 included, goes to MMQ on any GPU with
+    Turing's int8 MMA, at every batch size (mmq.cu, ggml_cuda_should_use_mmq): the weights'
+    blocks are unpacked to int8 and multiplied with int8 MMA against activations quantized to
+    q8_1, so the precision is int8 whatever the GGUF type. (Native FP4 MMA for MXFP4/NVFP4 on
+    Blackwell came with llama.cpp PR #17906 in December 2025, after the builds measured here;
+    until a measurement of it exists, int8 is the measured path.) Float weights go to cuBLAS.
+    Other engines: the format's own tensor path (formats.FormatInfo.low_precision_compute):
+    NVFP4 -> FP4 CUTLASS/FlashInfer kernels (sm_120 family, vLLM PR #38423); FP8 -> FP8 scaled
+    GEMM; W4A16 formats (AWQ, GPTQ, MXFP4 under vLLM's Marlin MoE) -> bf16 after dequantizing
+    in registers."""
+    if engine in GGML_ENGINES and weight_format not in GGML_FLOAT_FORMATS:
+        return "int8"
     info = FORMATS.get(weight_format)
     return (info.low_precision_compute if info else None) or "bf16"
 
 
 def prefill_inputs(nodes: int, active_params: float, total_params: float, routed_experts: int | None,
                    experts_per_token: int | None, weight_format: str, attention: Attention | None,
-                   attended_tokens: float) -> PrefillInputs:
-    """Split the active parameters into dense and routed-expert parts, from the expert counts."""
+                   attended_tokens: float, *, engine: str) -> PrefillInputs:
+    """Split the active parameters into dense and routed-expert parts, from the expert counts,
+    for the tensor path `engine` takes with `weight_format`."""
     expert = 0.0
     if routed_experts and experts_per_token and routed_experts > experts_per_token:
         expert = experts_per_token * max(total_params - active_params, 0.0) / (routed_experts - experts_per_token)
     return PrefillInputs(nodes, max(active_params - expert, 0.0), min(expert, active_params),
-                         prefill_precision(weight_format), attention, attended_tokens)
+                         prefill_precision(weight_format, engine), attention, attended_tokens)
 
 
 def attention_flops_per_token(attention: Attention | None, attended_tokens: float) -> float:

@@ -481,6 +481,6 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
     point = prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
-                           weight_format, model.attention, attended)
+                           weight_format, model.attention, attended, engine=constants.engine)
     rate = estimate_prefill(point, constants)
     return rate, ("estimated" if rate else "unknown"), None
