@@ -1,4 +1,5 @@
-"""Prefill: the tensor path each engine takes, each engine's own rates, attention at its own rate."""
+"""Prefill: the tensor path each engine takes, each engine's own rates, attention's FLOPs and K/V
+at their own rates, the weights streamed once per chunk."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sparkadvisor.core.calibration import calibrate
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.speed import estimate_prefill, prefill_inputs, prefill_precision
+from sparkadvisor.core.speed import prefill_chunk, prefill_cost, prefill_inputs, prefill_precision
 from sparkadvisor.core.workload import AGENTIC, Settings
 
 
@@ -57,26 +58,46 @@ def test_an_engine_with_one_measured_recipe_uses_the_pooled_rates(index) -> None
     assert "ollama 1" in ollama.basis["prefill_ms_per_gflop"]
 
 
-def test_a_deeper_prompt_costs_attention_at_its_own_rate(index) -> None:
-    c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
-    assert c.prefill_attention_ms_per_gflop > 0 and "llama.cpp's own" in c.basis["prefill_attention"]
+def _qwen7b(index, c, attended: float, chunk: int | None = 2048):
     model = index.models["qwen2.5-coder-7b"]
     p = model.params
-
-    def rate(attended: float) -> float | None:
-        return estimate_prefill(prefill_inputs(1, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
-                                               p.experts_per_token, "gguf-q8_0", model.attention, attended,
-                                               engine="llama.cpp"), c)
-
-    shallow, deep = rate(1024), rate(33792)
-    assert shallow and deep and deep < shallow
-    extra_ms = 1e3 / deep - 1e3 / shallow  # all of it attention: the GEMMs do not change with depth
-    assert extra_ms == pytest.approx(attention_ms(model, 33792 - 1024, c), rel=1e-6)
+    return prefill_inputs(1, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token, "gguf-q8_0",
+                          model.attention, attended, engine="llama.cpp", weight_bytes=8.1e9, chunk_tokens=chunk)
 
 
-def attention_ms(model, tokens: float, c) -> float:
-    from sparkadvisor.core.speed import attention_flops_per_token
-    return attention_flops_per_token(model.attention, tokens) / 1e9 * c.prefill_attention_ms_per_gflop
+def test_a_deeper_prompt_costs_attention_flops_and_the_kv_it_streams(index) -> None:
+    c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
+    assert c.prefill_attention_ms_per_gflop > 0 and "llama.cpp's own" in c.basis["prefill_attention"]
+    assert c.prefill_kv_ms_per_gb > 0 and "llama.cpp's own" in c.basis["prefill_kv"]
+    shallow, deep = prefill_cost(_qwen7b(index, c, 1024), c), prefill_cost(_qwen7b(index, c, 33792), c)
+    assert shallow and deep and deep.total_ms > shallow.total_ms
+    # The GEMMs and the weight stream do not change with depth; attention's FLOPs and K/V grow with it.
+    assert (deep.gemm_ms, deep.weights_ms) == (shallow.gemm_ms, shallow.weights_ms)
+    assert deep.attention_ms / shallow.attention_ms == pytest.approx(33792 / 1024, rel=0.01)
+    assert deep.kv_ms > 10 * shallow.kv_ms
+
+
+def test_weights_are_streamed_once_per_chunk_at_the_read_test(index) -> None:
+    c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
+    spark = index.hardware["dgx-spark"]
+    assert c.prefill_weight_ms_per_gb == pytest.approx(1e3 / spark.measured_bandwidth_gb_s)
+    small, large = prefill_cost(_qwen7b(index, c, 1024, 512), c), prefill_cost(_qwen7b(index, c, 1024, 2048), c)
+    assert small.weights_ms == pytest.approx(4 * large.weights_ms)
+    assert small.weights_ms == pytest.approx(8.1 / 512 * 1e3 / spark.measured_bandwidth_gb_s)
+    assert prefill_cost(_qwen7b(index, c, 1024, None), c).weights_ms == 0.0  # unknown chunk: not counted
+
+
+@pytest.mark.parametrize(("engine", "args", "prompt", "chunk"), [
+    ("llama.cpp", (), 100_000, 512),  # llama-server's n_ubatch
+    ("llama.cpp", ("-ub", "2048"), 100_000, 2048),
+    ("ollama", (), 100_000, 512),  # num_batch
+    ("vllm", (), 100_000, 8192),  # max_num_batched_tokens of `vllm serve` on a >= 70 GiB GPU
+    ("vllm", ("--max-num-batched-tokens=16384",), 100_000, 16384),
+    ("vllm", (), 2048, 2048),  # a prompt shorter than the chunk is one pass
+    ("sglang", (), 100_000, None),  # its default is not recorded: unknown
+])
+def test_the_prefill_chunk_comes_from_the_flags_else_the_engines_default(engine, args, prompt, chunk) -> None:
+    assert prefill_chunk(engine, args, prompt) == chunk
 
 
 def test_show_names_the_path_and_whose_prefill_rates(index) -> None:
@@ -85,5 +106,6 @@ def test_show_names_the_path_and_whose_prefill_rates(index) -> None:
                           Settings(engine="llama.cpp"))
     steps = {s.key: s.text for s in explain(plan)}
     assert "int8 tensor path llama.cpp takes for gguf-q8_0" in steps["ttft"]
-    assert "llama.cpp's own, fitted to" in steps["ttft"] and "GFLOP of attention per token" in steps["ttft"]
+    assert "llama.cpp's own, fitted to" in steps["ttft"] and "attention FLOPs" in steps["ttft"]
+    assert "K/V stream" in steps["ttft"] and "read once per 512-token chunk" in steps["ttft"]
     assert "prefill llama.cpp's own rates for int8" in steps["constants"]

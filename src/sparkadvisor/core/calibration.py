@@ -38,6 +38,7 @@ from sparkadvisor.core.speed import (
     estimate_prefill,
     link_ms,
     prefill_inputs,
+    prefill_chunk,
     prefill_link_s_per_token,
     prefill_range,
     read_ms,
@@ -363,20 +364,27 @@ class PrefillFit:
     """Milliseconds per GFLOP of prefill GEMM by compute precision."""
     attention_ms_per_gflop: float
     """Milliseconds per GFLOP of prefill attention."""
+    kv_ms_per_gb: float
+    """Milliseconds per GB of K/V a prompt token attends to."""
     measurements: int
     """The engine's prefill measurements behind these rates."""
     basis: dict[str, str]
     """Where each rate comes from (the prefill keys of SpeedConstants.basis)."""
+    weight_ms_per_gb: float = 0.0
 
     def apply(self, c: SpeedConstants) -> SpeedConstants:
         """`c` with this engine's prefill rates (the expert factor and the band stay `c`'s)."""
         return replace(c, prefill_ms_per_gflop=dict(self.rates), prefill_attention_ms_per_gflop=self.attention_ms_per_gflop,
-                       prefill_measurements=self.measurements, basis={**c.basis, **self.basis})
+                       prefill_kv_ms_per_gb=self.kv_ms_per_gb, prefill_weight_ms_per_gb=self.weight_ms_per_gb,
+                       prefill_measurements=self.measurements,
+                       basis={**c.basis, **self.basis})
 
-    def scaled(self, scale: float, note: str) -> PrefillFit:
-        """These rates on hardware `scale` times slower (a ratio of tensor peaks)."""
+    def scaled(self, scale: float, kv_scale: float, note: str) -> PrefillFit:
+        """These rates on hardware `scale` times slower in compute (a ratio of tensor peaks) and
+        `kv_scale` times slower in bandwidth."""
         rates = {p: (r * scale if r else None) for p, r in self.rates.items()}
-        return PrefillFit(rates, self.attention_ms_per_gflop * scale, 0, {**self.basis, "prefill_ms_per_gflop": note})
+        return PrefillFit(rates, self.attention_ms_per_gflop * scale, self.kv_ms_per_gb * kv_scale, 0,
+                          {**self.basis, "prefill_ms_per_gflop": note})
 
 
 def prefill_point(index: CatalogIndex, recipe: Recipe, m: Measurement) -> PrefillInputs | None:
@@ -387,9 +395,13 @@ def prefill_point(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Prefil
     if params.active_b is None:
         return None
     attended = (m.depth_tokens or 0) + (m.context_tokens or 0) / 2
+    w = facts.weights
     return prefill_inputs(recipe.nodes, params.active_b * 1e9, params.total_b * 1e9, params.routed_experts,
                           params.experts_per_token, facts.build.format, model.attention, attended,
-                          engine=recipe.engine)
+                          engine=recipe.engine, kv_cache_dtype=recipe.kv_cache_dtype,
+                          weight_bytes=w.transformer_bytes,
+                          chunk_tokens=prefill_chunk(recipe.engine, recipe.extra_args, m.context_tokens,
+                                                     m.chunk_tokens))
 
 
 def prefill_points(index: CatalogIndex, recipes: list[Recipe]) -> list[PrefillPoint]:
@@ -430,23 +442,36 @@ def _gemm_gflop(p: PrefillInputs, c: SpeedConstants) -> float:
     return 2 * (p.dense_params + c.expert_prefill_factor * p.expert_params) / p.nodes / 1e9
 
 
-def _attention_gflop(p: PrefillInputs) -> float:
-    return attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9
+ATTENTION_TERMS = ("attention", "kv")
+"""The two costs of prefill attention, each at its own rate: its FLOPs, and the cached K/V it
+streams once per tile of queries."""
+
+
+def _attention_terms(p: PrefillInputs) -> dict[str, float]:
+    """GFLOP of attention and GB of attended K/V, per prompt token per node."""
+    return {"attention": attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9,
+            "kv": p.kv_gb, "weights": p.weight_gb}
+
+
+def _attention_rates(c: SpeedConstants) -> dict[str, float]:
+    return {"attention": c.prefill_attention_ms_per_gflop, "kv": c.prefill_kv_ms_per_gb,
+            "weights": c.prefill_weight_ms_per_gb}
 
 
 def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstants:
-    """Rates pooled over every engine: a rate per compute precision measured on two recipes, one
-    attention rate."""
+    """Rates pooled over every engine: a rate per compute precision measured on a recipe, and
+    the two attention rates."""
     own = _groups_by([(pt.inputs.precision, pt.recipe) for pt in points], MIN_PATH_RECIPES)
-    columns = [*sorted(own), "attention"]
+    columns = [*sorted(own), *ATTENTION_TERMS]
     rows, targets, weights = [], [], []
     for pt in points:
         p = pt.inputs
-        row = [_gemm_gflop(p, c) if p.precision == name else 0.0 for name in columns[:-1]]
-        row.append(_attention_gflop(p))
+        terms = _attention_terms(p)
+        rows.append([_gemm_gflop(p, c) if p.precision == name else 0.0 for name in sorted(own)]
+                    + [terms[t] for t in ATTENTION_TERMS])
         ms = 1e3 / pt.value
-        rows.append(row)
-        targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3)
+        targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3
+                       - p.weight_gb * c.prefill_weight_ms_per_gb)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True)) if rows else {}
     rates: dict[str, float | None] = {name: solution.get(name) or None for name in PRECISIONS}
@@ -456,39 +481,43 @@ def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstant
         count = sum(1 for pt in points if pt.inputs.precision == name)
         basis[f"prefill:{name}"] = f"pooled over engines, fitted to {count} prefill measurements" if rates[name] else ""
     rates, basis = _fill_precisions(rates, basis)
-    attention = solution.get("attention") or rates.get("bf16") or 0.0
+    attention = (solution.get("attention") or rates.get("bf16") or 0.0) if "attention" in ATTENTION_TERMS else 0.0
     basis["prefill_attention"] = (f"pooled over engines, fitted to {len(rows)} prefill measurements"
                                   if solution.get("attention") else "no fit: the bf16 GEMM rate")
+    basis["prefill_kv"] = (f"pooled over engines, fitted to {len(rows)} prefill measurements"
+                           if solution.get("kv") else "fitted to 0: no cost beyond the FLOPs")
     basis["prefill_ms_per_gflop"] = (f"pooled over engines, fitted to {len(points)} prefill measurements "
                                      f"({engines})")
     return replace(c, prefill_ms_per_gflop=rates, prefill_attention_ms_per_gflop=attention,
+                   prefill_kv_ms_per_gb=solution.get("kv") or 0.0,
                    prefill_measurements=len(points), basis=basis)
 
 
 def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants) -> PrefillFit | None:
     """The engine's own rate for each tensor path it measured on two recipes, and its own
-    attention rate once it has two measured recipes; the pooled rates for the rest, held fixed.
+    attention rates once it has two measured recipes; the pooled rates for the rest, held fixed.
     None when the engine has no path of its own."""
     own = sorted(_groups_by([(pt.inputs.precision, pt.recipe) for pt in points], MIN_CLASS_RECIPES))
     if not own:
         return None
     recipes = {pt.recipe for pt in points}
-    own_attention = len(recipes) >= MIN_ENGINE_RECIPES
-    columns = [*own, *(["attention"] if own_attention else [])]
+    own_terms = ATTENTION_TERMS if len(recipes) >= MIN_ENGINE_RECIPES else ()
+    pooled_rates = _attention_rates(pooled)
+    columns = [*own, *own_terms]
     rows, targets, weights = [], [], []
     for pt in points:
         p = pt.inputs
-        gemm, attention = _gemm_gflop(p, pooled), _attention_gflop(p)
+        gemm, terms = _gemm_gflop(p, pooled), _attention_terms(p)
         ms = 1e3 / pt.value
-        fixed = prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s) * 1e3
+        fixed = (prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s) * 1e3
+                 + p.weight_gb * pooled.prefill_weight_ms_per_gb)
         if p.precision not in own:
             rate = pooled.prefill_ms_per_gflop.get(p.precision)
             if rate is None:
                 continue
             fixed += gemm * rate
-        if not own_attention:
-            fixed += attention * pooled.prefill_attention_ms_per_gflop
-        rows.append([gemm if p.precision == name else 0.0 for name in own] + ([attention] if own_attention else []))
+        fixed += sum(terms[t] * pooled_rates[t] for t in ATTENTION_TERMS if t not in own_terms)
+        rows.append([gemm if p.precision == name else 0.0 for name in own] + [terms[t] for t in own_terms])
         targets.append(ms - fixed)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True))
@@ -499,15 +528,18 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
             measured = [pt for pt in points if pt.inputs.precision == name]
             basis[f"prefill:{name}"] = (f"{engine}'s own, fitted to {len(measured)} prefill measurements of "
                                         f"{len({pt.recipe for pt in measured})} recipes")
-    attention = pooled.prefill_attention_ms_per_gflop
-    if own_attention and solution["attention"]:
-        attention = solution["attention"]
-        basis["prefill_attention"] = f"{engine}'s own, fitted to {len(rows)} prefill measurements"
+    attention = dict(pooled_rates)
+    for t in own_terms:  # FLOPs and bytes cost something: an own fit of 0 keeps the pooled rate
+        if solution[t]:
+            attention[t] = solution[t]
+            basis[f"prefill_{t}"] = f"{engine}'s own, fitted to {len(rows)} prefill measurements"
+        else:
+            basis[f"prefill_{t}"] = f"pooled over engines ({engine}'s own fit gave 0)"
     mine = [name for name in own if solution[name]]
     basis["prefill_ms_per_gflop"] = (f"{engine}'s own rates for {', '.join(mine) or 'no path'} (fitted to "
                                      f"{len(points)} {engine} prefill measurements of {len(recipes)} recipes), "
                                      "the pooled fit's for the rest")
-    return PrefillFit(rates, attention, len(points), basis)
+    return PrefillFit(rates, attention["attention"], attention["kv"], len(points), basis, pooled.prefill_weight_ms_per_gb)
 
 
 def _count_by(keys) -> str:
@@ -587,13 +619,15 @@ def _borrow_prefill(index: CatalogIndex, hardware: Hardware,
         if donor is None or not donor.prefill_measurements:
             continue
         scale = tensor_peak_flops(other) / own_peak
+        kv_scale = other.memory_bandwidth_gb_s / hardware.memory_bandwidth_gb_s
         note = f"{other.name}'s measured rates, scaled by the tensor peaks"
         rates = {p: (r * scale if r else None) for p, r in donor.prefill_ms_per_gflop.items()}
         basis = {**c.basis, "prefill_ms_per_gflop": note}
         return (replace(c, prefill_ms_per_gflop=rates, expert_prefill_factor=donor.expert_prefill_factor,
                         prefill_attention_ms_per_gflop=donor.prefill_attention_ms_per_gflop * scale,
+                        prefill_kv_ms_per_gb=donor.prefill_kv_ms_per_gb * kv_scale,
                         prefill_band=donor.prefill_band, basis=basis),
-                {e: fit.scaled(scale, f"{other.name}'s measured {e} rates, scaled by the tensor peaks")
+                {e: fit.scaled(scale, kv_scale, f"{other.name}'s measured {e} rates, scaled by the tensor peaks")
                  for e, fit in donor_own.items()})
     return c, {}
 
