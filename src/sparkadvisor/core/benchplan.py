@@ -57,7 +57,8 @@ def _prefill_rate(plan: Plan, attended: float, prompt: float) -> float | None:
                            engine=plan.constants.engine, kv_cache_dtype=plan.fit.kv_cache_dtype,
                            weight_bytes=plan.weights.transformer_bytes,
                            chunk_tokens=prefill_chunk(plan.constants.engine,
-                                                      plan.recipe.extra_args if plan.recipe else (), prompt))
+                                                      plan.recipe.extra_args if plan.recipe else (), prompt),
+                           extra_args=plan.recipe.extra_args if plan.recipe else ())
     return estimate_prefill(point, plan.constants)
 
 

@@ -401,7 +401,7 @@ def prefill_point(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Prefil
                           engine=recipe.engine, kv_cache_dtype=recipe.kv_cache_dtype,
                           weight_bytes=w.transformer_bytes,
                           chunk_tokens=prefill_chunk(recipe.engine, recipe.extra_args, m.context_tokens,
-                                                     m.chunk_tokens))
+                                                     m.chunk_tokens), extra_args=recipe.extra_args)
 
 
 def prefill_points(index: CatalogIndex, recipes: list[Recipe]) -> list[PrefillPoint]:
@@ -437,9 +437,13 @@ def _fit_prefill_all(points: list[PrefillPoint], c: SpeedConstants) -> tuple[Spe
     return pooled, own
 
 
-def _gemm_gflop(p: PrefillInputs, c: SpeedConstants) -> float:
-    """Dense-equivalent GFLOP of GEMM per prompt token per node."""
-    return 2 * (p.dense_params + c.expert_prefill_factor * p.expert_params) / p.nodes / 1e9
+def _paths(pt: PrefillPoint) -> set[str]:
+    return {pt.inputs.precision, pt.inputs.expert_precision or pt.inputs.precision}
+
+
+def _path_pairs(points: list[PrefillPoint]) -> list[tuple[str, str]]:
+    """(tensor path, recipe) for every path a measurement's GEMMs ran on."""
+    return [(path, pt.recipe) for pt in points for path in _paths(pt)]
 
 
 ATTENTION_TERMS = ("attention", "kv")
@@ -461,13 +465,14 @@ def _attention_rates(c: SpeedConstants) -> dict[str, float]:
 def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstants:
     """Rates pooled over every engine: a rate per compute precision measured on a recipe, and
     the two attention rates."""
-    own = _groups_by([(pt.inputs.precision, pt.recipe) for pt in points], MIN_PATH_RECIPES)
+    own = _groups_by(_path_pairs(points), MIN_PATH_RECIPES)
     columns = [*sorted(own), *ATTENTION_TERMS]
     rows, targets, weights = [], [], []
     for pt in points:
         p = pt.inputs
         terms = _attention_terms(p)
-        rows.append([_gemm_gflop(p, c) if p.precision == name else 0.0 for name in sorted(own)]
+        gflop = p.gflop_by_precision(c.expert_prefill_factor)
+        rows.append([gflop.get(name, 0.0) for name in sorted(own)]
                     + [terms[t] for t in ATTENTION_TERMS])
         ms = 1e3 / pt.value
         targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3
@@ -478,7 +483,7 @@ def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstant
     basis = dict(c.basis)
     engines = _count_by(pt.engine for pt in points)
     for name in PRECISIONS:
-        count = sum(1 for pt in points if pt.inputs.precision == name)
+        count = sum(1 for pt in points if name in _paths(pt))
         basis[f"prefill:{name}"] = f"pooled over engines, fitted to {count} prefill measurements" if rates[name] else ""
     rates, basis = _fill_precisions(rates, basis)
     attention = (solution.get("attention") or rates.get("bf16") or 0.0) if "attention" in ATTENTION_TERMS else 0.0
@@ -495,29 +500,28 @@ def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstant
 
 def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants) -> PrefillFit | None:
     """The engine's own rate for each tensor path it measured on two recipes, and its own
-    attention rates once it has two measured recipes; the pooled rates for the rest, held fixed.
-    None when the engine has no path of its own."""
-    own = sorted(_groups_by([(pt.inputs.precision, pt.recipe) for pt in points], MIN_CLASS_RECIPES))
+    attention rates once two of its recipes were measured at several depths; the pooled rates
+    for the rest, held fixed. None when the engine has no path of its own."""
+    own = sorted(_groups_by(_path_pairs(points), MIN_CLASS_RECIPES))
     if not own:
         return None
     recipes = {pt.recipe for pt in points}
-    own_terms = ATTENTION_TERMS if len(recipes) >= MIN_ENGINE_RECIPES else ()
+    own_terms = ATTENTION_TERMS if len(_swept(points)) >= MIN_CLASS_RECIPES else ()
     pooled_rates = _attention_rates(pooled)
     columns = [*own, *own_terms]
     rows, targets, weights = [], [], []
     for pt in points:
         p = pt.inputs
-        gemm, terms = _gemm_gflop(p, pooled), _attention_terms(p)
+        gflop, terms = p.gflop_by_precision(pooled.expert_prefill_factor), _attention_terms(p)
         ms = 1e3 / pt.value
         fixed = (prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s) * 1e3
                  + p.weight_gb * pooled.prefill_weight_ms_per_gb)
-        if p.precision not in own:
-            rate = pooled.prefill_ms_per_gflop.get(p.precision)
-            if rate is None:
-                continue
-            fixed += gemm * rate
+        rates = {path: pooled.prefill_ms_per_gflop.get(path) for path in gflop if path not in own}
+        if any(rate is None for rate in rates.values()):
+            continue
+        fixed += sum(gflop[path] * (rate or 0.0) for path, rate in rates.items())
         fixed += sum(terms[t] * pooled_rates[t] for t in ATTENTION_TERMS if t not in own_terms)
-        rows.append([gemm if p.precision == name else 0.0 for name in own] + [terms[t] for t in own_terms])
+        rows.append([gflop.get(name, 0.0) for name in own] + [terms[t] for t in own_terms])
         targets.append(ms - fixed)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True))
@@ -525,7 +529,7 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
     for name in own:
         if solution[name]:
             rates[name] = solution[name]
-            measured = [pt for pt in points if pt.inputs.precision == name]
+            measured = [pt for pt in points if name in _paths(pt)]
             basis[f"prefill:{name}"] = (f"{engine}'s own, fitted to {len(measured)} prefill measurements of "
                                         f"{len({pt.recipe for pt in measured})} recipes")
     attention = dict(pooled_rates)
@@ -540,6 +544,15 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
                                      f"{len(points)} {engine} prefill measurements of {len(recipes)} recipes), "
                                      "the pooled fit's for the rest")
     return PrefillFit(rates, attention["attention"], attention["kv"], len(points), basis, pooled.prefill_weight_ms_per_gb)
+
+
+def _swept(points: list[PrefillPoint]) -> set[str]:
+    """Recipes measured at two or more attended depths: only such a sweep tells an engine's
+    attention cost apart from its GEMM rate (a single depth per recipe leaves them confounded)."""
+    depths: dict[str, set[float]] = {}
+    for pt in points:
+        depths.setdefault(pt.recipe, set()).add(pt.inputs.attended_tokens)
+    return {rid for rid, seen in depths.items() if len(seen) >= 2}
 
 
 def _count_by(keys) -> str:

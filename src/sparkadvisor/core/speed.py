@@ -438,6 +438,16 @@ class PrefillInputs:
     """GB of weights each node streams per prompt token: all its weights once per chunk."""
     chunk_tokens: int | None = None
     """Prompt tokens computed per forward pass (None: unknown, the weight stream is not counted)."""
+    expert_precision: str | None = None
+    """The routed experts' tensor path when the MoE backend differs from the dense GEMMs' (vLLM
+    `--moe-backend marlin`: W4A16, bf16 MMA); None: `precision`."""
+
+    def gflop_by_precision(self, expert_factor: float) -> dict[str, float]:
+        """Dense-equivalent GFLOP of GEMM per node per prompt token, by tensor path."""
+        out = {self.precision: 2 * self.dense_params / self.nodes / 1e9}
+        experts = self.expert_precision or self.precision
+        out[experts] = out.get(experts, 0.0) + 2 * expert_factor * self.expert_params / self.nodes / 1e9
+        return out
 
 
 def prefill_precision(weight_format: str, engine: str = "vllm") -> str:
@@ -459,10 +469,20 @@ def prefill_precision(weight_format: str, engine: str = "vllm") -> str:
     return (info.low_precision_compute if info else None) or "bf16"
 
 
+def expert_precision(weight_format: str, engine: str, extra_args: tuple[str, ...]) -> str | None:
+    """The routed experts' tensor path when the launch flags send them elsewhere than the dense
+    GEMMs: vLLM's `--moe-backend marlin` runs them W4A16 (dequantized in registers, bf16 MMA)
+    whatever the checkpoint's format. None: the same path as the dense GEMMs."""
+    if engine == "vllm" and _flag_text(extra_args, ("--moe-backend",)) == "marlin":
+        return "bf16"
+    return None
+
+
 def prefill_inputs(nodes: int, active_params: float, total_params: float, routed_experts: int | None,
                    experts_per_token: int | None, weight_format: str, attention: Attention | None,
                    attended_tokens: float, *, engine: str, kv_cache_dtype: str = "auto",
-                   weight_bytes: float = 0.0, chunk_tokens: int | None = None) -> PrefillInputs:
+                   weight_bytes: float = 0.0, chunk_tokens: int | None = None,
+                   extra_args: tuple[str, ...] = ()) -> PrefillInputs:
     """Split the active parameters into dense and routed-expert parts, from the expert counts,
     for the tensor path `engine` takes with `weight_format`; the K/V attended at the cache's dtype;
     the weights (`weight_bytes` across the cluster) streamed once per chunk of `chunk_tokens`."""
@@ -472,7 +492,8 @@ def prefill_inputs(nodes: int, active_params: float, total_params: float, routed
     weight_gb = weight_bytes / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
     return PrefillInputs(nodes, max(active_params - expert, 0.0), min(expert, active_params),
                          prefill_precision(weight_format, engine), attention, attended_tokens,
-                         prefill_kv_gb(attention, attended_tokens, nodes, kv_cache_dtype), weight_gb, chunk_tokens)
+                         prefill_kv_gb(attention, attended_tokens, nodes, kv_cache_dtype), weight_gb, chunk_tokens,
+                         expert_precision(weight_format, engine, extra_args) if expert else None)
 
 
 def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
@@ -486,12 +507,15 @@ def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float
 
 
 def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
+    value = _flag_text(args, names)
+    return int(value) if value and value.isdigit() else None
+
+
+def _flag_text(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
     for i, arg in enumerate(args):
         name, _, inline = arg.partition("=")
         if name in names:
-            value = inline or (args[i + 1] if i + 1 < len(args) else "")
-            if value.isdigit():
-                return int(value)
+            return inline or (args[i + 1] if i + 1 < len(args) else "")
     return None
 
 
@@ -560,12 +584,13 @@ class PrefillCost:
 
 def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
     """Each term of one prompt token's time, or None without a rate for its precision."""
-    rate = c.prefill_ms_per_gflop.get(p.precision)
-    if rate is None:
+    by_path = p.gflop_by_precision(c.expert_prefill_factor)
+    rates = {path: c.prefill_ms_per_gflop.get(path) for path in by_path}
+    if any(rate is None for rate in rates.values()):
         return None
-    gemm = 2 * (p.dense_params + c.expert_prefill_factor * p.expert_params) / p.nodes / 1e9
+    gemm_ms = sum(gflop * (rates[path] or 0.0) for path, gflop in by_path.items())
     attention = attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9
-    return PrefillCost(gemm, gemm * rate, attention, attention * c.prefill_attention_ms_per_gflop,
+    return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention * c.prefill_attention_ms_per_gflop,
                        p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb,
                        prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3)
 

@@ -490,6 +490,7 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     point = prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
                            weight_format, model.attention, attended, engine=constants.engine,
                            kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes,
-                           chunk_tokens=prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached))
+                           chunk_tokens=prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached),
+                           extra_args=recipe.extra_args if recipe else ())
     rate = estimate_prefill(point, constants)
     return rate, ("estimated" if rate else "unknown"), None, point
