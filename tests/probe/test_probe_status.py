@@ -64,6 +64,35 @@ async def test_the_line_shows_the_hit_rate_between_polls(settings_file) -> None:
         server.close()
 
 
+async def test_polls_share_one_certificate_store(monkeypatch, settings_file) -> None:
+    """httpx loads the CA store (~45 ms of CPU) for each client it makes; a poll every few seconds must not."""
+    import httpx
+
+    from sparkadvisor.sources import probe
+
+    made: list[object] = []
+    real = httpx.create_ssl_context
+
+    def counting(*args, **kwargs):
+        made.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counting)
+    probe.tls_context.cache_clear()
+    server = vllm_server()
+    path = settings_file({"ANTHROPIC_BASE_URL": server.url})
+    try:
+        for _ in range(3):
+            check = await probe.quick_check(server.url, 2.0, path)
+            assert check.up
+    finally:
+        server.close()
+        probe.tls_context.cache_clear()
+    assert len(made) == 1
+    import ssl
+    assert probe.tls_context().verify_mode == ssl.CERT_REQUIRED, "one context, still verifying"
+
+
 async def test_a_stalled_server_never_blocks_the_screen(settings_file) -> None:
     server = vllm_server(mode="stall")
     status = ProbeStatus(server.url, poll_s=5, timeout_s=3.0, claude_settings=settings_file({}))

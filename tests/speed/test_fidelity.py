@@ -136,3 +136,19 @@ def test_fidelity_json_shape(capsys) -> None:
             "skipped"} <= set(check)
     assert data["constants"][0]["bandwidth_fraction"]["basis"]
     assert {"within_20", "off_2x", "engine"} <= set(data["summary"][0])
+
+
+def test_a_fold_without_an_engine_borrows_the_same_constants_whatever_the_order(index) -> None:
+    """A cross-validation fold can hold out every recipe of an engine; its rows are then predicted
+    with the pooled group's constants, else vLLM's, never whichever engine a dict happened to list
+    first (the ranges used to change with PYTHONHASHSEED)."""
+    from sparkadvisor.core.calibration import POOLED, constants_for
+
+    spark = index.hardware["dgx-spark"]
+    vllm, llama = (replace(calibrate(index, spark, e), engine=e) for e in ("vllm", "llama.cpp"))
+    for fitted in ({"llama.cpp": llama, "vllm": vllm}, {"vllm": vllm, "llama.cpp": llama}):
+        assert constants_for("atlas", fitted).engine == "vllm"
+        assert constants_for("llama.cpp", fitted).engine == "llama.cpp"
+    pooled = replace(vllm, engine=POOLED)
+    assert constants_for("atlas", {"llama.cpp": llama, POOLED: pooled}).engine == POOLED
+    assert constants_for("atlas", {"sglang": replace(vllm, engine="sglang"), "llama.cpp": llama}).engine == "llama.cpp"

@@ -271,9 +271,14 @@ def _fitted(count: int, what: str) -> str:
     return f"fitted to {count} measurement{'s' if count != 1 else ''}"
 
 
+def constants_for(engine: str, constants: dict[str, SpeedConstants]) -> SpeedConstants:
+    """An engine's own fitted constants, else the pooled group's, else vLLM's, else the first engine's
+    by name: the same for every run (a fold can leave an engine without recipes of its own)."""
+    return constants.get(engine) or constants.get(POOLED) or constants.get("vllm") or constants[min(constants)]
+
+
 def _log_error(o: Observation, bandwidth: float, constants: dict[str, SpeedConstants]) -> float:
-    c = constants.get(o.recipe.engine) or constants.get(POOLED) or next(iter(constants.values()))
-    d = estimate_decode(o.inputs, bandwidth, c)
+    d = estimate_decode(o.inputs, bandwidth, constants_for(o.recipe.engine, constants))
     return math.log(d.expected_tok_s / o.total_tok_s)
 
 

@@ -9,8 +9,10 @@ kept in a message: every sentence is scrubbed of it before it leaves this module
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -152,7 +154,15 @@ async def probe_vllm(config: ProbeConfig) -> VllmState:
 
 def _client(config: ProbeConfig, headers: Mapping[str, str]) -> httpx.AsyncClient:
     """No proxies from the environment: the probe talks to the address it was given."""
-    return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_s), headers=dict(headers), trust_env=False)
+    return httpx.AsyncClient(timeout=httpx.Timeout(config.timeout_s), headers=dict(headers), trust_env=False,
+                             verify=tls_context())
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One verifying context for every probe: httpx loads the CA store again for each client it
+    makes (~45 ms of CPU), and the TUI's status line probes every few seconds."""
+    return httpx.create_ssl_context()
 
 
 def _vllm_state(base: str, health: Answer, version: Answer, models: Answer,
@@ -264,7 +274,7 @@ async def probe_gateway(url: str | None, timeout_s: float, inferred: bool = Fals
     if url is None:
         return GatewayState(None, None)
     base = base_url(url)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), trust_env=False) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), trust_env=False, verify=tls_context()) as client:
         answer = await fetch(client, "GET", f"{base}/health", timeout_s)
         if answer.status in (404, 405):
             answer = await fetch(client, "GET", f"{base}/", timeout_s)

@@ -16,7 +16,7 @@
 #   14.3 GiB / 7.55 KiB = 1.96M tokens of KV pool; at 100,000 tokens per session, 19 concurrent sessions fit.
 #   Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts).
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
-#   not stated), 1 stream, CUDA graphs); the model's 113 there leaves out the PLE table every token reads (its
+#   not stated), 1 stream, CUDA graphs); the model's 99 there leaves out the PLE table every token reads (its
 #   bytes per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity`
 #   lists this row apart, never as a pass; 30% of the ceiling.
 #   100,000 tokens / measured prefill 2,708 tok/s (cold prefill of a 112K-token prompt) = 37 s to the first

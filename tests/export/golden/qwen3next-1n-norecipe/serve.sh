@@ -14,7 +14,7 @@
 #   fitted to 2 prefill measurements, over ~2 x active parameters (experts at 3x the cost) plus attention
 #   FLOPs per token, plus the link's share under TP) = 3.2 s to the first token. Uncached (a cold
 #   100,000-token prompt): 42 s.
-#   3.2 s + 200 tokens / 39.9 tok/s = 8.2 s per turn.
+#   3.2 s + 200 tokens / 34.9 tok/s = 8.9 s per turn.
 #
 # Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
 
