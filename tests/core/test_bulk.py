@@ -40,3 +40,30 @@ def test_a_paused_collector_stays_paused():
         assert all(id(o) in young for o in made)  # left where they were: the caller owns the collector
     finally:
         gc.enable()
+
+
+class Cycle:
+    """Garbage only the cyclic collector frees."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_a_cycle_dropped_during_the_block_is_collected_once_enough_was_handed_over(monkeypatch):
+    import weakref
+
+    from sparkadvisor.core import bulk
+
+    monkeypatch.setattr(bulk, "FULL_PASS_AFTER", 10_000)
+    monkeypatch.setattr(bulk, "_oldest_after_pass", 1_000)  # x FULL_PASS_RATIO = 4,000 < 10,000
+    monkeypatch.setattr(bulk, "_handed_over", 0)
+    with collector_paused():
+        dropped = Cycle()
+        gone = weakref.ref(dropped)
+        del dropped
+        kept = [Made() for _ in range(2_000)]
+    assert gone() is not None  # in the oldest generation: no full pass yet
+    with collector_paused():
+        kept += [Made() for _ in range(9_000)]  # more than FULL_PASS_AFTER handed over in all
+    assert gone() is None
+    assert bulk._handed_over == 0 and bulk._oldest_after_pass > len(kept)  # the new size, for the next pass
