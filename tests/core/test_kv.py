@@ -73,10 +73,13 @@ def test_nemotron_h_counts_only_the_blocks_that_keep_kv(index):
 
 
 def test_deepseek_v4_caches_compressed_rows_and_a_window(index):
-    # 43 layers keep a 128-token window of the 512-wide latent; 21 CSA layers add one row per 4
-    # tokens and an indexer key per row; 20 HCA layers add one row per 128 tokens.
+    # 43 layers keep a 128-token window of the latent; 21 CSA layers add one row per 4 tokens and an
+    # indexer key per row; 20 HCA layers add one row per 128 tokens. vLLM stores V4's latent FP8
+    # whatever --kv-cache-dtype says (deepseek_v4_attention.py head_bytes): 448 FP8 NoPE, 64 BF16
+    # RoPE, 448 / 64 scale bytes and one pad byte.
     kv = shape(index, "deepseek-v4-flash-0731")
-    row = 512 * BF16
+    row = 448 + 64 * 2 + 7 + 1
+    assert row == 584 == kv.row_bytes
     assert kv.full_layers == 0
     assert kv.window_tokens == 128
     assert kv.bytes_per_token == pytest.approx(21 * (row + 132) / 4 + 20 * row / 128)
@@ -87,6 +90,50 @@ def test_fp8_ds_mla_keeps_scales_and_a_bf16_rope_part(index):
     # vLLM's sparse-MLA layout: 512 FP8 + 4 FP32 scales + 64 BF16 = 656 bytes, plus the indexer's 132.
     kv = shape(index, "deepseek-v3.2", dtype="fp8_ds_mla")
     assert kv.bytes_per_token == 61 * (656 + 132)
+    # vLLM's MLAAttentionSpec allocates 656 bytes per token for fp8_ds_mla whatever the latent's
+    # width: GLM-5.3-Flash (512-wide latent, no RoPE part) is asked for fp8 and pays the same page.
+    glm = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
+    assert glm.row_bytes == 656
+    assert glm.bytes_per_token == 11 * (656 + 132)
+
+
+def test_kda_keeps_its_recurrent_state_in_fp32(index):
+    # vLLM's MambaStateDtypeCalculator.kda_state_dtype: conv states at the model dtype, the
+    # recurrent state always FP32. GLM-5.3-Flash TP2: 32 heads x 128 x 128 per rank, 3 conv steps over
+    # q, k and v (3 x 32 x 128 channels).
+    kv = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
+    assert kv.state_bytes_per_layer == 32 * 128 * 128 * 4 + 3 * 3 * 32 * 128 * BF16
+
+
+def test_mamba_ssm_cache_dtype_float32_doubles_the_recurrent_state(index):
+    attention = index.models["nemotron-3-super-120b-a12b"].attention
+    bf16, fp32 = kv_shape(attention, "fp8", 2, 1), kv_shape(attention, "fp8", 2, 1, "float32")
+    recurrent = 128 // 2 * 64 * 128
+    assert fp32.state_bytes_per_layer - bf16.state_bytes_per_layer == recurrent * (4 - 2)
+
+
+def test_a_request_costs_what_vllm_reserves_for_it(index):
+    # gpt-oss-120b: 18 full layers hold cdiv(L, 16) blocks; 18 sliding layers hold
+    # window - 1 + max_num_batched_tokens tokens in blocks, plus one block (SlidingWindowSpec).
+    kv = shape(index, "gpt-oss-120b")
+    row = 18 * 2 * 8 * 64 * BF16
+    assert kv.request_bytes(1000) == row * 63 * 16 + row * (63 + 1) * 16  # 127 + 8192 > 1000: capped at L
+    assert kv.request_bytes(131072, batched_tokens=2048) == row * 131072 + row * (-(-2175 // 16) + 1) * 16
+
+
+def test_a_hybrid_request_pays_a_state_page_per_speculative_token_and_padded_groups(index):
+    # GLM-5.3-Flash TP2: 11 MLA layers and 34 KDA layers. vLLM groups layers 11 at a time, so the 34
+    # KDA layers take 4 groups (44 slots); each slot holds one page per request plus one per
+    # speculative token (MambaSpec num_speculative_blocks); the page is one attention block of one
+    # layer, grown from --block-size 2304 until it holds the 2.07 MiB state.
+    kv = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
+    assert kv.linear_slots == 44
+    block = kv.block_tokens(2304)
+    assert block == 16 * -(-kv.state_bytes_per_layer // (16 * 656)) == 3312
+    page = block * 656
+    full = 11 * (656 + 132) * -(-262144 // block) * block
+    assert kv.request_bytes(262144, 2304, speculative_tokens=7) == full + 44 * page * 8
+    assert kv.request_bytes(262144, 2304, speculative_tokens=0) == full + 44 * page
 
 
 def test_sparse_attention_reads_a_bounded_number_of_rows(index):

@@ -11,7 +11,7 @@ from sparkadvisor.core.memory import (
     CUDA_GRAPH_GIB,
     DRAFT_GRAPH_GIB,
     DRAFT_PROFILE_GIB,
-    INDEXER_BUFFER_GIB_PER_MTOKEN,
+    INDEXER_BUFFER_BYTES_PER_TOKEN,
     PROFILE_PEAK_GIB,
 )
 from sparkadvisor.core.plan import Cluster
@@ -33,7 +33,7 @@ def test_a_graph_recipe_keeps_its_graphs_and_eager_gives_them_to_the_kv_cache(in
     r = graphs.budget.reserve
     assert r.graph_bytes == pytest.approx(CUDA_GRAPH_GIB * GiB)
     assert r.draft_graph_bytes == pytest.approx(DRAFT_GRAPH_GIB * GiB)
-    assert r.indexer_bytes == pytest.approx(INDEXER_BUFFER_GIB_PER_MTOKEN * GiB * 262144 / 2**20)
+    assert r.indexer_bytes == pytest.approx(INDEXER_BUFFER_BYTES_PER_TOKEN * 262144)
     assert eager.budget.reserve.graph_bytes == eager.budget.reserve.draft_graph_bytes == 0
     gained = eager.budget.kv_bytes - graphs.budget.kv_bytes
     assert gained == pytest.approx((CUDA_GRAPH_GIB + DRAFT_GRAPH_GIB) * GiB)
@@ -78,3 +78,19 @@ def test_the_reserves_sources_are_listed_when_it_sizes_the_kv_cache(index):
     assert {"tonyd2wild-glm", "tonyd2wild-ds41"} <= set(qwen.source_ids())
     eager = plan(index, "qwen3-next-80b-a3b-nvfp4", 1, Settings(enforce_eager=True))
     assert "tonyd2wild-glm" in eager.source_ids() and "tonyd2wild-ds41" not in eager.source_ids()
+
+
+def test_the_profile_constants_follow_from_the_glm_log_by_the_kv_model(index):
+    # The profiler-sized pools of tonyd2wild-glm (TP2, gmu 0.85, max-model-len 262,144, block 2304):
+    # 965,166 tokens without a drafter, 581,040 with its DFlash2 drafter (k = 7). The pool is
+    # int(max concurrency x max_model_len), so the KV each left is pool / max_model_len x what one
+    # request costs; what is left of gmu x memory after the weights (and the drafter's) is the profile
+    # run. If the KV model changes, these constants must be derived again.
+    from sparkadvisor.core.kv import kv_shape
+
+    kv = kv_shape(index.models["glm-5.3-flash"].attention, "fp8_e4m3", 2, 1)
+    length, engine, weights, drafter = 262_144, 0.85 * 121.6, 198e9 / 2 / GiB, 2.2e9 / 2 / GiB
+    bare = 965_166 / length * kv.request_bytes(length, 2304, speculative_tokens=0) / GiB
+    drafted = 581_040 / length * kv.request_bytes(length, 2304, speculative_tokens=7) / GiB
+    assert PROFILE_PEAK_GIB == pytest.approx(engine - weights - bare, abs=0.01)
+    assert DRAFT_PROFILE_GIB == pytest.approx(engine - weights - drafter - drafted - PROFILE_PEAK_GIB, abs=0.01)

@@ -11,11 +11,12 @@ from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.kv import FP8_DS_MLA_BYTES
 from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
-from sparkadvisor.core.speed import prefill_precision, prefill_range, weight_class
+from sparkadvisor.core.speed import prefill_cost, prefill_precision, prefill_range, weight_class
 from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
@@ -179,8 +180,8 @@ def _reserve_text(r: Reserve) -> str:
     if r.draft_weights_bytes:
         parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights")
     if r.indexer_bytes:
-        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer, 5.2 GiB per 1M tokens of "
-                     "max-model-len, same recipe")
+        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer, 40 x 132 B per token of "
+                     "max-model-len by vLLM's indexer code, which the same recipe confirms")
     return "; ".join(parts) + "; each measured on one recipe and assumed here"
 
 
@@ -223,7 +224,14 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     kv = plan.kv
     assert kv is not None
     size = kv.element_bytes
-    if a.design == "mla":
+    if a.design == "mla" and a.compressed:
+        core = (f"MLA in vLLM's DeepSeek-V4 layout (FP8 whatever --kv-cache-dtype says): {a.kv_lora_rank} FP8 + "
+                f"{a.qk_rope_head_dim or 0} x 2 B BF16 RoPE + {(a.kv_lora_rank or 0) // 64} scale bytes + 1 pad = "
+                f"{kv.row_bytes:g} B per layer, kept whole on every TP rank")
+    elif a.design == "mla" and kv.row_bytes == FP8_DS_MLA_BYTES and a.indexer_head_dim:
+        core = ("MLA in vLLM's fp8_ds_mla layout: 656 B per layer (512 FP8 + 16 B of FP32 scales + 64 x 2 B BF16 "
+                "RoPE, the page vLLM allocates whatever the latent's width), kept whole on every TP rank")
+    elif a.design == "mla":
         core = f"MLA: ({a.kv_lora_rank} + {a.qk_rope_head_dim or 0}) x {size:g} B, kept whole on every TP rank"
     elif kv.full_kv_heads_per_rank is not None:
         core = (f"{a.design.upper()}: 2 (K and V) x {kv.full_kv_heads_per_rank} KV heads per rank x "
@@ -245,9 +253,13 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     elif kv.window_tokens:
         text += (f"; {kv.sliding_layers} sliding layers hold at most {kv.window_tokens:,} tokens "
                  f"({kv.window_bytes_per_token * kv.window_tokens / 2**20:.1f} MiB per sequence)")
-    if kv.state_bytes_per_sequence:
-        text += (f"; {kv.linear_layers} linear-attention layers keep "
-                 f"{kv.state_bytes_per_sequence / 2**20:.1f} MiB of state per sequence")
+    if kv.state_bytes_per_sequence and a.linear is not None:
+        recurrent = ("FP32 (vLLM keeps KDA's recurrent state in FP32)" if a.linear.kind == "kda"
+                     else "FP32 (--mamba-ssm-cache-dtype)" if plan.pool.inputs and
+                     plan.pool.inputs.ssm_cache_dtype in ("float32", "fp32") else "BF16 (the model dtype)")
+        text += (f"; {kv.linear_layers} linear-attention layers keep {kv.state_bytes_per_layer / 2**20:.2f} MiB of "
+                 f"state each per sequence ({kv.state_bytes_per_sequence / 2**20:.1f} MiB; recurrent state in "
+                 f"{recurrent}, convolution state in BF16)")
     return text + f" (KV dtype {dtype})."
 
 
@@ -258,12 +270,57 @@ def _pool(plan: Plan) -> Step:
         text, basis = "The KV pool is unknown.", "unknown"
     else:
         per_token = plan.kv_bytes_per_token or 0
-        text = (f"{plan.budget.kv_bytes / GiB:.1f} GiB / {per_token / 1024:.2f} KiB = {fmt_tokens(pool)} tokens "
-                f"of KV pool; at {w.context_tokens:,} tokens per session, {plural(plan.sessions or 0, 'concurrent session')} fit.")
+        request = plan.pool.request_bytes
+        inputs = plan.pool.inputs
+        if request and inputs and inputs.max_model_len:
+            text = (f"{plan.budget.kv_bytes / GiB:.2f} GiB / {request / GiB:.3f} GiB per request x "
+                    f"{inputs.max_model_len:,} = {fmt_tokens(pool)} tokens, the figure vLLM logs as \"GPU KV cache "
+                    f"size\" (int(max concurrency x max_model_len)). {_request_text(plan)} At {w.context_tokens:,} "
+                    f"tokens per session, {plural(plan.sessions or 0, 'concurrent session')} fit (each holding "
+                    "its blocks, window and state pages).")
+        else:
+            text = (f"{plan.budget.kv_bytes / GiB:.1f} GiB / {per_token / 1024:.2f} KiB = {fmt_tokens(pool)} tokens "
+                    f"of KV pool; at {w.context_tokens:,} tokens per session, "
+                    f"{plural(plan.sessions or 0, 'concurrent session')} fit.")
         basis = "derived"
     if measured is not None:
         text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)})."
     return Step("pool", "KV pool", text, basis)  # type: ignore[arg-type]
+
+
+def _request_text(plan: Plan) -> str:
+    """What vLLM reserves for one request of max_model_len on one rank, part by part, with the origin
+    of each engine setting (vLLM's kv_cache_interface.py rules)."""
+    kv, inputs = plan.kv, plan.pool.inputs
+    assert kv is not None and inputs is not None and inputs.max_model_len
+    length = inputs.max_model_len
+    block = kv.block_tokens(inputs.block_tokens)
+    blocks = -(-length // block)
+    rows = " and ".join(n for n, has in (("full-attention", kv.full_layer_share), ("compressed", kv.compressed),
+                                          ("indexer", kv.indexer_row_bytes)) if has) or "full-attention"
+    parts = [f"{rows} rows {kv.bytes_per_token * kv.full_pad / 1024:.2f} KiB x {blocks:,} "
+             f"blocks of {block:,} tokens = {kv.bytes_per_token * kv.full_pad * blocks * block / GiB:.3f} GiB"]
+    if kv.window_tokens:
+        kept = min(kv.window_tokens - 1 + inputs.batched_tokens, length)
+        window_blocks = -(-kept // block) + 1
+        parts.append(f"sliding layers {kv.window_bytes_per_token * kv.sliding_pad / 1024:.2f} KiB x "
+                     f"{window_blocks:,} blocks (window {kv.window_tokens:,} - 1 + {inputs.batched_tokens:,} "
+                     f"batched tokens, plus one) = "
+                     f"{kv.window_bytes_per_token * kv.sliding_pad * window_blocks * block / GiB:.3f} GiB")
+    if kv.linear_slots:
+        page = kv.page_bytes(inputs.block_tokens)
+        parts.append(f"linear-attention states {kv.linear_slots:g} layer slots (layers padded to whole KV-cache "
+                     f"groups) x {page / 2**20:.2f} MiB pages x (1 + {inputs.speculative_tokens} speculative "
+                     f"tokens) = {kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")
+    origins = inputs.origins
+    settings = (f"max-model-len {length:,} ({origins[0]}), block {block:,} tokens ({origins[1]}"
+                + (", grown so one page holds a layer's state" if block != (inputs.block_tokens or block) or
+                   (kv.linear_slots and not inputs.block_tokens) else "") + ")")
+    if kv.window_tokens:
+        settings += f", max-num-batched-tokens {inputs.batched_tokens:,} ({origins[2]})"
+    if kv.linear_slots:
+        settings += f", {inputs.speculative_tokens} speculative tokens ({origins[3]})"
+    return f"One request: {'; '.join(parts)}; with {settings}."
 
 
 def _measurement(m: Measurement, fmt: object) -> str:
@@ -391,6 +448,36 @@ def _nodes_text(plan: Plan) -> str:
             f"speculation costs ({d.fixed_ms + d.spec_ms:.1f} ms) do not shrink with more nodes.")
 
 
+def _prefill_terms(plan: Plan, precision: str, tflops: float) -> str:
+    """Where one prompt token's time goes, each term with its physical quantity, rate and basis."""
+    c, p = plan.constants, plan.first.prefill_inputs
+    cost = prefill_cost(p, c) if p is not None else None
+    if p is None or cost is None:
+        return "no rate for its tensor path"
+    experts = f", experts at {c.expert_prefill_factor:g}x the cost" if p.expert_params else ""
+    per_node = " per node" if p.nodes > 1 else ""
+    terms = [f"GEMM {cost.gemm_ms:.3f} ms ({cost.gemm_gflop:.1f} GFLOP{per_node}{experts}, at {tflops:.0f} "
+             f"TFLOPS on the {precision} tensor path {c.engine} takes for {plan.build.format}: "
+             f"{c.basis.get(f'prefill:{precision}') or c.basis.get('prefill_ms_per_gflop')})"]
+    if cost.attention_gflop:
+        rate = c.prefill_attention_ms_per_gflop
+        terms.append(f"attention FLOPs {cost.attention_ms:.3f} ms ({cost.attention_gflop:.2f} GFLOP attending to "
+                     f"~{p.attended_tokens:,.0f} tokens, at {1 / rate if rate else 0:.0f} TFLOPS: "
+                     f"{c.basis.get('prefill_attention', 'assumed')})")
+    if p.kv_gb:
+        terms.append(f"K/V stream {cost.kv_ms:.3f} ms ({p.kv_gb:.2f} GB attended, read once per tile of queries, "
+                     f"at {c.prefill_kv_ms_per_gb:.3f} ms/GB: {c.basis.get('prefill_kv', 'assumed')})")
+    if p.chunk_tokens:
+        terms.append(f"weights {cost.weights_ms:.3f} ms ({p.weight_gb * p.chunk_tokens:.1f} GB{per_node} read "
+                     f"once per {p.chunk_tokens:,}-token chunk, at {c.prefill_weight_ms_per_gb:.2f} ms/GB: "
+                     f"{c.basis.get('prefill_weight', 'the read test')})")
+    else:
+        terms.append("weights per chunk not counted (the engine's prefill chunk is unknown)")
+    if cost.link_ms:
+        terms.append(f"link {cost.link_ms:.3f} ms (two all-reduces per layer)")
+    return f"per prompt token {cost.total_ms:.3f} ms = " + " + ".join(terms)
+
+
 def _first_token(plan: Plan) -> list[Step]:
     w = plan.workload
     if plan.prefix_caching:
@@ -410,14 +497,11 @@ def _first_token(plan: Plan) -> list[Step]:
     else:
         low, high = prefill_range(plan.prefill_tok_s, plan.constants)
         c = plan.constants
-        precision = prefill_precision(plan.build.format)
+        precision = prefill_precision(plan.build.format, c.engine)
         rate_ms = c.prefill_ms_per_gflop.get(precision)
         tflops = 1 / rate_ms if rate_ms else 0.0
         rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}; "
-                f"{plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''} x effective {tflops:.0f} "
-                f"TFLOPS at {precision}, {c.basis.get(f'prefill:{precision}') or c.basis.get('prefill_ms_per_gflop')}, "
-                f"over ~2 x active parameters (experts at {c.expert_prefill_factor:g}x the cost) plus "
-                "attention FLOPs per token, plus the link's share under TP)")
+                f"{_prefill_terms(plan, precision, tflops)})")
         basis = "estimated"
     text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \
            "to the first token."

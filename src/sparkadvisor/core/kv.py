@@ -15,8 +15,24 @@
   indexer key per row where an indexer picks among them.
 - Feed-forward-only blocks (Nemotron-H's MoE blocks) keep nothing.
 - `fp8_ds_mla` (vLLM's DeepSeek sparse-MLA layout) stores the latent in FP8 with one FP32
-  scale per 128 values and the RoPE part in BF16: 512 + 16 + 128 = 656 bytes for DeepSeek-V3.2.
+  scale per 128 values and the RoPE part in BF16: 512 + 16 + 128 = 656 bytes, the page vLLM's
+  MLAAttentionSpec allocates per token whatever the latent's width (kv_cache_interface.py).
+- DeepSeek-V4's attention (compressed layers) is stored FP8 whatever --kv-cache-dtype says:
+  NoPE in FP8, RoPE in BF16, one scale byte per 64 NoPE values and one pad byte
+  (deepseek_v4_attention.py head_bytes: 448 + 128 + 7 + 1 = 584 bytes for V4-Flash).
+- Linear-attention states at the dtypes vLLM keeps them (mamba_utils.py MambaStateDtypeCalculator):
+  convolution state at the model dtype; KDA's recurrent state always FP32; Gated DeltaNet's and
+  Mamba-2's recurrent state at --mamba-ssm-cache-dtype (default: the model dtype).
 Pipeline parallelism gives each rank 1/pp of the layers.
+
+What one request costs in vLLM's pool (`request_bytes`, the divisor of the "GPU KV cache size"
+log line, which is int(max concurrency x max_model_len)) follows kv_cache_interface.py: a
+full layer holds cdiv(max_model_len, block) blocks; a sliding layer min(window - 1 +
+max_num_batched_tokens, max_model_len) tokens in blocks, plus one; a linear layer one page per
+request plus one per speculative token (MambaSpec with num_speculative_blocks), its state padded
+to the attention page (the attention block grows until its page holds the state), and each layer
+type padded to a whole number of KV-cache groups (kv_cache_utils.py: the group size is the
+smallest layer count, or the largest when that is under 1.5 times the smallest).
 
 What a decode step reads is bounded where the attention is: a top-k sparse layer reads at most
 `sparse_topk` rows (plus every indexer key, which is how it chooses them), a sliding layer its
@@ -32,7 +48,25 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, LinearAttention
 
 STATE_BYTES = 2
-"""Linear-attention and Mamba states are kept in the model dtype (bf16) by default in vLLM."""
+"""Convolution states, and recurrent states by default, are kept in the model dtype (bf16) in vLLM."""
+
+FP32_BYTES = 4
+"""KDA's recurrent state, which vLLM always keeps in FP32, and --mamba-ssm-cache-dtype float32."""
+
+FP8_DS_MLA_BYTES = 656
+"""vLLM's page per token for the fp8_ds_mla layout (MLAAttentionSpec.real_page_size_bytes)."""
+
+VLLM_BLOCK_TOKENS = 16
+"""vLLM's default --block-size on CUDA."""
+
+VLLM_BATCHED_TOKENS = 8192
+"""vLLM's default --max-num-batched-tokens for the API server on a GPU with 70 GiB or more
+(engine/arg_utils.py get_batch_defaults); GB10 reports about 120 GiB."""
+
+BLOCK_ALIGNMENT = 16
+"""The token multiple vLLM rounds a hybrid model's attention block to when it grows the block so
+one page holds a linear layer's state (config: HybridAttentionMambaModelConfig); kernels that need
+a coarser multiple are not modelled."""
 
 
 @record(kw_only=False)
@@ -74,6 +108,45 @@ class KvShape:
     """Sliding-window layers on this rank."""
     compressed: tuple[tuple[float, int, bool], ...] = ()
     """(layers on this rank, ratio, indexed) of each compressed group."""
+    state_bytes_per_layer: float = 0.0
+    """One linear layer's state for one sequence on this rank (0 without linear layers)."""
+    linear_slots: float = 0.0
+    """Linear layers on this rank after vLLM pads each layer type to whole KV-cache groups."""
+    full_pad: float = 1.0
+    """Padded over real full-attention layers (vLLM's group padding; 1 when none is added)."""
+    sliding_pad: float = 1.0
+    """Padded over real sliding layers."""
+
+    def request_bytes(self, max_model_len: int, block_tokens: int | None = None,
+                      batched_tokens: int = VLLM_BATCHED_TOKENS, speculative_tokens: int = 0) -> float:
+        """Bytes vLLM reserves for one request of `max_model_len` on this rank when it sizes its pool
+        (the module docstring gives the rules and their sources)."""
+        block = self.block_tokens(block_tokens)
+        full = self.bytes_per_token * self.full_pad * math.ceil(max_model_len / block) * block
+        window = 0.0
+        if self.window_tokens:
+            kept = min(self.window_tokens - 1 + batched_tokens, max_model_len)
+            window = self.window_bytes_per_token * self.sliding_pad * (math.ceil(kept / block) + 1) * block
+        state = self.linear_slots * self.page_bytes(block_tokens) * (1 + speculative_tokens)
+        return full + window + state
+
+    def block_tokens(self, block_tokens: int | None = None) -> int:
+        """The attention block vLLM uses: the recipe's --block-size (else 16), grown for a hybrid
+        until one attention page holds a linear layer's state."""
+        block = block_tokens or VLLM_BLOCK_TOKENS
+        row = self._page_row()
+        if self.state_bytes_per_layer and row:
+            grown = BLOCK_ALIGNMENT * math.ceil(self.state_bytes_per_layer / (BLOCK_ALIGNMENT * row))
+            block = max(block, grown)
+        return block
+
+    def page_bytes(self, block_tokens: int | None = None) -> float:
+        """One linear layer's page: its state padded to one attention block of one layer."""
+        row = self._page_row()
+        return max(self.state_bytes_per_layer, self.block_tokens(block_tokens) * row)
+
+    def _page_row(self) -> float:
+        return self.row_bytes if self.full_row_bytes is None else self.full_row_bytes
 
     def bytes_per_sequence(self, context_tokens: int) -> float:
         """KV bytes one sequence of `context_tokens` occupies on this rank."""
@@ -104,13 +177,17 @@ class KvShape:
         return ctx * self.indexer_row_bytes
 
 
-def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvShape | None:
+def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
+             ssm_cache_dtype: str = "auto") -> KvShape | None:
     """KV cost per rank for a model, or None when config.json lacks what is needed. A sparse MLA
     model (an indexer) asked for an FP8 cache gets vLLM's fp8_ds_mla layout, the only FP8 layout
-    its sparse kernels read."""
-    if attention.design == "mla" and attention.indexer_head_dim and kv_cache_dtype.startswith("fp8"):
+    its sparse kernels read; DeepSeek-V4's compressed attention always gets its own FP8 layout.
+    `ssm_cache_dtype` is --mamba-ssm-cache-dtype."""
+    if attention.compressed and attention.design == "mla":
+        kv_cache_dtype = "fp8_ds_v4"
+    elif attention.design == "mla" and attention.indexer_head_dim and kv_cache_dtype.startswith("fp8"):
         kv_cache_dtype = "fp8_ds_mla"
-    element = kv_dtype_bytes(kv_cache_dtype)
+    element = 1.0 if kv_cache_dtype == "fp8_ds_v4" else kv_dtype_bytes(kv_cache_dtype)
     per_layer = _per_layer_token_bytes(attention, element, tp, kv_cache_dtype)
     if per_layer is None:
         return None
@@ -120,7 +197,10 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvS
     linear_layers = attention.linear.layers if attention.linear else 0
     full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers
     indexer = _indexer_bytes(attention.indexer_head_dim)
-    state = _linear_state_bytes(attention.linear, tp) if attention.linear else 0.0
+    ssm_bytes = FP32_BYTES if ssm_cache_dtype in ("float32", "fp32") else STATE_BYTES
+    state = _linear_state_bytes(attention.linear, tp, ssm_bytes) if attention.linear else 0.0
+    slots, full_pad, sliding_pad = _group_padding(full_layers, attention.sliding_layers, linear_layers,
+                                                  bool(attention.compressed))
     window = attention.sliding_window or 0 if attention.sliding_layers else 0
     compressed = tuple((c.layers / pp, c.ratio, c.indexed) for c in attention.compressed)
     compressed_per_token = sum(layers * (per_layer + (indexer if indexed else 0.0)) / ratio
@@ -143,7 +223,29 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvS
         full_layer_share=full_layers / pp,
         sliding_layer_share=attention.sliding_layers / pp,
         compressed=compressed,
+        state_bytes_per_layer=state,
+        linear_slots=slots / pp,
+        full_pad=full_pad,
+        sliding_pad=sliding_pad,
     )
+
+
+def _group_padding(full: int, sliding: int, linear: int, own_allocator: bool) -> tuple[float, float, float]:
+    """(padded linear layers, full padding factor, sliding padding factor) by vLLM's hybrid grouping:
+    every layer type is cut into groups of one size, the last group of a type padded. DeepSeek-V4's
+    compressed layout has its own allocator, so nothing is padded there."""
+    counts = [n for n in (full, sliding, linear) if n > 0]
+    if own_allocator or len(counts) < 2:
+        return float(linear), 1.0, 1.0
+    size = min(counts)
+    if max(counts) < 1.5 * size:
+        size = max(counts)
+
+    def padded(n: int) -> int:
+        return math.ceil(n / size) * size
+
+    return (float(padded(linear)) if linear else 0.0, padded(full) / full if full else 1.0,
+            padded(sliding) / sliding if sliding else 1.0)
 
 
 def _kv_heads_per_rank(attention: Attention, tp: int) -> int:
@@ -166,7 +268,9 @@ def _per_layer_token_bytes(attention: Attention, dtype_bytes: float, tp: int,
             return None
         rope = attention.qk_rope_head_dim or 0
         if kv_cache_dtype == "fp8_ds_mla":
-            return attention.kv_lora_rank + math.ceil(attention.kv_lora_rank / 128) * 4 + rope * 2
+            return FP8_DS_MLA_BYTES
+        if kv_cache_dtype == "fp8_ds_v4":
+            return attention.kv_lora_rank + rope * 2 + attention.kv_lora_rank // 64 + 1
         return (attention.kv_lora_rank + rope) * dtype_bytes
     if attention.kv_heads is None or attention.head_dim is None:
         return None
@@ -179,8 +283,9 @@ def _indexer_bytes(indexer_head_dim: int | None) -> float:
     return indexer_head_dim + math.ceil(indexer_head_dim / 128) * 4
 
 
-def _linear_state_bytes(linear: LinearAttention, tp: int) -> float:
-    """Recurrent state plus convolution state of one layer, one sequence, one rank."""
+def _linear_state_bytes(linear: LinearAttention, tp: int, ssm_bytes: float = STATE_BYTES) -> float:
+    """Recurrent state plus convolution state of one layer, one sequence, one rank, each at the
+    dtype vLLM keeps it in (KDA's recurrent state is FP32; the others' at `ssm_bytes`)."""
     value_heads = linear.num_value_heads / tp
     key_heads = (linear.num_key_heads or linear.num_value_heads) / tp
     if linear.kind in ("gated-deltanet", "kda"):
@@ -190,12 +295,16 @@ def _linear_state_bytes(linear: LinearAttention, tp: int) -> float:
         recurrent = value_heads * linear.value_head_dim * linear.key_head_dim
         conv_channels = value_heads * linear.value_head_dim + 2 * key_heads * linear.key_head_dim
     conv = (linear.conv_kernel - 1) * conv_channels
-    return (recurrent + conv) * STATE_BYTES
+    recurrent_bytes = FP32_BYTES if linear.kind == "kda" else ssm_bytes
+    return recurrent * recurrent_bytes + conv * STATE_BYTES
 
 
-def sessions_at(shape: KvShape, budget_bytes: float, context_tokens: int) -> int:
-    """How many sequences of `context_tokens` fit in `budget_bytes` on one rank."""
-    per_sequence = shape.bytes_per_sequence(context_tokens)
+def sessions_at(shape: KvShape, budget_bytes: float, context_tokens: int, block_tokens: int | None = None,
+                speculative_tokens: int = 0) -> int:
+    """How many sequences of `context_tokens` fit in `budget_bytes` on one rank, each holding what vLLM
+    allocates a running request: its blocks, its window plus one block, its state pages (one more
+    per speculative token)."""
+    per_sequence = shape.request_bytes(context_tokens, block_tokens, 1, speculative_tokens)
     if budget_bytes <= 0 or per_sequence <= 0:
         return 0
     return int(budget_bytes // per_sequence)

@@ -14,13 +14,16 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
-PROFILE_PEAK_GIB = 2.6
+PROFILE_PEAK_GIB = 2.96
 """What vLLM's profile run takes per node beside the weights (activations at max-num-batched-tokens,
 the sampler's dummy batch, and the non-torch memory that appears meanwhile: NCCL buffers, cuBLAS and
 attention workspaces). One published recipe pins it down: tonyd2wild-glm (GLM-5.3-Flash NVFP4, TP2,
-eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144) logs a 965,166-token
-profiler-sized pool without a drafter, against 678,661 tokens at its 6 GiB pin: the profiler left
-6 x 965,166 / 678,661 = 8.53 GiB of KV, and 0.85 x 121.6 - 92.20 GiB of weights - 8.53 = 2.6 GiB.
+eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144, --block-size 2304)
+logs a 965,166-token profiler-sized pool without a drafter. The pool is int(max concurrency x
+max_model_len), and one request of 262,144 tokens costs 2.228 GiB per rank by vLLM's rules
+(`kv.KvShape.request_bytes`, no speculative state pages), so the profiler left 965,166 / 262,144 x
+2.228 = 8.20 GiB of KV, and 0.85 x 121.6 - 92.20 GiB of weights - 8.20 = 2.96 GiB.
+tests/core/test_reserve.py redoes this from the catalog, so the figure follows the KV model.
 The pool is the minimum over the ranks, and the README notes its worker rank profiles 4-5 GiB less
 headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and attention
 backends are assumed to need the same: no second source logs it."""
@@ -29,13 +32,14 @@ PROFILE_SOURCE = "tonyd2wild-glm"
 """The catalog source of PROFILE_PEAK_GIB and DRAFT_PROFILE_GIB."""
 
 GRAPH_SOURCE = "tonyd2wild-ds41"
-"""The catalog source of CUDA_GRAPH_GIB, DRAFT_GRAPH_GIB and INDEXER_BUFFER_GIB_PER_MTOKEN."""
+"""The catalog source of CUDA_GRAPH_GIB and DRAFT_GRAPH_GIB (and the check of INDEXER_BUFFER_BYTES_PER_TOKEN)."""
 
-DRAFT_PROFILE_GIB = 2.4
+DRAFT_PROFILE_GIB = 0.86
 """What a speculative drafter adds to the profile run beside its own weights: the same recipe's
-profiler-sized pool with its DFlash2 drafter is 581,040 tokens (5.14 GiB of KV), so 103.36 - 92.20 -
-1.02 GiB of drafter weights (2.2 GB over TP2) - 5.14 - 2.6 = 2.4 GiB. Assumed for other drafters and
-MTP heads, which vLLM also runs as a separate drafter model."""
+profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens; a request then costs 2.851
+GiB (seven more state pages per linear layer), so the KV was 581,040 / 262,144 x 2.851 = 6.32 GiB,
+and 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 6.32 - 2.96 = 0.86 GiB. Assumed
+for other drafters and MTP heads, which vLLM also runs as a separate drafter model."""
 
 CUDA_GRAPH_GIB = 1.99
 """CUDA graph memory of the target model per node, when graphs are captured (tonyd2wild-ds41, boot 10:
@@ -46,10 +50,11 @@ DRAFT_GRAPH_GIB = 0.55
 """CUDA graph memory of the drafter per node under speculative decoding with graphs (same boot 10:
 the DSpark drafter at k=5); assumed for other drafters and MTP heads."""
 
-INDEXER_BUFFER_GIB_PER_MTOKEN = 5.2
-"""A sparse-attention indexer's prefill buffer per node, per 1,048,576 tokens of max-model-len: the
-DeepSeek-V4.1-Flash recipe (tonyd2wild-ds41) notes that it "grows with max context, about 5.2 GiB at
-1M". Taken as proportional to max-model-len and assumed for every model with an indexer."""
+INDEXER_BUFFER_BYTES_PER_TOKEN = 40 * 132
+"""A sparse-attention indexer's prefill buffer per node, per token of max-model-len: vLLM sizes it
+as 40 x max_model_len entries of 132 bytes (128 FP8 values and an FP32 scale;
+v1/attention/backends/mla/indexer.py get_max_prefill_buffer_size), 5.16 GiB at 1M tokens, which
+the DeepSeek-V4.1-Flash recipe's note (tonyd2wild-ds41: "about 5.2 GiB at 1M") confirms."""
 
 
 @record(kw_only=False)
@@ -66,7 +71,7 @@ class Reserve:
     draft_weights_bytes: float = 0.0
     """A separate draft model's weights on this node (its stated size over the TP ranks)."""
     indexer_bytes: float = 0.0
-    """A sparse-attention indexer's prefill buffer at max-model-len (INDEXER_BUFFER_GIB_PER_MTOKEN)."""
+    """A sparse-attention indexer's prefill buffer at max-model-len (INDEXER_BUFFER_BYTES_PER_TOKEN)."""
 
     @property
     def total_bytes(self) -> float:
@@ -95,7 +100,7 @@ def runtime_reserve(eager: bool, speculative: bool, draft_weights_bytes: float =
     profile = (PROFILE_PEAK_GIB + (DRAFT_PROFILE_GIB if speculative else 0.0)) * GiB
     graphs = 0.0 if eager else CUDA_GRAPH_GIB * GiB
     draft = DRAFT_GRAPH_GIB * GiB if speculative and not eager else 0.0
-    indexer = INDEXER_BUFFER_GIB_PER_MTOKEN * GiB * indexer_context_tokens / 2**20
+    indexer = INDEXER_BUFFER_BYTES_PER_TOKEN * indexer_context_tokens
     return Reserve(profile, graphs, draft, draft_weights_bytes, indexer)
 
 
@@ -119,6 +124,11 @@ class Weights:
     """Bytes of MTP heads inside total_bytes, when known."""
     stored_bits: float
     """Average stored bits per transformer weight (tables and MTP heads set aside)."""
+
+    @property
+    def transformer_bytes(self) -> float:
+        """The weights a forward pass multiplies with: all but the per-token tables and MTP heads."""
+        return self.total_bytes - self.table_bytes - self.mtp_bytes
 
     def resident_bytes(self, streams_tables: bool) -> float:
         """Bytes held in memory: all of it, or all but the tables a recipe streams from disk."""

@@ -314,6 +314,15 @@ class Attention:
 
 
 @record
+class SparseIndexer:
+    """A sparse-attention (DSA) lightning indexer, stated where `[models.attention]` cannot express the
+    rest of the model's KV layout: vLLM still reserves the indexer's prefill buffer at max-model-len."""
+
+    source: SourceRef
+    """Where the indexer is stated (a config, a recipe's engine log or notes)."""
+
+
+@record
 class TokenTable:
     """A per-token lookup table (PLE, Engram) read on every token but not counted as active."""
 
@@ -423,6 +432,8 @@ class Model:
     """Parameter counts."""
     attention: Attention | None = None
     """Attention facts; None when config.json is not public (KV then comes from a measured pool)."""
+    sparse_indexer: SparseIndexer | None = None
+    """A DSA indexer stated apart from `attention` (set only where `attention` is None)."""
     tables: tuple[TokenTable, ...] = ()
     """Per-token tables (PLE, Engram)."""
     mtp: MtpHead | None = None
@@ -602,6 +613,9 @@ class Measurement:
     depth_tokens: int | None = checked(default=None, ge=0)
     """Tokens already cached before the measured prompt is prefilled (llama-bench `-d`): the prompt
     attends to these as well as to itself."""
+    chunk_tokens: int | None = checked(default=None, ge=1)
+    """Prompt tokens computed per forward pass during a prefill measurement, when its source states
+    it (llama-bench `-ub`, vLLM `--max-num-batched-tokens`): each pass reads every weight once."""
     enforce_eager: bool | None = None
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
     acceptance: float | None = checked(default=None, gt=0, lt=1)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import KvShape, kv_shape, sessions_at
+from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS, KvShape, kv_shape, sessions_at
 from sparkadvisor.core.memory import (
     Budget,
     Reserve,
@@ -34,9 +34,11 @@ from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, M
 from sparkadvisor.core.speed import (
     DecodeEstimate,
     DecodeInputs,
+    PrefillInputs,
     SpeedConstants,
     estimate_decode,
     estimate_prefill,
+    prefill_chunk,
     prefill_inputs,
     weight_class,
 )
@@ -178,7 +180,8 @@ def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ra
     spec = recipe.speculative if recipe else None
     draft = (spec.draft_size_gb or 0.0) * GB / ranks if spec else 0.0
     attention = facts.model.attention
-    indexed = (_window(facts, recipe) or 0) if attention and attention.indexer_head_dim else 0
+    has_indexer = bool(attention.indexer_head_dim) if attention else facts.model.sparse_indexer is not None
+    indexed = (_window(facts, recipe) or 0) if has_indexer else 0
     return runtime_reserve(eager=eager, speculative=spec is not None, draft_weights_bytes=draft,
                            indexer_context_tokens=indexed)
 
@@ -201,6 +204,24 @@ def short_bytes(weights: Weights, fit: Fit) -> float:
 
 
 @record
+class PoolInputs:
+    """The engine settings vLLM sizes its pool with, and where each came from."""
+
+    max_model_len: int | None
+    """--max-model-len: the recipe's, else the model's native context (None: unknown)."""
+    block_tokens: int | None
+    """--block-size as the recipe sets it (None: vLLM's default, grown for hybrids)."""
+    batched_tokens: int
+    """--max-num-batched-tokens: the recipe's, else vLLM's API-server default."""
+    speculative_tokens: int
+    """num_speculative_tokens (each costs a linear layer one more state page per request)."""
+    ssm_cache_dtype: str
+    """--mamba-ssm-cache-dtype (auto: the model dtype)."""
+    origins: tuple[str, ...] = ()
+    """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
+
+
+@record
 class KvPool:
     """The KV cache: what a token costs, how many tokens and sessions the pool holds."""
 
@@ -216,35 +237,86 @@ class KvPool:
     """The recipe's measured pool, when it logged one."""
     sessions: int | None
     """Sequences of the workload's context that fit in the KV cache."""
+    inputs: PoolInputs | None = None
+    """The engine settings the pool was sized with."""
+    request_bytes: float | None = None
+    """What vLLM reserves per request of max_model_len on one rank (None without config facts)."""
 
 
 @lru_cache(maxsize=4096)
-def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int) -> KvShape | None:
-    """`kv.kv_shape`, computed once per attention design, dtype and split."""
-    return kv_shape(attention, kv_cache_dtype, tp, pp)
+def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
+              ssm_cache_dtype: str = "auto") -> KvShape | None:
+    """`kv.kv_shape`, computed once per attention design, dtype, split and state dtype."""
+    return kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype)
+
+
+def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
+    """The value a recipe passes for a `vllm serve` flag among its extra arguments (`--flag v` or
+    `--flag=v`, dashes or underscores), or None."""
+    if recipe is None:
+        return None
+    wanted = flag.lstrip("-").replace("_", "-")
+    args = recipe.extra_args
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name.startswith("--") and name[2:].replace("_", "-") == wanted:
+            return value if eq else (args[i + 1] if i + 1 < len(args) else None)
+    return None
+
+
+def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
+    """The settings vLLM sizes the pool with: the recipe's flags, else vLLM's defaults."""
+    batched = engine_arg(recipe, "--max-num-batched-tokens")
+    ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype")
+    spec = recipe.speculative.tokens_per_pass if recipe and recipe.speculative else 0
+    window = _window(facts, recipe)
+    origins = (
+        "the recipe's --max-model-len" if recipe is not None and recipe.max_model_len
+        else "the model's native context" if window else "unknown",
+        "the recipe's --block-size" if recipe is not None and recipe.block_size else "vLLM's default",
+        "the recipe's --max-num-batched-tokens" if batched and batched.isdigit()
+        else "vLLM's API-server default",
+        "the recipe's speculative tokens" if spec else "no speculation",
+        "the recipe's --mamba-ssm-cache-dtype" if ssm else "the model dtype",
+    )
+    return PoolInputs(max_model_len=window, block_tokens=recipe.block_size if recipe else None,
+                      batched_tokens=int(batched) if batched and batched.isdigit() else VLLM_BATCHED_TOKENS,
+                      speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", origins=origins)
 
 
 def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit,
                 workload: Workload) -> KvPool:
     """The pool this fit leaves, at the workload's context."""
     attention = facts.model.attention
-    shape = shape_for(attention, fit.kv_cache_dtype, fit.tp, fit.pp) if attention else None
+    inputs = pool_inputs(facts, recipe)
+    shape = shape_for(attention, fit.kv_cache_dtype, fit.tp, fit.pp, inputs.ssm_cache_dtype) if attention else None
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
+    request = _request_bytes(shape, inputs)
     return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
-                  pool_tokens=pool_tokens(shape, per_token, kv_bytes, _window(facts, recipe)),
-                  measured=measured(recipe, "kv_pool_tokens"), sessions=_sessions(shape, per_token, kv_bytes, workload))
+                  pool_tokens=pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
+                  measured=measured(recipe, "kv_pool_tokens"), sessions=_sessions(shape, per_token, kv_bytes, workload, inputs),
+                  inputs=inputs, request_bytes=request)
 
 
-def pool_tokens(shape: KvShape | None, per_token: float | None, kv_bytes: float, max_model_len: int | None) -> float | None:
-    """The pool as vLLM logs it ("GPU KV cache size: N tokens"): how many requests of max_model_len
-    fit, times max_model_len. A request's fixed state (linear-attention and Mamba layers, windows)
-    is paid once per request, so it costs a pool of long requests little and one of short ones more."""
+def _request_bytes(shape: KvShape | None, inputs: PoolInputs) -> float | None:
+    if shape is None or not inputs.max_model_len:
+        return None
+    return shape.request_bytes(inputs.max_model_len, inputs.block_tokens, inputs.batched_tokens,
+                               inputs.speculative_tokens)
+
+
+def pool_tokens(per_token: float | None, kv_bytes: float, request_bytes: float | None,
+                max_model_len: int | None) -> float | None:
+    """The pool as vLLM logs it ("GPU KV cache size: N tokens" = int(max concurrency x
+    max_model_len), kv_cache_utils.py): how many requests of max_model_len fit, times max_model_len.
+    A request's fixed costs (linear-attention states and their speculative copies, a sliding
+    window plus a prefill chunk, block rounding) are paid once per request."""
     if not per_token or kv_bytes <= 0:
         return None
-    if shape is None or not max_model_len:
+    if not request_bytes or not max_model_len:
         return kv_bytes / per_token
-    return kv_bytes / shape.bytes_per_sequence(max_model_len) * max_model_len
+    return kv_bytes / request_bytes * max_model_len
 
 
 def _window(facts: BuildFacts, recipe: Recipe | None) -> int | None:
@@ -279,9 +351,11 @@ def _recipe_kv_bytes(facts: BuildFacts, recipe: Recipe, hardware: Hardware) -> f
     return node_budget(hardware, per_node, used, recipe.kv_cache_gib, reserve).kv_bytes
 
 
-def _sessions(shape: KvShape | None, per_token: float | None, kv_bytes: float, workload: Workload) -> int | None:
+def _sessions(shape: KvShape | None, per_token: float | None, kv_bytes: float, workload: Workload,
+              inputs: PoolInputs | None = None) -> int | None:
     if shape is not None:
-        return sessions_at(shape, kv_bytes, workload.context_tokens)
+        return sessions_at(shape, kv_bytes, workload.context_tokens, inputs.block_tokens if inputs else None,
+                           inputs.speculative_tokens if inputs else 0)
     if per_token:
         return max(0, int(kv_bytes // (per_token * workload.context_tokens)))
     return None
@@ -299,7 +373,8 @@ def kv_bytes_read(shape: KvShape | None, per_token: float | None, context_tokens
 def recipe_kv_read(facts: BuildFacts, recipe: Recipe, hardware: Hardware, context_tokens: int) -> float:
     """`kv_bytes_read` for a recipe's own dtype and split (what calibration predicts with)."""
     attention = facts.model.attention
-    shape = shape_for(attention, recipe.kv_cache_dtype, recipe.tp, recipe.pp) if attention else None
+    ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype") or "auto"
+    shape = shape_for(attention, recipe.kv_cache_dtype, recipe.tp, recipe.pp, ssm) if attention else None
     _, per_token = _kv_per_token(facts, hardware, shape, recipe.tp, recipe.pp)
     return kv_bytes_read(shape, per_token, context_tokens)
 
@@ -439,6 +514,8 @@ class FirstToken:
     """"measured", "estimated" or "unknown"."""
     prefill_measured: Measurement | None
     """The recipe's prefill measurement, when it has one."""
+    prefill_inputs: PrefillInputs | None
+    """What each uncached prompt token computes and streams, when the rate is estimated."""
     ttft_s: float | None
     """Seconds to the first token: measured at this context and reuse, else uncached tokens at the
     prefill rate."""
@@ -447,16 +524,17 @@ class FirstToken:
 
 
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
-                workload: Workload, constants: SpeedConstants, weight_format: str = "bf16") -> FirstToken:
+                workload: Workload, constants: SpeedConstants, weight_format: str = "bf16",
+                weight_bytes: float = 0.0, kv_cache_dtype: str = "auto") -> FirstToken:
     """The first token of a turn of this workload."""
     prefix_on, note = _prefix_caching(recipe, caveats)
     uncached = workload.context_tokens if not prefix_on else round(workload.context_tokens
                                                                    * (1 - workload.prefix_reuse))
-    rate, basis, measurement = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
-                                       weight_format)
+    rate, basis, measurement, point = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
+                                              weight_format, weight_bytes, kv_cache_dtype)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
-                      prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement,
+                      prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement, prefill_inputs=point,
                       ttft_s=ttft.value if ttft else (uncached / rate if rate else None), ttft_measured=ttft)
 
 
@@ -470,17 +548,22 @@ def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple
 
 
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
-            constants: SpeedConstants, weight_format: str = "bf16") -> tuple[float | None, str, Measurement | None]:
-    """(prompt tok/s, basis, measurement) for `uncached` new tokens on top of a cached prefix."""
+            constants: SpeedConstants, weight_format: str = "bf16", weight_bytes: float = 0.0,
+            kv_cache_dtype: str = "auto") -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
+    """(prompt tok/s, basis, measurement, inputs) for `uncached` new tokens on top of a cached prefix, the
+    transformer's `weight_bytes` streamed once per prefill chunk."""
     measurement = measured(recipe, "prefill_tok_s")
     if measurement is not None:
-        return measurement.value, "measured", measurement
+        return measurement.value, "measured", measurement, None
     p = model.params
     if p.active_b is None:
-        return None, "unknown", None
+        return None, "unknown", None, None
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
     point = prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
-                           weight_format, model.attention, attended)
+                           weight_format, model.attention, attended, engine=constants.engine,
+                           kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes,
+                           chunk_tokens=prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached),
+                           extra_args=recipe.extra_args if recipe else ())
     rate = estimate_prefill(point, constants)
-    return rate, ("estimated" if rate else "unknown"), None
+    return rate, ("estimated" if rate else "unknown"), None, point
