@@ -28,7 +28,7 @@ from sparkadvisor.core.stages import (
     prefill,
     short_bytes,
 )
-from sparkadvisor.core.targets import TargetCheck, check_targets
+from sparkadvisor.core.targets import Status, TargetCheck, check_targets, judge_targets
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 __all__ = ["ENGINE", "Cluster", "Plan", "evaluate", "measured"]
@@ -74,13 +74,17 @@ class Plan:
     """A caveat that rules the build out for this workload."""
     constants: SpeedConstants
     """The calibrated speed constants the estimates used."""
-    targets: tuple[TargetCheck, ...] = ()
-    """Each of the workload's targets: met, missed or unknown (core.targets). Judged on the
-    plan's own figures when the plan is made, unless given."""
+    statuses: tuple[Status, ...] = ()
+    """Each of the workload's targets (`core.targets.TARGET_KEYS`): met, missed or unknown. Judged on
+    the plan's own figures when the plan is made."""
 
     def __post_init__(self) -> None:
-        if not self.targets:
-            object.__setattr__(self, "targets", check_targets(self))
+        object.__setattr__(self, "statuses", judge_targets(self))
+
+    @property
+    def targets(self) -> tuple[TargetCheck, ...]:
+        """Each target with its status and, in words, why (written when a view asks)."""
+        return check_targets(self)
 
     # Shorthands for the figures views read most; each is one stage's field.
     tp = property(lambda self: self.fit.tp)
@@ -140,8 +144,8 @@ class Plan:
         cold = measured_ttft(self.recipe, context, context)
         if cold is not None:
             return cold.value
-        rate, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
-                             self.build.format)
+        rate, _, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
+                                self.build.format, self.weights.transformer_bytes, self.fit.kv_cache_dtype)
         return context / rate if rate else None
 
     @property
@@ -177,7 +181,7 @@ class Plan:
     @property
     def meets_targets(self) -> bool:
         """Fits and every target is known to be met: an unknown is not a pass."""
-        return self.fit.fits and all(t.status == "met" for t in self.targets)
+        return self.fit.fits and all(status == "met" for status in self.statuses)
 
 
 def _refs(source: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -197,7 +201,8 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
                          constants=constants, eager=settings.enforce_eager)
     caveats = _caveats(index, facts, recipe)
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
-                        constants=constants, weight_format=build.format)
+                        constants=constants, weight_format=build.format,
+                        weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype)
     return Plan(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
                 weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
                 disqualified_by=_disqualifier(caveats, workload), constants=constants)

@@ -24,7 +24,7 @@ from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Capability, Caveat, Model
-from sparkadvisor.core.targets import TargetCheck
+from sparkadvisor.core.targets import TARGET_KEYS, Status
 from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.core.workload import Workload
 
@@ -64,7 +64,7 @@ class Ranked:
         """Why it sits here, the decisive factor first, in one sentence."""
         if self.given_reason is not None:
             return self.given_reason
-        return _reason(self.plan, self.plan.targets, self.capability, self.score)
+        return _reason(self.plan, self.capability, self.score)
 
 
 def capability_for(model: Model, workload: Workload) -> Capability | None:
@@ -109,14 +109,14 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
             continue
         why = exclusion_reason(plan)
         if why is None:
-            checks = plan.targets
-            included.append((_sort_key(plan, checks, ratio, cap), plan, checks, ratio, cap))
+            statuses = plan.statuses
+            included.append((_sort_key(plan, statuses, ratio, cap), plan, statuses, ratio, cap))
         else:
             excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap, why))
     included.sort(key=lambda item: item[0])
     excluded.sort(key=lambda item: item[:2])
-    ranked = [Ranked(plan, place, None, ratio, _decisive(checks, ratio), cap)
-              for place, (_, plan, checks, ratio, cap) in enumerate(included, 1)]
+    ranked = [Ranked(plan, place, None, ratio, _decisive(statuses, ratio), cap)
+              for place, (_, plan, statuses, ratio, cap) in enumerate(included, 1)]
     ranked += [Ranked(plan, None, why, ratio, "fit" if not plan.fits else "caveat", cap)
                for _, _, plan, ratio, cap, why in excluded]
     return tuple(ranked)
@@ -132,13 +132,12 @@ def with_min_capability(ranked: tuple[Ranked, ...], minimum: float | None) -> tu
     return tuple(r if r.excluded else replace(r, rank=next(places)) for r in kept)
 
 
-def _group(checks: tuple[TargetCheck, ...]) -> int:
+def _group(statuses: tuple[Status, ...]) -> int:
     """0: every target met; 1: some target unknown, none missed; 2: a target missed."""
-    statuses = {t.status for t in checks}
     return 2 if "missed" in statuses else 1 if "unknown" in statuses else 0
 
 
-def _sort_key(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None,
+def _sort_key(plan: Plan, statuses: tuple[Status, ...], ratio: float | None,
               cap: Capability | None) -> tuple[float, ...]:
     tier = -math.floor(ratio / CAPABILITY_STEP + 1e-9) if ratio is not None else math.inf
     # For Claude Code, a score measured inside Claude Code speaks for the workload itself.
@@ -146,7 +145,8 @@ def _sort_key(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None,
     # A reference read off the model's own table outweighs one borrowed from another table.
     borrowed = 1 if cap is not None and cap.reference_elsewhere else 0
     turn = plan.turn_s
-    return (_group(checks), tier, len(hurting_caveats(plan)), harness, borrowed, turn if turn is not None else math.inf)
+    return (_group(statuses), tier, len(hurting_caveats(plan)), harness, borrowed,
+            turn if turn is not None else math.inf)
 
 
 def hurting_caveats(plan: Plan) -> tuple[Caveat, ...]:
@@ -157,17 +157,17 @@ def hurting_caveats(plan: Plan) -> tuple[Caveat, ...]:
                  if plan.workload.kind in c.hurts and c.severity != "info" and c is not plan.disqualified_by)
 
 
-def _decisive(checks: tuple[TargetCheck, ...], ratio: float | None) -> Decisive:
-    missed = [t for t in checks if t.status == "missed"]
-    if missed:
-        return "context" if missed[0].key == "context" else "target"
-    if any(t.status == "unknown" for t in checks):
+def _decisive(statuses: tuple[Status, ...], ratio: float | None) -> Decisive:
+    if "missed" in statuses:
+        return "context" if TARGET_KEYS[statuses.index("missed")] == "context" else "target"
+    if "unknown" in statuses:
         return "unknown"
     return "capability" if ratio is not None else "speed"
 
 
-def _reason(plan: Plan, checks: tuple[TargetCheck, ...], ratio: float | None, cap: Capability | None) -> str:
+def _reason(plan: Plan, ratio: float | None, cap: Capability | None) -> str:
     kind = plan.workload.kind
+    checks = plan.targets
     misses = [t.text for t in checks if t.status == "missed"]
     unknowns = [t.text for t in checks if t.status == "unknown"]
     if misses:

@@ -22,44 +22,18 @@ if TYPE_CHECKING:
 Status = Literal["met", "missed", "unknown"]
 TargetKey = Literal["context", "first-token", "turn", "decode", "sessions"]
 
+TARGET_KEYS: tuple[TargetKey, ...] = ("context", "first-token", "turn", "decode", "sessions")
+"""The workload's targets, in the order a reason names them (and `Plan.statuses` holds them)."""
 
+
+@record(kw_only=False)
 class TargetCheck:
-    """One target of the workload against one plan: its status, and the sentence that says so.
-
-    The ranking reads only the statuses of every plan; the sentence is written when a view
-    asks for `text` (a view shows a few plans, a ranking judges thousands). Two checks are
-    equal when key, status and text are."""
-
-    __slots__ = ("key", "status", "_words")
+    """One target of the workload against one plan: its status, and the sentence that says so."""
 
     key: TargetKey
     status: Status
-    _words: str | Callable[[], str]
-
-    def __init__(self, key: TargetKey, status: Status, words: str | Callable[[], str]) -> None:
-        object.__setattr__(self, "key", key)
-        object.__setattr__(self, "status", status)
-        object.__setattr__(self, "_words", words)
-
-    @property
-    def text(self) -> str:
-        """In words, e.g. "context 32,768 < 100,200 needed"."""
-        words = self._words
-        return words if isinstance(words, str) else words()
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"a TargetCheck is frozen: cannot assign {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, TargetCheck):
-            return NotImplemented
-        return (self.key, self.status, self.text) == (other.key, other.status, other.text)
-
-    def __hash__(self) -> int:
-        return hash((self.key, self.status, self.text))
-
-    def __repr__(self) -> str:
-        return f"TargetCheck({self.key!r}, {self.status!r}, {self.text!r})"
+    text: str
+    """In words, e.g. "context 32,768 < 100,200 needed"."""
 
 
 @record(kw_only=False)
@@ -103,36 +77,61 @@ def context_needed(workload: Workload) -> int:
     return workload.context_tokens + workload.output_tokens
 
 
-def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
-    """Every target of the plan's workload, in the order a reason names them."""
+def judge_targets(plan: Plan) -> tuple[Status, ...]:
+    """The status of each target (`TARGET_KEYS` order): all the ranking reads. A ranking judges
+    thousands of plans and a view shows a few, so the sentences wait for `check_targets`."""
     return (_context(plan), _first_token(plan), _turn(plan), _decode(plan), _sessions(plan))
 
 
-def _context(plan: Plan) -> TargetCheck:
-    usable, needed = usable_context(plan.model, plan.recipe), context_needed(plan.workload)
-    tokens = usable.tokens
+def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
+    """Every target of the plan's workload with its sentence, in the order a reason names them."""
+    return tuple(TargetCheck(key, status, say(plan, status))
+                 for key, status, say in zip(TARGET_KEYS, plan.statuses, _SENTENCES, strict=True))
+
+
+def _context(plan: Plan) -> Status:
+    tokens = usable_context(plan.model, plan.recipe).tokens
     if tokens is None:
-        return TargetCheck("context", "unknown", "context window unknown")
-    if tokens < needed:
+        return "unknown"
+    return "missed" if tokens < context_needed(plan.workload) else "met"
+
+
+def _context_text(plan: Plan, status: Status) -> str:
+    usable, needed = usable_context(plan.model, plan.recipe), context_needed(plan.workload)
+    if status == "unknown":
+        return "context window unknown"
+    if status == "missed":
         ctx = plan.model.context
         hint = (f" ({ctx.extended_method or 'RoPE scaling'} reaches {ctx.extended_tokens:,} if a recipe enables it)"
                 if ctx and ctx.extended_tokens and ctx.extended_tokens >= needed and usable.basis == "native" else "")
-        return TargetCheck("context", "missed", lambda: f"context {tokens:,} < {needed:,} needed{hint}")
-    return TargetCheck("context", "met", lambda: f"context {tokens:,} >= {needed:,} needed")
+        return f"context {usable.tokens:,} < {needed:,} needed{hint}"
+    return f"context {usable.tokens:,} >= {needed:,} needed"
 
 
-def _first_token(plan: Plan) -> TargetCheck:
-    w, ttft = plan.workload, plan.first.ttft_s
-    target = w.first_token_target_s
-    if w.kind == "agentic" and not plan.first.prefix_caching:
-        uncached = plan.first.uncached_tokens
-        return TargetCheck("first-token", "missed", lambda: f"first token {fmt_seconds(ttft)}: prefix caching is "
-                           f"off ({prefix_off_cite(plan)}), every turn recomputes {uncached:,} tokens")
+def _recomputes_every_turn(plan: Plan) -> bool:
+    """An agent's turn with prefix caching off: a miss whatever the first-token figure says."""
+    return plan.workload.kind == "agentic" and not plan.first.prefix_caching
+
+
+def _first_token(plan: Plan) -> Status:
+    ttft = plan.first.ttft_s
+    if _recomputes_every_turn(plan):
+        return "missed"
     if ttft is None:
-        return TargetCheck("first-token", "unknown", "first token unknown (no prefill figure)")
-    if ttft > target:
-        return TargetCheck("first-token", "missed", lambda: f"first token {ttft:.0f} s > {target:.0f} s")
-    return TargetCheck("first-token", "met", lambda: f"first token {fmt_seconds(ttft)} <= {target:.0f} s")
+        return "unknown"
+    return "missed" if ttft > plan.workload.first_token_target_s else "met"
+
+
+def _first_token_text(plan: Plan, status: Status) -> str:
+    ttft, target = plan.first.ttft_s, plan.workload.first_token_target_s
+    if _recomputes_every_turn(plan):
+        return (f"first token {fmt_seconds(ttft)}: prefix caching is off ({prefix_off_cite(plan)}), every turn "
+                f"recomputes {plan.first.uncached_tokens:,} tokens")
+    if status == "unknown":
+        return "first token unknown (no prefill figure)"
+    if status == "missed":
+        return f"first token {ttft:.0f} s > {target:.0f} s"
+    return f"first token {fmt_seconds(ttft)} <= {target:.0f} s"
 
 
 def prefix_off_cite(plan: Plan) -> str:
@@ -143,29 +142,54 @@ def prefix_off_cite(plan: Plan) -> str:
     return "the recipe disables it"
 
 
-def _turn(plan: Plan) -> TargetCheck:
-    turn, target = plan.turn_s, plan.workload.turn_target_s
+def _turn(plan: Plan) -> Status:
+    turn = plan.turn_s
     if turn is None:
-        return TargetCheck("turn", "unknown", "time per turn unknown")
-    if turn > target:
-        return TargetCheck("turn", "missed", lambda: f"turn {turn:.0f} s > {target:.0f} s")
-    return TargetCheck("turn", "met", lambda: f"turn {fmt_seconds(turn)} <= {target:.0f} s")
+        return "unknown"
+    return "missed" if turn > plan.workload.turn_target_s else "met"
 
 
-def _decode(plan: Plan) -> TargetCheck:
-    speed, target = plan.speed.tok_s, plan.workload.decode_target_tok_s
+def _turn_text(plan: Plan, status: Status) -> str:
+    turn, target = plan.turn_s, plan.workload.turn_target_s
+    if status == "unknown":
+        return "time per turn unknown"
+    if status == "missed":
+        return f"turn {turn:.0f} s > {target:.0f} s"
+    return f"turn {fmt_seconds(turn)} <= {target:.0f} s"
+
+
+def _decode(plan: Plan) -> Status:
+    speed = plan.speed.tok_s
     if speed is None:
-        return TargetCheck("decode", "unknown", "decode speed unknown")
-    if speed < target:
-        return TargetCheck("decode", "missed", lambda: f"decode {speed:.0f} tok/s < {target:.0f} tok/s")
-    return TargetCheck("decode", "met", lambda: f"decode {speed:.0f} tok/s >= {target:.0f} tok/s")
+        return "unknown"
+    return "missed" if speed < plan.workload.decode_target_tok_s else "met"
 
 
-def _sessions(plan: Plan) -> TargetCheck:
-    tokens, sessions = plan.workload.context_tokens, plan.pool.sessions
+def _decode_text(plan: Plan, status: Status) -> str:
+    speed, target = plan.speed.tok_s, plan.workload.decode_target_tok_s
+    if status == "unknown":
+        return "decode speed unknown"
+    if status == "missed":
+        return f"decode {speed:.0f} tok/s < {target:.0f} tok/s"
+    return f"decode {speed:.0f} tok/s >= {target:.0f} tok/s"
+
+
+def _sessions(plan: Plan) -> Status:
+    sessions = plan.pool.sessions
     if sessions is None:
-        return TargetCheck("sessions", "unknown",
-                           lambda: f"room for a {tokens:,}-token session unknown (KV size unknown)")
-    if sessions == 0:
-        return TargetCheck("sessions", "missed", lambda: f"no room for one {tokens:,}-token session")
-    return TargetCheck("sessions", "met", lambda: f"{plural(sessions, 'session')} of {tokens:,} tokens fit")
+        return "unknown"
+    return "missed" if sessions == 0 else "met"
+
+
+def _sessions_text(plan: Plan, status: Status) -> str:
+    tokens, sessions = plan.workload.context_tokens, plan.pool.sessions
+    if status == "unknown":
+        return f"room for a {tokens:,}-token session unknown (KV size unknown)"
+    if status == "missed":
+        return f"no room for one {tokens:,}-token session"
+    return f"{plural(sessions or 0, 'session')} of {tokens:,} tokens fit"
+
+
+_SENTENCES: tuple[Callable[[Plan, Status], str], ...] = (
+    _context_text, _first_token_text, _turn_text, _decode_text, _sessions_text)
+"""Each target's sentence, in `TARGET_KEYS` order."""
