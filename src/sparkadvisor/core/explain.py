@@ -212,7 +212,9 @@ def _kv(plan: Plan) -> Step:
         text = _kv_formula(plan.model.attention, plan)
         return Step("kv", "KV per token", text, "derived")
     if plan.kv_basis == "measured pool" and plan.kv_bytes_per_token:
-        return Step("kv", "KV per token", f"config.json facts are not public; a recipe's measured pool implies "
+        return Step("kv", "KV per token", f"the catalog holds no attention facts for this model (unpublished, or a "
+                    "layout [models.attention] cannot express, such as cross-layer KV sharing); a recipe's measured "
+                    "pool implies "
                     f"{plan.kv_bytes_per_token / 1024:.1f} KiB per token per node (assuming KV splits with TP).",
                     "derived")
     return Step("kv", "KV per token", "KV bytes per token are unknown: no config.json facts and no measured pool.",
