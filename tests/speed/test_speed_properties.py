@@ -16,7 +16,8 @@ CONSTANTS = SpeedConstants(
     engine="vllm", bandwidth_fraction=0.85, weight_penalty={"nvfp4": 0.1}, kv_ms_per_gb=5.0,
     compute_ms_per_gflop=0.02, fixed_ms=1.0, layer_ms=0.1, eager_ms_per_layer=0.6, spec_ms_per_step=1.0,
     allreduce_us=30.3, link_gb_s=19.0, acceptance=0.64, expert_spread=0.5, prefill_ms_per_gflop={"bf16": 0.02},
-    expert_prefill_factor=2.0, prefill_attention_ms_per_gflop=0.02, decode_band=0.25, aggregate_band=0.3,
+    expert_prefill_factor=2.0, prefill_attention_ms_per_gflop=0.02, prefill_kv_ms_per_gb=0.05,
+    prefill_weight_ms_per_gb=4.3, decode_band=0.25, aggregate_band=0.3,
     prefill_band=0.5)
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, figures
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.speed import estimate_decode, estimate_prefill, prefill_inputs, prefill_range
+from sparkadvisor.core.speed import estimate_decode, estimate_prefill, prefill_chunk, prefill_inputs, prefill_range
 from sparkadvisor.core.stages import decode_inputs, kv_bytes_read
 
 Verdict = Literal["inside", "below", "above", "unknown"]
@@ -48,12 +48,17 @@ def predict(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     return found
 
 
-def _prefill_rate(plan: Plan, attended: float) -> float | None:
+def _prefill_rate(plan: Plan, attended: float, prompt: float) -> float | None:
     p = plan.model.params
     if p.active_b is None:
         return None
     point = prefill_inputs(plan.cluster.nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
-                           p.experts_per_token, plan.build.format, plan.model.attention, attended)
+                           p.experts_per_token, plan.build.format, plan.model.attention, attended,
+                           engine=plan.constants.engine, kv_cache_dtype=plan.fit.kv_cache_dtype,
+                           weight_bytes=plan.weights.transformer_bytes,
+                           chunk_tokens=prefill_chunk(plan.constants.engine,
+                                                      plan.recipe.extra_args if plan.recipe else (), prompt),
+                           extra_args=plan.recipe.extra_args if plan.recipe else ())
     return estimate_prefill(point, plan.constants)
 
 
@@ -62,11 +67,11 @@ def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     tokens (all of them when the plan says prefix caching is off), attending to the cached
     prefix plus half of themselves."""
     context = spec.context_tokens
-    cold_rate = _prefill_rate(plan, context / 2)
+    cold_rate = _prefill_rate(plan, context / 2, context)
     if cold_rate is None:
         return {}
     new = spec.new_tokens if plan.prefix_caching else context
-    warm_rate = _prefill_rate(plan, context - new / 2) or cold_rate
+    warm_rate = _prefill_rate(plan, context - new / 2, new) or cold_rate
     low, high = prefill_range(cold_rate, plan.constants)
     warm_low, warm_high = prefill_range(warm_rate, plan.constants)
     ratio = (context / cold_rate) / (new / warm_rate)

@@ -16,7 +16,7 @@ from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
-from sparkadvisor.core.speed import prefill_precision, prefill_range, weight_class
+from sparkadvisor.core.speed import prefill_cost, prefill_precision, prefill_range, weight_class
 from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
@@ -212,7 +212,9 @@ def _kv(plan: Plan) -> Step:
         text = _kv_formula(plan.model.attention, plan)
         return Step("kv", "KV per token", text, "derived")
     if plan.kv_basis == "measured pool" and plan.kv_bytes_per_token:
-        return Step("kv", "KV per token", f"config.json facts are not public; a recipe's measured pool implies "
+        return Step("kv", "KV per token", f"the catalog holds no attention facts for this model (unpublished, or a "
+                    "layout [models.attention] cannot express, such as cross-layer KV sharing); a recipe's measured "
+                    "pool implies "
                     f"{plan.kv_bytes_per_token / 1024:.1f} KiB per token per node (assuming KV splits with TP).",
                     "derived")
     return Step("kv", "KV per token", "KV bytes per token are unknown: no config.json facts and no measured pool.",
@@ -448,6 +450,36 @@ def _nodes_text(plan: Plan) -> str:
             f"speculation costs ({d.fixed_ms + d.spec_ms:.1f} ms) do not shrink with more nodes.")
 
 
+def _prefill_terms(plan: Plan, precision: str, tflops: float) -> str:
+    """Where one prompt token's time goes, each term with its physical quantity, rate and basis."""
+    c, p = plan.constants, plan.first.prefill_inputs
+    cost = prefill_cost(p, c) if p is not None else None
+    if p is None or cost is None:
+        return "no rate for its tensor path"
+    experts = f", experts at {c.expert_prefill_factor:g}x the cost" if p.expert_params else ""
+    per_node = " per node" if p.nodes > 1 else ""
+    terms = [f"GEMM {cost.gemm_ms:.3f} ms ({cost.gemm_gflop:.1f} GFLOP{per_node}{experts}, at {tflops:.0f} "
+             f"TFLOPS on the {precision} tensor path {c.engine} takes for {plan.build.format}: "
+             f"{c.basis.get(f'prefill:{precision}') or c.basis.get('prefill_ms_per_gflop')})"]
+    if cost.attention_gflop:
+        rate = c.prefill_attention_ms_per_gflop
+        terms.append(f"attention FLOPs {cost.attention_ms:.3f} ms ({cost.attention_gflop:.2f} GFLOP attending to "
+                     f"~{p.attended_tokens:,.0f} tokens, at {1 / rate if rate else 0:.0f} TFLOPS: "
+                     f"{c.basis.get('prefill_attention', 'assumed')})")
+    if p.kv_gb:
+        terms.append(f"K/V stream {cost.kv_ms:.3f} ms ({p.kv_gb:.2f} GB attended, read once per tile of queries, "
+                     f"at {c.prefill_kv_ms_per_gb:.3f} ms/GB: {c.basis.get('prefill_kv', 'assumed')})")
+    if p.chunk_tokens:
+        terms.append(f"weights {cost.weights_ms:.3f} ms ({p.weight_gb * p.chunk_tokens:.1f} GB{per_node} read "
+                     f"once per {p.chunk_tokens:,}-token chunk, at {c.prefill_weight_ms_per_gb:.2f} ms/GB: "
+                     f"{c.basis.get('prefill_weight', 'the read test')})")
+    else:
+        terms.append("weights per chunk not counted (the engine's prefill chunk is unknown)")
+    if cost.link_ms:
+        terms.append(f"link {cost.link_ms:.3f} ms (two all-reduces per layer)")
+    return f"per prompt token {cost.total_ms:.3f} ms = " + " + ".join(terms)
+
+
 def _first_token(plan: Plan) -> list[Step]:
     w = plan.workload
     if plan.prefix_caching:
@@ -467,14 +499,11 @@ def _first_token(plan: Plan) -> list[Step]:
     else:
         low, high = prefill_range(plan.prefill_tok_s, plan.constants)
         c = plan.constants
-        precision = prefill_precision(plan.build.format)
+        precision = prefill_precision(plan.build.format, c.engine)
         rate_ms = c.prefill_ms_per_gflop.get(precision)
         tflops = 1 / rate_ms if rate_ms else 0.0
         rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}; "
-                f"{plan.cluster.nodes} node{'s' if plan.cluster.nodes > 1 else ''} x effective {tflops:.0f} "
-                f"TFLOPS at {precision}, {c.basis.get(f'prefill:{precision}') or c.basis.get('prefill_ms_per_gflop')}, "
-                f"over ~2 x active parameters (experts at {c.expert_prefill_factor:g}x the cost) plus "
-                "attention FLOPs per token, plus the link's share under TP)")
+                f"{_prefill_terms(plan, precision, tflops)})")
         basis = "estimated"
     text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \
            "to the first token."

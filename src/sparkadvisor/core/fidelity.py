@@ -225,6 +225,12 @@ def constants_dict(c: SpeedConstants) -> dict[str, object]:
         out[f"prefill_tflops.{precision}"] = {"value": _round(1 / rate if rate else None, 1),
                                               "basis": c.basis.get(f"prefill:{precision}") or
                                               c.basis.get("prefill_ms_per_gflop", "")}
+    rate = c.prefill_attention_ms_per_gflop
+    out["prefill_tflops.attention"] = {"value": _round(1 / rate if rate else None, 1),
+                                       "basis": c.basis.get("prefill_attention", "assumed")}
+    out["prefill_kv_ms_per_gb"] = {"value": _round(c.prefill_kv_ms_per_gb, 4), "basis": c.basis.get("prefill_kv", "assumed")}
+    out["prefill_weight_ms_per_gb"] = {"value": _round(c.prefill_weight_ms_per_gb, 3),
+                                       "basis": c.basis.get("prefill_weight", "assumed")}
     return out
 
 

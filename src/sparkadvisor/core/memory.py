@@ -125,6 +125,11 @@ class Weights:
     stored_bits: float
     """Average stored bits per transformer weight (tables and MTP heads set aside)."""
 
+    @property
+    def transformer_bytes(self) -> float:
+        """The weights a forward pass multiplies with: all but the per-token tables and MTP heads."""
+        return self.total_bytes - self.table_bytes - self.mtp_bytes
+
     def resident_bytes(self, streams_tables: bool) -> float:
         """Bytes held in memory: all of it, or all but the tables a recipe streams from disk."""
         return self.total_bytes - (self.table_bytes if streams_tables else 0.0)

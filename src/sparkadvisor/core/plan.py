@@ -144,8 +144,8 @@ class Plan:
         cold = measured_ttft(self.recipe, context, context)
         if cold is not None:
             return cold.value
-        rate, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
-                             self.build.format)
+        rate, _, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
+                                self.build.format, self.weights.transformer_bytes, self.fit.kv_cache_dtype)
         return context / rate if rate else None
 
     @property
@@ -201,7 +201,8 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
                          constants=constants, eager=settings.enforce_eager)
     caveats = _caveats(index, facts, recipe)
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
-                        constants=constants, weight_format=build.format)
+                        constants=constants, weight_format=build.format,
+                        weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype)
     return Plan(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
                 weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
                 disqualified_by=_disqualifier(caveats, workload), constants=constants)

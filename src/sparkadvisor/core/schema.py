@@ -613,6 +613,9 @@ class Measurement:
     depth_tokens: int | None = checked(default=None, ge=0)
     """Tokens already cached before the measured prompt is prefilled (llama-bench `-d`): the prompt
     attends to these as well as to itself."""
+    chunk_tokens: int | None = checked(default=None, ge=1)
+    """Prompt tokens computed per forward pass during a prefill measurement, when its source states
+    it (llama-bench `-ub`, vLLM `--max-num-batched-tokens`): each pass reads every weight once."""
     enforce_eager: bool | None = None
     """This run's execution mode when it differs from its recipe's (True: without CUDA graphs)."""
     acceptance: float | None = checked(default=None, gt=0, lt=1)

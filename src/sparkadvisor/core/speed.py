@@ -19,8 +19,12 @@ Engram) are read on every token, but how many bytes is unpublished: they stay an
 unknown term.
 
 Prefill is compute-bound: 2 x (dense + expert) parameters per prompt token, the experts at
-their own (lower) efficiency, at a rate per compute precision, plus attention that grows with
-the context the token attends to, plus the link's share under TP.
+their own (lower) efficiency, at the effective rate of the tensor path the engine's GEMMs take
+for the build (`prefill_precision`: llama.cpp's quantized matmuls are int8 whatever the GGUF
+type; vLLM's NVFP4 runs FP4 CUTLASS kernels, its W4A16 formats bf16 Marlin), plus attention
+that grows with the context the token attends to: its FLOPs at their own rate, and the cached
+K/V it streams (a flash-attention kernel reads the whole cache once per tile of queries, so
+each prompt token pays the attended K/V bytes over the tile), plus the link's share under TP. The rates are each engine's own where it has measurements (core.calibration).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import math
 from dataclasses import field
 
 from sparkadvisor.core.formats import FORMATS
+from sparkadvisor.core.kv import kv_shape
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Hardware
 
@@ -84,6 +89,21 @@ ASSUMED_BAND = 0.3
 PRECISIONS = ("fp4", "fp8", "int8", "bf16")
 """Compute precisions of the tensor paths prefill can take (formats.FormatInfo.low_precision_compute)."""
 
+GGML_ENGINES = frozenset({"llama.cpp", "ollama"})
+"""Engines whose GEMMs are ggml's CUDA kernels (Ollama runs ggml too)."""
+
+GGML_FLOAT_FORMATS = frozenset({"bf16", "fp16", "f16", "f32"})
+"""Weight formats ggml multiplies with cuBLAS in floating point rather than with its quantized kernels."""
+
+PREFILL_CHUNK_TOKENS = {"llama.cpp": 512, "ollama": 512, "vllm": 8192}
+"""Prompt tokens an engine computes per forward pass unless told otherwise; each pass reads every
+weight once. llama.cpp: n_ubatch 512 (common/common.h); Ollama: num_batch 512 (api/types.go,
+DefaultOptions); vLLM: max_num_batched_tokens 8192 for `vllm serve` on a GPU with >= 70 GiB
+(engine/arg_utils.py, get_batch_defaults). Others unknown."""
+
+CHUNK_FLAGS = ("--max-num-batched-tokens", "--chunked-prefill-size", "--ubatch-size", "-ub")
+"""Launch flags that set the prefill chunk (vLLM, SGLang, llama.cpp)."""
+
 
 def weight_class(weight_format: str) -> str:
     """The dequantization path a format's weights take in a decode GEMV: each has its own overhead."""
@@ -134,6 +154,12 @@ class SpeedConstants:
     """How many dense FLOPs an expert FLOP costs in prefill."""
     prefill_attention_ms_per_gflop: float
     """Milliseconds per GFLOP of prefill attention."""
+    prefill_kv_ms_per_gb: float
+    """Milliseconds per GB of cached K/V a prompt token's attention attends to: 1 / (query tile x
+    effective bandwidth), the kernel streaming the cache once per tile of queries."""
+    prefill_weight_ms_per_gb: float
+    """Milliseconds per GB of weights streamed once per prefill chunk: the published read test
+    (not fitted)."""
     decode_band: float
     """Relative half-width of the single-stream range: low = expected / (1 + band), high = expected x (1 + band)."""
     aggregate_band: float
@@ -171,6 +197,10 @@ def default_constants(hardware: Hardware, engine: str = "vllm") -> SpeedConstant
     peak = tensor_peak_flops(hardware)
     rates = {p: _assumed_rate(peak_flops(hardware, p)) for p in PRECISIONS}
     basis["prefill_ms_per_gflop"] = f"{ASSUMED_PREFILL_MFU:.0%} of the tensor peak (assumed)" if peak else "unknown"
+    basis["prefill_attention"] = "assumed: the bf16 GEMM rate" if peak else "unknown"
+    basis["prefill_kv"] = "assumed: no cost beyond the FLOPs"
+    basis["prefill_weight"] = ("the published read test" if hardware.measured_bandwidth_gb_s else
+                               f"{DEFAULT_BANDWIDTH_FRACTION:.0%} of rated bandwidth (assumed)")
     return SpeedConstants(
         engine=engine, bandwidth_fraction=fraction, weight_penalty={}, kv_ms_per_gb=ASSUMED_KV_MS_PER_GB,
         compute_ms_per_gflop=ASSUMED_COMPUTE_MS_PER_GFLOP, fixed_ms=ASSUMED_FIXED_MS, layer_ms=ASSUMED_LAYER_MS,
@@ -178,6 +208,7 @@ def default_constants(hardware: Hardware, engine: str = "vllm") -> SpeedConstant
         allreduce_us=latency, link_gb_s=hardware.link.bandwidth_gb_s if hardware.link else None,
         acceptance=ASSUMED_ACCEPTANCE, expert_spread=ASSUMED_EXPERT_SPREAD, prefill_ms_per_gflop=rates,
         expert_prefill_factor=ASSUMED_EXPERT_PREFILL_FACTOR, prefill_attention_ms_per_gflop=rates.get("bf16") or 0.0,
+        prefill_kv_ms_per_gb=0.0, prefill_weight_ms_per_gb=1e3 / (hardware.memory_bandwidth_gb_s * fraction),
         decode_band=ASSUMED_BAND, aggregate_band=ASSUMED_BAND, prefill_band=ASSUMED_BAND, basis=basis)
 
 
@@ -400,23 +431,101 @@ class PrefillInputs:
     attention: Attention | None
     attended_tokens: float
     """Tokens the average prompt token attends to."""
+    kv_gb: float = 0.0
+    """GB of cached K/V (or latent) those tokens occupy on one rank: what the attention kernel
+    streams for each tile of queries."""
+    weight_gb: float = 0.0
+    """GB of weights each node streams per prompt token: all its weights once per chunk."""
+    chunk_tokens: int | None = None
+    """Prompt tokens computed per forward pass (None: unknown, the weight stream is not counted)."""
+    expert_precision: str | None = None
+    """The routed experts' tensor path when the MoE backend differs from the dense GEMMs' (vLLM
+    `--moe-backend marlin`: W4A16, bf16 MMA); None: `precision`."""
+
+    def gflop_by_precision(self, expert_factor: float) -> dict[str, float]:
+        """Dense-equivalent GFLOP of GEMM per node per prompt token, by tensor path."""
+        out = {self.precision: 2 * self.dense_params / self.nodes / 1e9}
+        experts = self.expert_precision or self.precision
+        out[experts] = out.get(experts, 0.0) + 2 * expert_factor * self.expert_params / self.nodes / 1e9
+        return out
 
 
-def prefill_precision(weight_format: str) -> str:
-    """The compute precision a format's prefill GEMMs run in (formats.FormatInfo.low_precision_compute)."""
+def prefill_precision(weight_format: str, engine: str = "vllm") -> str:
+    """The precision of the tensor instructions an engine's prefill GEMMs run for a weight format.
+
+    ggml (llama.cpp, Ollama): every quantized type, MXFP4 included, goes to MMQ on any GPU with
+    Turing's int8 MMA, at every batch size (mmq.cu, ggml_cuda_should_use_mmq): the weights'
+    blocks are unpacked to int8 and multiplied with int8 MMA against activations quantized to
+    q8_1, so the precision is int8 whatever the GGUF type. (Native FP4 MMA for MXFP4/NVFP4 on
+    Blackwell came with llama.cpp PR #17906 in December 2025, after the builds measured here;
+    until a measurement of it exists, int8 is the measured path.) Float weights go to cuBLAS.
+    Other engines: the format's own tensor path (formats.FormatInfo.low_precision_compute):
+    NVFP4 -> FP4 CUTLASS/FlashInfer kernels (sm_120 family, vLLM PR #38423); FP8 -> FP8 scaled
+    GEMM; W4A16 formats (AWQ, GPTQ, MXFP4 under vLLM's Marlin MoE) -> bf16 after dequantizing
+    in registers."""
+    if engine in GGML_ENGINES and weight_format not in GGML_FLOAT_FORMATS:
+        return "int8"
     info = FORMATS.get(weight_format)
     return (info.low_precision_compute if info else None) or "bf16"
 
 
+def expert_precision(weight_format: str, engine: str, extra_args: tuple[str, ...]) -> str | None:
+    """The routed experts' tensor path when the launch flags send them elsewhere than the dense
+    GEMMs: vLLM's `--moe-backend marlin` runs them W4A16 (dequantized in registers, bf16 MMA)
+    whatever the checkpoint's format. None: the same path as the dense GEMMs."""
+    if engine == "vllm" and _flag_text(extra_args, ("--moe-backend",)) == "marlin":
+        return "bf16"
+    return None
+
+
 def prefill_inputs(nodes: int, active_params: float, total_params: float, routed_experts: int | None,
                    experts_per_token: int | None, weight_format: str, attention: Attention | None,
-                   attended_tokens: float) -> PrefillInputs:
-    """Split the active parameters into dense and routed-expert parts, from the expert counts."""
+                   attended_tokens: float, *, engine: str, kv_cache_dtype: str = "auto",
+                   weight_bytes: float = 0.0, chunk_tokens: int | None = None,
+                   extra_args: tuple[str, ...] = ()) -> PrefillInputs:
+    """Split the active parameters into dense and routed-expert parts, from the expert counts,
+    for the tensor path `engine` takes with `weight_format`; the K/V attended at the cache's dtype;
+    the weights (`weight_bytes` across the cluster) streamed once per chunk of `chunk_tokens`."""
     expert = 0.0
     if routed_experts and experts_per_token and routed_experts > experts_per_token:
         expert = experts_per_token * max(total_params - active_params, 0.0) / (routed_experts - experts_per_token)
+    weight_gb = weight_bytes / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
     return PrefillInputs(nodes, max(active_params - expert, 0.0), min(expert, active_params),
-                         prefill_precision(weight_format), attention, attended_tokens)
+                         prefill_precision(weight_format, engine), attention, attended_tokens,
+                         prefill_kv_gb(attention, attended_tokens, nodes, kv_cache_dtype), weight_gb, chunk_tokens,
+                         expert_precision(weight_format, engine, extra_args) if expert else None)
+
+
+def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
+                  stated: int | None = None) -> int | None:
+    """Prompt tokens per forward pass: as stated, else as the launch flags set it, else the engine's
+    default (PREFILL_CHUNK_TOKENS); never more than the prompt. None when unknown."""
+    chunk = stated or _flag_value(extra_args, CHUNK_FLAGS) or PREFILL_CHUNK_TOKENS.get(engine)
+    if chunk is None:
+        return None
+    return max(1, round(min(chunk, prompt_tokens))) if prompt_tokens else chunk
+
+
+def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
+    value = _flag_text(args, names)
+    return int(value) if value and value.isdigit() else None
+
+
+def _flag_text(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+    for i, arg in enumerate(args):
+        name, _, inline = arg.partition("=")
+        if name in names:
+            return inline or (args[i + 1] if i + 1 < len(args) else "")
+    return None
+
+
+def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: int, kv_cache_dtype: str) -> float:
+    """GB of cached K/V (or latent and indexer keys) `attended_tokens` occupy on one rank under TP,
+    as a decode step would read them (windows, top-k and compression bound it); no linear state."""
+    shape = kv_shape(attention, kv_cache_dtype, nodes, 1) if attention is not None else None
+    if shape is None:
+        return 0.0
+    return (shape.bytes_read(round(attended_tokens)) - shape.state_bytes_per_sequence) / 1e9
 
 
 def attention_flops_per_token(attention: Attention | None, attended_tokens: float) -> float:
@@ -451,15 +560,45 @@ def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s:
     return moved / (link_gb_s * 1e9)
 
 
+@record(kw_only=False)
+class PrefillCost:
+    """Where one prompt token's time goes, in ms (the nodes work in parallel, so this is per
+    token of the cluster's throughput)."""
+
+    gemm_gflop: float
+    """Dense-equivalent GFLOP of GEMM per node (experts at their cost factor)."""
+    gemm_ms: float
+    attention_gflop: float
+    """GFLOP of QK^T and AV per node."""
+    attention_ms: float
+    kv_ms: float
+    """Streaming the attended K/V once per tile of queries."""
+    weights_ms: float
+    """Streaming every weight once per chunk."""
+    link_ms: float
+
+    @property
+    def total_ms(self) -> float:
+        return self.gemm_ms + self.attention_ms + self.kv_ms + self.weights_ms + self.link_ms
+
+
+def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
+    """Each term of one prompt token's time, or None without a rate for its precision."""
+    by_path = p.gflop_by_precision(c.expert_prefill_factor)
+    rates = {path: c.prefill_ms_per_gflop.get(path) for path in by_path}
+    if any(rate is None for rate in rates.values()):
+        return None
+    gemm_ms = sum(gflop * (rates[path] or 0.0) for path, gflop in by_path.items())
+    attention = attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9
+    return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention * c.prefill_attention_ms_per_gflop,
+                       p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb,
+                       prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3)
+
+
 def prefill_ms_per_token(p: PrefillInputs, c: SpeedConstants) -> float | None:
     """Milliseconds one prompt token costs the cluster, or None without a rate for its precision."""
-    rate = c.prefill_ms_per_gflop.get(p.precision)
-    if rate is None:
-        return None
-    gemm = 2 * (p.dense_params + c.expert_prefill_factor * p.expert_params) / p.nodes / 1e9 * rate
-    attention = attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9
-    link = prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3
-    return gemm + attention * c.prefill_attention_ms_per_gflop + link
+    cost = prefill_cost(p, c)
+    return cost.total_ms if cost else None
 
 
 def estimate_prefill(p: PrefillInputs, constants: SpeedConstants) -> float | None:

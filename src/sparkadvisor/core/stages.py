@@ -34,9 +34,11 @@ from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, M
 from sparkadvisor.core.speed import (
     DecodeEstimate,
     DecodeInputs,
+    PrefillInputs,
     SpeedConstants,
     estimate_decode,
     estimate_prefill,
+    prefill_chunk,
     prefill_inputs,
     weight_class,
 )
@@ -512,6 +514,8 @@ class FirstToken:
     """"measured", "estimated" or "unknown"."""
     prefill_measured: Measurement | None
     """The recipe's prefill measurement, when it has one."""
+    prefill_inputs: PrefillInputs | None
+    """What each uncached prompt token computes and streams, when the rate is estimated."""
     ttft_s: float | None
     """Seconds to the first token: measured at this context and reuse, else uncached tokens at the
     prefill rate."""
@@ -520,16 +524,17 @@ class FirstToken:
 
 
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
-                workload: Workload, constants: SpeedConstants, weight_format: str = "bf16") -> FirstToken:
+                workload: Workload, constants: SpeedConstants, weight_format: str = "bf16",
+                weight_bytes: float = 0.0, kv_cache_dtype: str = "auto") -> FirstToken:
     """The first token of a turn of this workload."""
     prefix_on, note = _prefix_caching(recipe, caveats)
     uncached = workload.context_tokens if not prefix_on else round(workload.context_tokens
                                                                    * (1 - workload.prefix_reuse))
-    rate, basis, measurement = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
-                                       weight_format)
+    rate, basis, measurement, point = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
+                                              weight_format, weight_bytes, kv_cache_dtype)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
-                      prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement,
+                      prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement, prefill_inputs=point,
                       ttft_s=ttft.value if ttft else (uncached / rate if rate else None), ttft_measured=ttft)
 
 
@@ -543,17 +548,22 @@ def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple
 
 
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
-            constants: SpeedConstants, weight_format: str = "bf16") -> tuple[float | None, str, Measurement | None]:
-    """(prompt tok/s, basis, measurement) for `uncached` new tokens on top of a cached prefix."""
+            constants: SpeedConstants, weight_format: str = "bf16", weight_bytes: float = 0.0,
+            kv_cache_dtype: str = "auto") -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
+    """(prompt tok/s, basis, measurement, inputs) for `uncached` new tokens on top of a cached prefix, the
+    transformer's `weight_bytes` streamed once per prefill chunk."""
     measurement = measured(recipe, "prefill_tok_s")
     if measurement is not None:
-        return measurement.value, "measured", measurement
+        return measurement.value, "measured", measurement, None
     p = model.params
     if p.active_b is None:
-        return None, "unknown", None
+        return None, "unknown", None, None
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
     point = prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
-                           weight_format, model.attention, attended)
+                           weight_format, model.attention, attended, engine=constants.engine,
+                           kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes,
+                           chunk_tokens=prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached),
+                           extra_args=recipe.extra_args if recipe else ())
     rate = estimate_prefill(point, constants)
-    return rate, ("estimated" if rate else "unknown"), None
+    return rate, ("estimated" if rate else "unknown"), None, point

@@ -1,0 +1,111 @@
+"""Prefill: the tensor path each engine takes, each engine's own rates, attention's FLOPs and K/V
+at their own rates, the weights streamed once per chunk."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from sparkadvisor.core.advisor import evaluate_build
+from sparkadvisor.core.calibration import calibrate
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.index import CatalogIndex
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.speed import prefill_chunk, prefill_cost, prefill_inputs, prefill_precision
+from sparkadvisor.core.workload import AGENTIC, Settings
+
+
+@pytest.mark.parametrize(("engine", "weight_format", "precision"), [
+    ("llama.cpp", "gguf-q4_k_m", "int8"),  # MMQ: int8 MMA on the unpacked blocks, whatever the GGUF type
+    ("llama.cpp", "gguf-q8_0", "int8"),
+    ("llama.cpp", "mxfp4", "int8"),
+    ("ollama", "gguf-q4_0", "int8"),
+    ("llama.cpp", "bf16", "bf16"),  # float weights go to cuBLAS
+    ("vllm", "mxfp4", "bf16"),  # Marlin MoE: W4A16
+    ("vllm", "awq-int4", "bf16"),
+    ("vllm", "nvfp4-modelopt", "fp4"),
+    ("sglang", "fp8", "fp8"),
+])
+def test_prefill_runs_on_the_tensor_path_the_engine_takes_for_the_format(engine, weight_format, precision) -> None:
+    assert prefill_precision(weight_format, engine) == precision
+
+
+def _prefill_scaled(index: CatalogIndex, engine: str, factor: float) -> CatalogIndex:
+    """The catalog with every prefill measurement of one engine multiplied by `factor`."""
+    recipes = [replace(r, measurements=tuple(replace(m, value=m.value * factor) if m.metric == "prefill_tok_s"
+                                             else m for m in r.measurements)) if r.engine == engine else r
+               for r in index.catalog.recipes]
+    return CatalogIndex(replace(index.catalog, recipes=tuple(recipes)))
+
+
+def test_an_engines_prefill_rate_follows_its_own_measurements_only(index) -> None:
+    spark = index.hardware["dgx-spark"]
+    faster = _prefill_scaled(index, "llama.cpp", 2.0)
+    before, after = calibrate(index, spark, "llama.cpp"), calibrate(faster, spark, "llama.cpp")
+    assert after.prefill_ms_per_gflop["int8"] == pytest.approx(before.prefill_ms_per_gflop["int8"] / 2, rel=0.05)
+    assert "llama.cpp's own" in after.basis["prefill:int8"]
+    # SGLang's FP8 rate is fitted to SGLang's measurements: llama.cpp's do not move it.
+    sglang_before, sglang_after = calibrate(index, spark, "sglang"), calibrate(faster, spark, "sglang")
+    assert sglang_after.prefill_ms_per_gflop["fp8"] == pytest.approx(sglang_before.prefill_ms_per_gflop["fp8"],
+                                                                     rel=1e-6)
+    assert "sglang's own" in sglang_after.basis["prefill:fp8"]
+
+
+def test_an_engine_with_one_measured_recipe_uses_the_pooled_rates(index) -> None:
+    ollama = calibrate(index, index.hardware["dgx-spark"], "ollama")
+    assert ollama.basis["prefill_ms_per_gflop"].startswith("pooled over engines")
+    assert "ollama 1" in ollama.basis["prefill_ms_per_gflop"]
+
+
+def _qwen7b(index, c, attended: float, chunk: int | None = 2048):
+    model = index.models["qwen2.5-coder-7b"]
+    p = model.params
+    return prefill_inputs(1, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token, "gguf-q8_0",
+                          model.attention, attended, engine="llama.cpp", weight_bytes=8.1e9, chunk_tokens=chunk)
+
+
+def test_a_deeper_prompt_costs_attention_flops_and_the_kv_it_streams(index) -> None:
+    c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
+    assert c.prefill_attention_ms_per_gflop > 0 and "llama.cpp's own" in c.basis["prefill_attention"]
+    assert c.prefill_kv_ms_per_gb > 0 and "llama.cpp's own" in c.basis["prefill_kv"]
+    shallow, deep = prefill_cost(_qwen7b(index, c, 1024), c), prefill_cost(_qwen7b(index, c, 33792), c)
+    assert shallow and deep and deep.total_ms > shallow.total_ms
+    # The GEMMs and the weight stream do not change with depth; attention's FLOPs and K/V grow with it.
+    assert (deep.gemm_ms, deep.weights_ms) == (shallow.gemm_ms, shallow.weights_ms)
+    assert deep.attention_ms / shallow.attention_ms == pytest.approx(33792 / 1024, rel=0.01)
+    assert deep.kv_ms > 10 * shallow.kv_ms
+
+
+def test_weights_are_streamed_once_per_chunk_at_the_read_test(index) -> None:
+    c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
+    spark = index.hardware["dgx-spark"]
+    assert c.prefill_weight_ms_per_gb == pytest.approx(1e3 / spark.measured_bandwidth_gb_s)
+    small, large = prefill_cost(_qwen7b(index, c, 1024, 512), c), prefill_cost(_qwen7b(index, c, 1024, 2048), c)
+    assert small.weights_ms == pytest.approx(4 * large.weights_ms)
+    assert small.weights_ms == pytest.approx(8.1 / 512 * 1e3 / spark.measured_bandwidth_gb_s)
+    assert prefill_cost(_qwen7b(index, c, 1024, None), c).weights_ms == 0.0  # unknown chunk: not counted
+
+
+@pytest.mark.parametrize(("engine", "args", "prompt", "chunk"), [
+    ("llama.cpp", (), 100_000, 512),  # llama-server's n_ubatch
+    ("llama.cpp", ("-ub", "2048"), 100_000, 2048),
+    ("ollama", (), 100_000, 512),  # num_batch
+    ("vllm", (), 100_000, 8192),  # max_num_batched_tokens of `vllm serve` on a >= 70 GiB GPU
+    ("vllm", ("--max-num-batched-tokens=16384",), 100_000, 16384),
+    ("vllm", (), 2048, 2048),  # a prompt shorter than the chunk is one pass
+    ("sglang", (), 100_000, None),  # its default is not recorded: unknown
+])
+def test_the_prefill_chunk_comes_from_the_flags_else_the_engines_default(engine, args, prompt, chunk) -> None:
+    assert prefill_chunk(engine, args, prompt) == chunk
+
+
+def test_show_names_the_path_and_whose_prefill_rates(index) -> None:
+    build = index.builds["qwen3-coder-30b-a3b-q8-ggml"]
+    plan = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 1), AGENTIC,
+                          Settings(engine="llama.cpp"))
+    steps = {s.key: s.text for s in explain(plan)}
+    assert "int8 tensor path llama.cpp takes for gguf-q8_0" in steps["ttft"]
+    assert "llama.cpp's own, fitted to" in steps["ttft"] and "attention FLOPs" in steps["ttft"]
+    assert "K/V stream" in steps["ttft"] and "read once per 512-token chunk" in steps["ttft"]
+    assert "prefill llama.cpp's own rates for int8" in steps["constants"]
