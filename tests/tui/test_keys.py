@@ -6,6 +6,7 @@ typist): all before the app has handled the first, so nothing waits for a widget
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -14,6 +15,7 @@ from textual.widgets import Input, Label, OptionList, TextArea
 
 from sparkadvisor.state import load_state
 from sparkadvisor.tui.layout import LABELS
+from sparkadvisor.tui.screens.main import PRECOMPUTE_DELAY_S
 
 from .helpers import cell, row_ids, screen_lines
 
@@ -254,6 +256,47 @@ async def test_rows_move_with_arrows_vi_keys_pages_and_ends(make_app) -> None:
             app.screen.ranking.cells[table.highlighted_build]["model"][:10] in screen_lines(table)[-1]
         assert app.screen.query_one("#detail").text.startswith(
             app.screen.ranking.by_id[table.highlighted_build].plan.model.name)
+
+
+@pytest.mark.parametrize("key", ["down", "w", "3"])
+async def test_the_first_frame_after_a_key_paints_everything_the_key_changes(make_app, key) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        painted: list[set[int]] = []
+        show = app._display  # textual 8.2: called once per frame put out (no frame: the test fails)
+
+        def display(screen, update) -> None:
+            show(screen, update)
+            spans = getattr(update, "spans", None)  # a partial update: (y, x1, x2) of each line it repaints
+            painted.append({y for y, _, _ in spans} if spans is not None else set(range(SIZE[1])))
+
+        app._display = display
+        await asyncio.sleep(PRECOMPUTE_DELAY_S + 0.05)  # idle, as between a person's keys
+        await app.workers.wait_for_complete()
+        before = app.screen.table.highlighted_build
+        painted.clear()
+        await pilot.press(key)
+        await pilot.pause()
+        build = app.screen.table.highlighted_build
+        assert (build != before) == (key == "down")
+        detail = app.screen.query_one("#detail")
+        assert app.screen.ranking.by_id[build].plan.build.repo in " ".join(screen_lines(detail)[:3])
+        pane = set(detail.region.line_range)
+        assert painted and pane <= painted[0], "the detail pane is painted with the table, not a frame later"
+        assert set().union(*painted) == painted[0], "the key's first frame paints all it changes"
+
+
+async def test_a_cursor_move_redraws_the_rows_it_left_and_reached(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.screen.table
+        for key in ("down", "down", "up", "end", "home"):
+            await pilot.press(key)
+            drawn = app.export_screenshot()  # the frame from the lines kept since the last repaint
+            table.refresh()
+            await pilot.pause()
+            assert app.export_screenshot() == drawn, key
 
 
 async def test_enter_opens_the_build_full_screen_and_escape_returns(make_app) -> None:

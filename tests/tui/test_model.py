@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparkadvisor.core.table import sort_value
 from sparkadvisor.core.workload import AGENTIC, CHAT
-from sparkadvisor.tui.model import Scenario, compute_ranking, matches, sweep
+from sparkadvisor.tui.model import RankingCache, Scenario, compute_ranking, matches, sweep
 
 
 def test_rank_positions_follow_the_core(index) -> None:
@@ -36,6 +36,14 @@ def test_sweep_covers_one_to_four_nodes(index) -> None:
     plans = sweep(index, "deepseek-v4.1-flash", Scenario("dgx-spark", 2, AGENTIC))
     assert [p.plan.cluster.nodes for p in plans] == [1, 2, 3, 4]
     assert [p.plan.fits for p in plans] == [False, False, False, True]
+
+
+def test_sweep_takes_plans_already_ranked_and_they_read_the_same(index) -> None:
+    scenario, cache = Scenario("dgx-spark", 2, AGENTIC), RankingCache(index)
+    three = cache.get(Scenario("dgx-spark", 3, AGENTIC))
+    plans = sweep(index, "deepseek-v4.1-flash", scenario, cache)
+    assert plans[2].plan is three.by_id["deepseek-v4.1-flash"].plan
+    assert [p.plan for p in plans] == [p.plan for p in sweep(index, "deepseek-v4.1-flash", scenario)]
 
 
 def test_filter_matches_model_id_and_repo(index) -> None:

@@ -53,6 +53,7 @@ class Ranking:
     cluster: Cluster
     ranked: tuple[Ranked, ...]
     by_id: dict[str, Ranked]
+    """In ranking order."""
     cells: dict[str, dict[str, str]]
     """Table cells from `core.table.row_cells` (and the reason), by build id."""
     widest: dict[str, int]
@@ -64,10 +65,9 @@ class Ranking:
         """Build ids by the core's ranking, or by a column's `sort_value`.
         Excluded builds stay below the others in either direction."""
         if column == RANK_COLUMN and not reverse:
-            ordered = list(self.ranked)
-        else:
-            ordered = sorted(self.ranked, key=lambda r: sort_value(r, column), reverse=reverse)
-            ordered.sort(key=lambda r: r.excluded)
+            return list(self.by_id)  # made in ranking order: 5,000 ids without reading 5,000 plans
+        ordered = sorted(self.ranked, key=lambda r: sort_value(r, column), reverse=reverse)
+        ordered.sort(key=lambda r: r.excluded)
         return [r.plan.build.id for r in ordered]
 
     def positions(self, column: str = RANK_COLUMN, reverse: bool = False) -> dict[str, int]:
@@ -94,12 +94,18 @@ def _widest(cells: dict[str, dict[str, str]]) -> dict[str, int]:
     return widest
 
 
-def sweep(index: CatalogIndex, build_id: str, scenario: Scenario) -> tuple[Ranked, ...]:
-    """The build on 1..max_nodes (at most 4) nodes of the scenario's hardware, same workload."""
+def sweep(index: CatalogIndex, build_id: str, scenario: Scenario,
+          rankings: RankingCache | None = None) -> tuple[Ranked, ...]:
+    """The build on 1..max_nodes (at most 4) nodes of the scenario's hardware, same workload;
+    a plan already in one of `rankings` is taken from it (the same evaluation)."""
     hardware = index.hardware[scenario.hardware_id]
     build = index.builds[build_id]
-    plans = [evaluate_build(index, build, Cluster(hardware, n), scenario.workload, scenario.settings)
-             for n in range(1, min(hardware.max_nodes, 4) + 1)]
+    plans = []
+    for nodes in range(1, min(hardware.max_nodes, 4) + 1):
+        ranking = rankings.ready(replace(scenario, nodes=nodes)) if rankings is not None else None
+        item = ranking.by_id.get(build_id) if ranking is not None else None
+        plans.append(item.plan if item is not None else
+                     evaluate_build(index, build, Cluster(hardware, nodes), scenario.workload, scenario.settings))
     return tuple(Ranked(plan, None, "", None) for plan in plans)
 
 
@@ -130,6 +136,11 @@ class RankingCache:
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return ranking
+
+    def ready(self, scenario: Scenario) -> Ranking | None:
+        """The ranking for `scenario` if it is cached (never computed here)."""
+        with self._lock:
+            return self._items.get(scenario)
 
     def has(self, scenario: Scenario) -> bool:
         """Is this scenario's ranking ready?"""

@@ -215,7 +215,7 @@ class MainScreen(Screen[None]):
         self._detail_for = key
         item = self.ranking.by_id.get(build_id) if build_id else None
         empty = f"No build matches {self.filter_text!r}." if self.filter_text else "The catalog has no builds."
-        plans = sweep(self.index, item.plan.build.id, self.scenario) if item else ()
+        plans = sweep(self.index, item.plan.build.id, self.scenario, self.cache) if item else ()
         self.query_one(DetailPane).show_build(item, plans, self.index, empty)
 
     @on(CandidatesTable.Highlighted)
@@ -235,6 +235,9 @@ class MainScreen(Screen[None]):
         if self.focused is not self.table:
             raise SkipAction()
         await self.table.run_action(move)
+        # The detail pane follows in the same frame; the table's `Highlighted` message, handled after
+        # the table's frame was drawn, would cost a second frame (it then finds the pane up to date).
+        self._show_detail(self.table.highlighted_build)
 
     # --- cluster and workload -------------------------------------------------------
 
@@ -360,7 +363,7 @@ class MainScreen(Screen[None]):
         from sparkadvisor.tui.screens.build import BuildScreen
 
         item = self.ranking.by_id[build_id]
-        self.app.push_screen(BuildScreen(self.index, item, sweep(self.index, build_id, self.scenario),
+        self.app.push_screen(BuildScreen(self.index, item, sweep(self.index, build_id, self.scenario, self.cache),
                                                self.ranking))
 
     @typing_guard

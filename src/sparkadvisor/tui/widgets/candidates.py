@@ -315,11 +315,16 @@ class CandidatesTable(ScrollView, can_focus=True):
 
     def move_to(self, index: int, top: bool = False) -> None:
         """Put the cursor on row `index` (clamped), scroll it into view, say which build it is on."""
+        before, scrolled = self.cursor, self.scroll_offset
         self.cursor = max(0, min(index, len(self.rows) - 1))
         if top:
             self.scroll_to(y=0, animate=False)
         self.scroll_to_cursor()
-        self.refresh()
+        if top or self.scroll_offset != scrolled:
+            self.refresh()
+        else:  # the rows stay where they are: only the two cursor lines are drawn again
+            self.refresh_line(before + 1)
+            self.refresh_line(self.cursor + 1)
         build = self.highlighted_build
         if build != self._announced:
             self._announced = build
