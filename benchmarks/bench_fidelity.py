@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -113,12 +112,14 @@ def lines(f: dict) -> list[str]:
     out.append(f"off by 2x or more      {every['off_2x']} (none: {_mark(every['off_2x'] == 0)})")
     out.append(f"inside the range       {every['within_range_share']:.0%} (>= 80%: "
                f"{_mark(every['within_range_share'] >= 0.8)}); single-stream half-width {f['decode_band']:.0%} "
-               f"(before: {f['previous_decode_band']:.0%}; narrower: {_mark(f['decode_band'] < f['previous_decode_band'])})")
+               f"(before: {f['previous_decode_band']:.0%}; "
+               f"narrower: {_mark(f['decode_band'] < f['previous_decode_band'])})")
     out.append(f"article's stack        predicted {article['predicted']} vs {article['measured']} tok/s, "
                f"{article['error_pct']:+.1f}% (within 20%: {_mark(abs(article['error_pct']) <= 20)})")
     out.append(f"KV pools within 10%    {len(pooled_ok)}/{len(pools)} ({_mark(len(pooled_ok) == len(pools))})")
     out += [f"  {p['recipe']:<38} measured {p['measured']:>12,.0f}  predicted "
-            f"{p['predicted'] or 0:>12,.0f}  {p['error_pct'] if p['error_pct'] is not None else 'n/a':>7}%  ({p['basis']})"
+            f"{p['predicted'] or 0:>12,.0f}  "
+            f"{p['error_pct'] if p['error_pct'] is not None else 'n/a':>7}%  ({p['basis']})"
             for p in pools]
     out += ["", "by engine (median abs error, share within 20%):"]
     out += [f"  {e['engine']:<10} {e['metric']:<16} {e['count']:>3}  {e['median_abs_error_pct']}%  "

@@ -19,8 +19,9 @@ from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import AGENTIC, Settings
 
 
-def plan(index, build: str, nodes: int, settings: Settings = Settings()):
-    return evaluate_build(index, index.builds[build], Cluster(index.hardware["dgx-spark"], nodes), AGENTIC, settings)
+def plan(index, build: str, nodes: int, settings: Settings | None = None):
+    return evaluate_build(index, index.builds[build], Cluster(index.hardware["dgx-spark"], nodes), AGENTIC,
+                          settings or Settings())
 
 
 def step(p, key: str) -> str:

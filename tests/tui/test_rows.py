@@ -30,4 +30,4 @@ def test_rows_made_before_are_reused_and_the_same() -> None:
     first = table_rows(ORDER, MODEL_OF, made=made)
     again = table_rows(list(reversed(ORDER)), MODEL_OF, made=made)
     assert first == table_rows(ORDER, MODEL_OF) and again == list(reversed(first))
-    assert all(a is b for a, b in zip(again, reversed(first))), "a build's row is made once"
+    assert all(a is b for a, b in zip(again, reversed(first), strict=True)), "a build's row is made once"

@@ -88,8 +88,8 @@ def load(args: argparse.Namespace) -> CatalogIndex:
 
 def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Workload, Settings]:
     """Cluster, workload and settings from the options, checked against the catalog."""
-    from sparkadvisor.core.units import plural
     from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.units import plural
     from sparkadvisor.core.workload import WORKLOADS, Settings
 
     hardware = index.hardware.get(args.hardware)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 from typing import TYPE_CHECKING
 
 from sparkadvisor.commands.common import add_catalog_option, load, print_json
@@ -55,7 +54,8 @@ def checks_listing(report: Report) -> Listing:
     rows = tuple((c.recipe, c.build, c.hardware, c.engine, c.mode, c.metric, str(c.streams),
                   "" if c.context_tokens is None else str(c.context_tokens), format(c.measured, "g"),
                   figure(c.predicted), figure(c.low), figure(c.high), figure(c.error_pct, "+.1f"),
-                  ("unknown" if c.tables else "skipped") if c.predicted is None else ("inside" if c.inside else "outside"),
+                  (("unknown" if c.tables else "skipped") if c.predicted is None
+                   else ("inside" if c.inside else "outside")),
                   c.skipped or c.note) for c in report.checks)
     return Listing(CHECK_COLUMNS, rows, frozenset(range(6, 13)))
 

@@ -33,17 +33,17 @@ from sparkadvisor.core.speed import (
     DecodeInputs,
     PrefillInputs,
     SpeedConstants,
+    attention_flops_per_token,
     default_constants,
     estimate_decode,
     estimate_prefill,
     link_ms,
-    prefill_inputs,
     prefill_chunk,
+    prefill_inputs,
     prefill_link_s_per_token,
     prefill_range,
     read_ms,
     tensor_peak_flops,
-    attention_flops_per_token,
 )
 from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs, recipe_kv_read
 
@@ -255,7 +255,8 @@ def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
     for engine in {k.split(":", 1)[1] for k in design.columns if k.startswith("fixed_ms:")}:
         rows = sum(1 for row in design.rows if row[design.columns.index(f"fixed_ms:{engine}")])
         whose = (f"fitted to {rows} {engine} measurements" if engine != POOLED
-                 else f"pooled over engines with fewer than {MIN_ENGINE_RECIPES} measured recipes ({rows} measurements)")
+                 else f"pooled over engines with fewer than {MIN_ENGINE_RECIPES} measured recipes "
+                      f"({rows} measurements)")
         fitted = replace(c, engine=engine, weight_penalty=penalty, fixed_ms=solution[f"fixed_ms:{engine}"],
                          layer_ms=solution[f"layer_ms:{engine}"], decode_measurements=rows,
                          basis={**basis, "fixed_ms": whose, "layer_ms": whose, "engine": whose})
@@ -379,7 +380,8 @@ class PrefillFit:
 
     def apply(self, c: SpeedConstants) -> SpeedConstants:
         """`c` with this engine's prefill rates (the expert factor and the band stay `c`'s)."""
-        return replace(c, prefill_ms_per_gflop=dict(self.rates), prefill_attention_ms_per_gflop=self.attention_ms_per_gflop,
+        return replace(c, prefill_ms_per_gflop=dict(self.rates),
+                       prefill_attention_ms_per_gflop=self.attention_ms_per_gflop,
                        prefill_kv_ms_per_gb=self.kv_ms_per_gb, prefill_weight_ms_per_gb=self.weight_ms_per_gb,
                        prefill_measurements=self.measurements,
                        basis={**c.basis, **self.basis})
@@ -548,7 +550,8 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
     basis["prefill_ms_per_gflop"] = (f"{engine}'s own rates for {', '.join(mine) or 'no path'} (fitted to "
                                      f"{len(points)} {engine} prefill measurements of {len(recipes)} recipes), "
                                      "the pooled fit's for the rest")
-    return PrefillFit(rates, attention["attention"], attention["kv"], len(points), basis, pooled.prefill_weight_ms_per_gb)
+    return PrefillFit(rates, attention["attention"], attention["kv"], len(points), basis,
+                      pooled.prefill_weight_ms_per_gb)
 
 
 def _swept(points: list[PrefillPoint]) -> set[str]:

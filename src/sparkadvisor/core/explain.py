@@ -410,7 +410,8 @@ def _expected_text(plan: Plan) -> str:
              ("KV", d.kv_ms, f"what attention reads at {plan.workload.context_tokens:,} tokens"
               f"{' x ' + str(d.streams) + ' streams' if d.streams > 1 else ''}, {c.basis.get('kv_ms_per_gb')}"),
              ("draft", d.draft_ms, ""),
-             ("compute", d.compute_ms, f"the GEMMs of the tokens one pass verifies, {c.basis.get('compute_ms_per_gflop')}"),
+             ("compute", d.compute_ms,
+              f"the GEMMs of the tokens one pass verifies, {c.basis.get('compute_ms_per_gflop')}"),
              ("fixed", d.fixed_ms, fixed_note),
              ("speculation", d.spec_ms, c.basis.get("spec_ms_per_step", "")),
              ("all-reduce", d.allreduce_ms, _allreduce_note(plan))]

@@ -156,8 +156,9 @@ def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: Spe
         return _check(recipe, m, skipped="not a speed figure (the speed model does not predict it)")
     tables = _tables(index, recipe)
     if tables:
+        streamed = " (rows streamed from disk)" if recipe.streams_tables else ""
         return _check(recipe, m, skipped=f"unknown: every token reads the {tables} table, whose bytes per token are "
-                                          "unpublished" + (" (rows streamed from disk)" if recipe.streams_tables else ""),
+                                          f"unpublished{streamed}",
                       tables=tables)
     if m.metric == "prefill_tok_s":
         result = recipe_prefill(index, recipe, m, constants)
@@ -228,7 +229,8 @@ def constants_dict(c: SpeedConstants) -> dict[str, object]:
     rate = c.prefill_attention_ms_per_gflop
     out["prefill_tflops.attention"] = {"value": _round(1 / rate if rate else None, 1),
                                        "basis": c.basis.get("prefill_attention", "assumed")}
-    out["prefill_kv_ms_per_gb"] = {"value": _round(c.prefill_kv_ms_per_gb, 4), "basis": c.basis.get("prefill_kv", "assumed")}
+    out["prefill_kv_ms_per_gb"] = {"value": _round(c.prefill_kv_ms_per_gb, 4),
+                                   "basis": c.basis.get("prefill_kv", "assumed")}
     out["prefill_weight_ms_per_gb"] = {"value": _round(c.prefill_weight_ms_per_gb, 3),
                                        "basis": c.basis.get("prefill_weight", "assumed")}
     return out

@@ -24,7 +24,8 @@ for the build (`prefill_precision`: llama.cpp's quantized matmuls are int8 whate
 type; vLLM's NVFP4 runs FP4 CUTLASS kernels, its W4A16 formats bf16 Marlin), plus attention
 that grows with the context the token attends to: its FLOPs at their own rate, and the cached
 K/V it streams (a flash-attention kernel reads the whole cache once per tile of queries, so
-each prompt token pays the attended K/V bytes over the tile), plus the link's share under TP. The rates are each engine's own where it has measurements (core.calibration).
+each prompt token pays the attended K/V bytes over the tile), plus the link's share under TP.
+The rates are each engine's own where it has measurements (core.calibration).
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ cluster and the stages before it, passed by keyword:
 from __future__ import annotations
 
 from dataclasses import replace
-
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -295,7 +294,8 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
     request = _request_bytes(shape, inputs)
     return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
                   pool_tokens=pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
-                  measured=measured(recipe, "kv_pool_tokens"), sessions=_sessions(shape, per_token, kv_bytes, workload, inputs),
+                  measured=measured(recipe, "kv_pool_tokens"),
+                  sessions=_sessions(shape, per_token, kv_bytes, workload, inputs),
                   inputs=inputs, request_bytes=request)
 
 

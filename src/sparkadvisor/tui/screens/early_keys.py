@@ -14,7 +14,6 @@ from __future__ import annotations
 from textual import events
 from textual.widget import Widget
 
-
 FOCUS_MOVES = {"tab": "focus_next", "shift+tab": "focus_previous"}
 """Keys that move the focus between fields (Textual's own bindings), as the screen methods they call."""
 
