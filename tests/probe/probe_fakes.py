@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,6 +35,11 @@ class VllmState:
     queries_per_scrape: float = 1000.0
     running: int = 1
     generation_per_scrape: float = 10.0
+    generation_tok_s: float | None = None
+    """When set, vllm:generation_tokens_total grows with the clock at this rate, as a real vLLM's does,
+    instead of by `generation_per_scrape` on each scrape: a probe whose interval runs long on a loaded
+    machine then still measures this rate."""
+    started: float = field(default_factory=time.monotonic)
     ttft_per_scrape: tuple[float, ...] = (0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     """New TTFT observations per bucket (len(TTFT_BOUNDS) + 1, the last is +Inf) on each scrape."""
     spec: bool = True
@@ -61,7 +67,7 @@ class VllmState:
             f"vllm:kv_cache_usage_perc{{{label}}} 0.31",
             f"vllm:num_requests_running{{{label}}} {self.running}",
             f"vllm:num_requests_waiting{{{label}}} 0.0",
-            f"vllm:generation_tokens_total{{{label}}} {500 + n * self.generation_per_scrape}",
+            f"vllm:generation_tokens_total{{{label}}} {500 + self._generated(n)}",
             f"vllm:prompt_tokens_total{{{label}}} {queries}",
         ]
         lines += _histogram("vllm:time_to_first_token_seconds", TTFT_BOUNDS,
@@ -76,6 +82,11 @@ class VllmState:
             info = ",".join(f'{k}="{v}"' for k, v in self.cache_config.items())
             lines += ["# TYPE vllm:cache_config_info gauge", f"vllm:cache_config_info{{{info}}} 1.0"]
         return "\n".join(lines) + "\n"
+
+    def _generated(self, scrapes: int) -> float:
+        if self.generation_tok_s is None:
+            return scrapes * self.generation_per_scrape
+        return self.generation_tok_s * (time.monotonic() - self.started)
 
 
 def _histogram(name: str, bounds: tuple[float, ...], per_bucket: list[float], label: str) -> list[str]:

@@ -128,8 +128,8 @@ async def test_the_probe_can_be_switched_off(monkeypatch) -> None:
 
 
 async def test_a_port_that_is_not_vllm_is_down_in_the_line(settings_file) -> None:
-    server = vllm_server(mode="garbage")
-    status = ProbeStatus(server.url, poll_s=5, timeout_s=0.5, claude_settings=settings_file({}))
+    server = vllm_server(mode="garbage")  # it answers (with HTML): a patient timeout, so it is not "did not answer"
+    status = ProbeStatus(server.url, poll_s=5, timeout_s=3.0, claude_settings=settings_file({}))
     try:
         async with StatusApp(status).run_test():
             await _wait_for(status, "down")
