@@ -59,6 +59,9 @@ class CatalogIndex:
     """Per-build facts, for every build whose model is in the catalog."""
     calibrations: dict[str, Calibration] = field(init=False)
     """Speed constants for each hardware id and engine, calibrated to the catalog's measurements."""
+    constants: dict[tuple[str, str], SpeedConstants] = field(init=False)
+    """Each catalog hardware's constants for every engine its calibration knows, by (hardware id,
+    engine): `Calibration.for_engine` builds a new record, and a ranking asks once per build."""
     calibrated: InitVar[dict[str, Calibration] | None] = None
     """The calibrations of this very catalog, computed before (the catalog cache keeps them):
     calibrating every hardware costs more than the rest of the index."""
@@ -81,9 +84,14 @@ class CatalogIndex:
 
             known = {h.id: known.get(h.id) or calibrate_all(self, h) for h in self.catalog.hardware}
         set_(self, "calibrations", known)
+        set_(self, "constants", {(hw, engine): c.for_engine(engine) for hw, c in known.items()
+                                 for engine in {ENGINE, *c.engines, *c.prefill}})
 
     def speed_constants(self, hardware: Hardware, engine: str = ENGINE) -> SpeedConstants:
         """The calibrated constants for `engine` on `hardware` (calibrated on demand for hand-built hardware)."""
+        known = self.constants.get((hardware.id, engine))
+        if known is not None:
+            return known
         calibration = self.calibrations.get(hardware.id)
         if calibration is None:
             from sparkadvisor.core.calibration import calibrate_all

@@ -42,6 +42,7 @@ window, a compressed layer its rows, a linear layer its state.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from sparkadvisor.core.formats import kv_dtype_bytes
 from sparkadvisor.core.records import record
@@ -308,3 +309,11 @@ def sessions_at(shape: KvShape, budget_bytes: float, context_tokens: int, block_
     if budget_bytes <= 0 or per_sequence <= 0:
         return 0
     return int(budget_bytes // per_sequence)
+
+
+@lru_cache(maxsize=4096)
+def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
+              ssm_cache_dtype: str = "auto") -> KvShape | None:
+    """`kv_shape`, computed once per attention design, dtype, split and state dtype (a ranking
+    asks for the same few designs once per build)."""
+    return kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype)

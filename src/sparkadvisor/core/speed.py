@@ -34,7 +34,7 @@ import math
 from dataclasses import field
 
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import kv_shape
+from sparkadvisor.core.kv import shape_for
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Hardware
 
@@ -523,7 +523,7 @@ def _flag_text(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
 def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: int, kv_cache_dtype: str) -> float:
     """GB of cached K/V (or latent and indexer keys) `attended_tokens` occupy on one rank under TP,
     as a decode step would read them (windows, top-k and compression bound it); no linear state."""
-    shape = kv_shape(attention, kv_cache_dtype, nodes, 1) if attention is not None else None
+    shape = shape_for(attention, kv_cache_dtype, nodes, 1) if attention is not None else None
     if shape is None:
         return 0.0
     return (shape.bytes_read(round(attended_tokens)) - shape.state_bytes_per_sequence) / 1e9

@@ -14,11 +14,10 @@ cluster and the stages before it, passed by keyword:
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS, KvShape, kv_shape, sessions_at
+from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS, KvShape, sessions_at, shape_for
 from sparkadvisor.core.memory import (
     Budget,
     Reserve,
@@ -29,7 +28,7 @@ from sparkadvisor.core.memory import (
     valid_parallelism,
 )
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
+from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Model, Recipe, Speculative
 from sparkadvisor.core.speed import (
     DecodeEstimate,
     DecodeInputs,
@@ -240,13 +239,6 @@ class KvPool:
     """The engine settings the pool was sized with."""
     request_bytes: float | None = None
     """What vLLM reserves per request of max_model_len on one rank (None without config facts)."""
-
-
-@lru_cache(maxsize=4096)
-def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
-              ssm_cache_dtype: str = "auto") -> KvShape | None:
-    """`kv.kv_shape`, computed once per attention design, dtype, split and state dtype."""
-    return kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype)
 
 
 def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
