@@ -109,3 +109,13 @@ def test_show_names_the_path_and_whose_prefill_rates(index) -> None:
     assert "llama.cpp's own, fitted to" in steps["ttft"] and "attention FLOPs" in steps["ttft"]
     assert "K/V stream" in steps["ttft"] and "read once per 512-token chunk" in steps["ttft"]
     assert "prefill llama.cpp's own rates for int8" in steps["constants"]
+
+
+@pytest.mark.parametrize("args", [("--max-num-batched-tokens", "4096"), ("--max_num_batched_tokens=4096",)])
+def test_the_prefill_chunk_and_the_kv_pool_read_the_same_batched_tokens_flag(args) -> None:
+    """One reading of launch flags: the pool's per-request reserve and the prefill chunk cannot disagree."""
+    from sparkadvisor.core.stages import engine_arg
+
+    recipe = type("R", (), {"extra_args": args})()
+    assert prefill_chunk("vllm", args, None) == 4096
+    assert engine_arg(recipe, "--max-num-batched-tokens") == "4096"

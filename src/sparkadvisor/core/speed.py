@@ -474,7 +474,7 @@ def expert_precision(weight_format: str, engine: str, extra_args: tuple[str, ...
     """The routed experts' tensor path when the launch flags send them elsewhere than the dense
     GEMMs: vLLM's `--moe-backend marlin` runs them W4A16 (dequantized in registers, bf16 MMA)
     whatever the checkpoint's format. None: the same path as the dense GEMMs."""
-    if engine == "vllm" and _flag_text(extra_args, ("--moe-backend",)) == "marlin":
+    if engine == "vllm" and launch_flag(extra_args, ("--moe-backend",)) == "marlin":
         return "bf16"
     return None
 
@@ -508,16 +508,23 @@ def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float
 
 
 def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
-    value = _flag_text(args, names)
+    value = launch_flag(args, names)
     return int(value) if value and value.isdigit() else None
 
 
-def _flag_text(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+def launch_flag(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+    """The value launch arguments give the first of `names` they set (`--flag v` or `--flag=v`; a
+    long flag's dashes and underscores alike, as vLLM reads them), or None."""
+    wanted = {_flag_name(name) for name in names}
     for i, arg in enumerate(args):
-        name, _, inline = arg.partition("=")
-        if name in names:
-            return inline or (args[i + 1] if i + 1 < len(args) else "")
+        name, eq, value = arg.partition("=")
+        if _flag_name(name) in wanted:
+            return value if eq else (args[i + 1] if i + 1 < len(args) else None)
     return None
+
+
+def _flag_name(name: str) -> str:
+    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
 
 
 def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: int, kv_cache_dtype: str) -> float:

@@ -36,6 +36,7 @@ from sparkadvisor.core.speed import (
     SpeedConstants,
     estimate_decode,
     estimate_prefill,
+    launch_flag,
     prefill_chunk,
     prefill_inputs,
     weight_class,
@@ -244,15 +245,7 @@ class KvPool:
 def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
     """The value a recipe passes for a `vllm serve` flag among its extra arguments (`--flag v` or
     `--flag=v`, dashes or underscores), or None."""
-    if recipe is None:
-        return None
-    wanted = flag.lstrip("-").replace("_", "-")
-    args = recipe.extra_args
-    for i, arg in enumerate(args):
-        name, eq, value = arg.partition("=")
-        if name.startswith("--") and name[2:].replace("_", "-") == wanted:
-            return value if eq else (args[i + 1] if i + 1 < len(args) else None)
-    return None
+    return launch_flag(recipe.extra_args, (flag,)) if recipe is not None else None
 
 
 def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
