@@ -42,11 +42,14 @@ class Terminal:
         self.tmux("send-keys", "-t", "app", key)
 
     def wait_for(self, check: Callable[[str], bool], what: str, timeout_s: float = 60) -> str:
-        deadline = time.monotonic() + timeout_s
+        """The screen once `check` holds and two captures 0.1 s apart agree: a loaded machine can hand
+        tmux a frame in pieces, and a capture between them shows the top of the new frame over the old."""
+        deadline, previous = time.monotonic() + timeout_s, None
         while time.monotonic() < deadline:
             text = self.screen()
-            if check(text):
+            if check(text) and text == previous:
                 return text
+            previous = text
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what}; the screen shows:\n{self.screen()}")
 
@@ -111,7 +114,7 @@ def test_real_terminal_rank_toggle_one_node_and_quit(terminal: Terminal) -> None
 
     terminal.press("1")
     screen = terminal.wait_for(lambda s: "1 x DGX Spark · 121.6 GiB" in s, "the one-node view")
-    assert "▶ 1 " in screen
+    assert "▶ 1 " in screen, "the detail pane's node sweep marks the one-node row"
 
     terminal.press("q")
     screen = terminal.wait_for(lambda s: "exited with status" in s or "Pane is dead" in s, "the app to exit")
