@@ -537,6 +537,8 @@ def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
 def launch_flag(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
     """The value launch arguments give the first of `names` they set (`--flag v` or `--flag=v`; a
     long flag's dashes and underscores alike, as vLLM reads them), or None."""
+    if not args:
+        return None  # most builds have no recipe, so no arguments: skip spelling out the names
     wanted = {_flag_name(name) for name in names}
     for i, arg in enumerate(args):
         name, eq, value = arg.partition("=")
