@@ -36,7 +36,8 @@ def test_rank_piped_to_cat_prints_one_line_per_build(isolated_home, index):
         assert sum(line.rstrip().endswith(build_id) or f" {build_id} " in line for line in lines) == 1, build_id
     glm = next(line for line in lines if f" {GLM} " in line)
     assert "GLM-5.3-Flash" in glm and "RedHatAI" in glm and "fits +" in glm
-    assert len(lines) == len(index.builds) + 3  # title, headings, rows, the measured-pool note
+    assert len(lines) == len(index.builds) + 4  # title, headings, rows, the range's and the measured-pool notes
+    assert any(line.startswith("tok/s (low-high): an 80% range") for line in lines)
 
 
 def test_show_into_a_file_keeps_urls_whole(capsys):
@@ -134,7 +135,7 @@ def test_a_terminal_gets_the_columns_that_fit_and_the_rest_named(capsys, monkeyp
     rows = [line for line in lines if "fits +" in line and ": " not in line]  # not the reasons below
     assert len(rows) > 20 and max(len(line) for line in rows) <= 80
     glm = next(line for line in rows if line.startswith("  1 "))
-    assert "GLM-5.3-Flash" in glm and "▲•" in glm and "fits +11.2 GiB" in glm and "42 (33-53)" in glm
+    assert "GLM-5.3-Flash" in glm and "▲•" in glm and "fits +11.2 GiB" in glm and "42 (33-55)" in glm
     assert not any(re.search(r"[✖▲•] \S*…", line) for line in rows), "a badge is dropped whole, never cut"
     hidden = next(line for line in lines if line.startswith("Not shown at this width:"))
     assert "KV pool" in hidden and "id" in hidden and f"{GLM}: meets" in out

@@ -21,6 +21,10 @@ BASIS_STYLE = {"stated": "cyan", "derived": "green", "measured": "bold green", "
                "assumed": "magenta", "unknown": "red"}
 
 
+RANGE_NOTE = ("tok/s (low-high): an 80% range, sized from the speed model's errors on measurements left out of "
+              "its fit (`show` gives each range's basis).")
+
+
 SHRINKS = {1: 16, 2: 14, 3: 5}
 """On a narrow terminal, model, build and flags give way first (names end in an ellipsis, the flags keep their
 glyphs and drop the badge), as in the TUI."""
@@ -38,9 +42,11 @@ def ranking_listing(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Work
         rows.append((*(cells[k] for k in keys), item.plan.build.id, item.reason))
         styles.append(_row_styles(item, keys))
     measured_pool = any(r.plan.kv_pool_measured for r in ranked)
+    ranged = any(r.plan.decode is not None for r in ranked)
     reasons = tuple(f"  {f'{r.rank}.' if r.rank else '-'} {r.plan.build.id}: {r.reason}" for r in ranked)
+    notes = (RANGE_NOTE,) * ranged + ("* KV pool measured by a recipe.",) * measured_pool + notes
     return Listing(columns, tuple(rows), frozenset(i for i, c in enumerate(COLUMNS) if c.numeric),
-                   title=header(cluster, workload), notes=("* KV pool measured by a recipe.",) * measured_pool + notes,
+                   title=header(cluster, workload), notes=notes,
                    styles=tuple(styles), shrinks=SHRINKS, narrow_notes=("Reasons:", *reasons),
                    first_word=frozenset(i for i, c in enumerate(COLUMNS) if c.key == "flags"))
 

@@ -75,7 +75,7 @@ def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     low, high = prefill_range(cold_rate, plan.constants)
     warm_low, warm_high = prefill_range(warm_rate, plan.constants)
     ratio = (context / cold_rate) / (new / warm_rate)
-    band = 1 + plan.constants.prefill_band
+    band = 1 + max(plan.constants.prefill_sides)  # both rates err alike, so the wider side bounds the ratio
     return {
         "prefill_tok_s": Prediction(cold_rate, low, high),
         "cold_ttft_s": Prediction(context / cold_rate, context / high, context / low),

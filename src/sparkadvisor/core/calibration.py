@@ -48,7 +48,8 @@ from sparkadvisor.core.speed import (
 from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs, recipe_kv_read
 
 BAND_QUANTILE = 0.8
-"""The range covers this share of the errors the model makes on measurements left out of the fit."""
+"""The share of figures a range is built to hold: of the errors the model makes on measurements
+left out of the fit, at most half the rest fall below it and half above (`band_from`)."""
 
 BAND_FOLDS = 5
 """Cross-validation groups for the ranges (leave-one-recipe-out below five recipes)."""
@@ -137,7 +138,9 @@ def calibrate_all(index: CatalogIndex, hardware: Hardware, exclude: frozenset[st
     fit = fit_decode(observations, hardware.memory_bandwidth_gb_s, base)
     (decode, aggregate), notes = _bands(observations, hardware.memory_bandwidth_gb_s,
                                         next(iter(fit.values())).expert_spread, base)
-    engines = {e: replace(c, decode_band=decode, aggregate_band=aggregate, basis={**c.basis, **notes})
+    engines = {e: replace(c, decode_band=decode.above, decode_band_below=decode.below,
+                          aggregate_band=aggregate.above, aggregate_band_below=aggregate.below,
+                          basis={**c.basis, **notes})
                for e, c in fit.items()}
     reference = engines.get(POOLED) or engines.get("vllm") or base
     return Calibration(hardware.id, {e: c for e, c in engines.items() if e != POOLED}, reference, prefill)
@@ -294,11 +297,12 @@ def _log_error(o: Observation, bandwidth: float, constants: dict[str, SpeedConst
 
 
 def _bands(observations: Sequence[Observation], bandwidth: float, spread: float,
-           base: SpeedConstants) -> tuple[tuple[float, float], dict[str, str]]:
-    """Single-stream and aggregate ranges from the errors on recipes held out of the fit, in folds."""
+           base: SpeedConstants) -> tuple[tuple[Band, Band], dict[str, str]]:
+    """Single-stream and aggregate ranges from the signed errors on recipes held out of the fit, in folds."""
     recipe_ids = list(dict.fromkeys(o.recipe.id for o in observations))
+    symmetric = (Band(base.decode_band, base.decode_band), Band(base.aggregate_band, base.aggregate_band))
     if len(recipe_ids) < 2:
-        return (base.decode_band, base.aggregate_band), {}
+        return symmetric, {}
     folds = min(BAND_FOLDS, len(recipe_ids))
     single: list[float] = []
     batched: list[float] = []
@@ -310,30 +314,41 @@ def _bands(observations: Sequence[Observation], bandwidth: float, spread: float,
         fitted = _fit_at(train, bandwidth, replace(base, expert_spread=spread))
         for o in observations:
             if o.recipe.id in held:
-                (single if o.inputs.streams == 1 else batched).append(abs(_log_error(o, bandwidth, fitted)))
-    decode = _band(single) if single else base.decode_band
-    aggregate = _band(batched) if len(batched) >= 3 else decode
-    basis = {"decode_band": _band_basis(len(single)),
-             "aggregate_band": _band_basis(len(batched)) if len(batched) >= 3 else "the single-stream range"}
+                (single if o.inputs.streams == 1 else batched).append(_log_error(o, bandwidth, fitted))
+    decode = band_from(single) if single else symmetric[0]
+    aggregate = band_from(batched) if len(batched) >= 3 else decode
+    basis = {"decode_band": _band_basis(len(single), folds),
+             "aggregate_band": _band_basis(len(batched), folds) if len(batched) >= 3 else "the single-stream range"}
     return (decode, aggregate), basis
 
 
-def _band(errors: list[float]) -> float:
-    return max(math.exp(quantile(errors, BAND_QUANTILE)) - 1, MIN_BAND)
+@record(kw_only=False)
+class Band:
+    """A range around an expected figure: low = expected / (1 + below), high = expected x (1 + above)."""
+
+    below: float
+    above: float
 
 
-def _band_basis(count: int) -> str:
-    return (f"covers {BAND_QUANTILE:.0%} of the errors on {count} measurement{'s' if count != 1 else ''} "
-            "left out of the fit")
+def band_from(errors: list[float]) -> Band:
+    """The range an 80% share of new figures falls in, from signed held-out errors log(predicted /
+    measured): split-conformal and equal-tailed (Lei et al. 2018, "Distribution-free predictive
+    inference for regression"; Romano et al. 2019): the measured figure lies below the range for
+    at most 10% of them and above it for at most 10%, each side from its own order statistic
+    at the finite-sample rank (ceil((n + 1) x 0.9) of n), so a model that errs more one way
+    than the other gets a range that leans the same way. Each side at least MIN_BAND."""
+    ordered = sorted(errors)
+    n = len(ordered)
+    tail = (1 - BAND_QUANTILE) / 2
+    over = ordered[min(math.ceil((n + 1) * (1 - tail)), n) - 1]  # predicted too high: measured below
+    under = ordered[max(math.floor((n + 1) * tail), 1) - 1]  # predicted too low: measured above
+    return Band(max(math.exp(over) - 1, MIN_BAND), max(math.exp(-under) - 1, MIN_BAND))
 
 
-def quantile(values: list[float], share: float) -> float:
-    """The `share` quantile of `values` (linear interpolation between order statistics)."""
-    ordered = sorted(values)
-    position = share * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+def _band_basis(count: int, folds: int) -> str:
+    return (f"an {BAND_QUANTILE:.0%} range: split-conformal from the errors on {count} "
+            f"measurement{'s' if count != 1 else ''} left out of the fit in {folds} folds, at most "
+            f"{(1 - BAND_QUANTILE) / 2:.0%} of them below it and {(1 - BAND_QUANTILE) / 2:.0%} above")
 
 
 def _with_acceptance(recipes: list[Recipe], c: SpeedConstants) -> SpeedConstants:
@@ -620,8 +635,10 @@ def _with_prefill_band(points: list[PrefillPoint], c: SpeedConstants,
         train = [pt for pt in points if pt.recipe not in held]
         if train:
             fitted = _fit_prefill_all(train, c)
-            errors += [abs(_prefill_error(pt, *fitted)) for pt in points if pt.recipe in held]
-    return replace(c, prefill_band=_band(errors), basis={**c.basis, "prefill_band": _band_basis(len(errors))}), own
+            errors += [_prefill_error(pt, *fitted) for pt in points if pt.recipe in held]
+    band = band_from(errors)
+    return replace(c, prefill_band=band.above, prefill_band_below=band.below,
+                   basis={**c.basis, "prefill_band": _band_basis(len(errors), folds)}), own
 
 
 def _borrow_prefill(index: CatalogIndex, hardware: Hardware,

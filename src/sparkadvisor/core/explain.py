@@ -503,7 +503,8 @@ def _first_token(plan: Plan) -> list[Step]:
         precision = prefill_precision(plan.build.format, c.engine)
         rate_ms = c.prefill_ms_per_gflop.get(precision)
         tflops = 1 / rate_ms if rate_ms else 0.0
-        rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}; "
+        rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}: "
+                f"{c.basis.get('prefill_band', 'assumed')}; "
                 f"{_prefill_terms(plan, precision, tflops)})")
         basis = "estimated"
     text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \

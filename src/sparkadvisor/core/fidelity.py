@@ -212,13 +212,15 @@ def _summary_dict(s: Summary) -> dict[str, object]:
 
 CONSTANT_NAMES = ("bandwidth_fraction", "kv_ms_per_gb", "compute_ms_per_gflop", "fixed_ms", "layer_ms",
                   "eager_ms_per_layer", "spec_ms_per_step", "allreduce_us", "acceptance", "expert_spread",
-                  "expert_prefill_factor", "decode_band", "aggregate_band", "prefill_band")
+                  "expert_prefill_factor", "decode_band", "decode_band_below", "aggregate_band",
+                  "aggregate_band_below", "prefill_band", "prefill_band_below")
 """The scalar constants the report lists, in this order (then the per-format and per-precision ones)."""
 
 
 def constants_dict(c: SpeedConstants) -> dict[str, object]:
     """Each fitted constant with its value and where it comes from."""
-    out: dict[str, object] = {name: {"value": _round(getattr(c, name), 4), "basis": c.basis.get(name, "assumed")}
+    out: dict[str, object] = {name: {"value": _round(getattr(c, name), 4),
+                                     "basis": c.basis.get(name.removesuffix("_below"), "assumed")}
                               for name in CONSTANT_NAMES}
     for fmt, value in sorted(c.weight_penalty.items()):
         out[f"weight_penalty.{fmt}"] = {"value": _round(value, 4), "basis": c.basis.get("weight_penalty", "")}

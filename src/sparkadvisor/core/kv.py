@@ -42,7 +42,6 @@ window, a compressed layer its rows, a linear layer its state.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 from sparkadvisor.core.formats import kv_dtype_bytes
 from sparkadvisor.core.records import record
@@ -311,9 +310,24 @@ def sessions_at(shape: KvShape, budget_bytes: float, context_tokens: int, block_
     return int(budget_bytes // per_sequence)
 
 
-@lru_cache(maxsize=4096)
+SHAPES_KEPT = 4096
+"""Shapes `shape_for` keeps before it starts afresh (a catalog has a few dozen attention designs)."""
+
+_shapes: dict[tuple[int, str, int, int, str], tuple[Attention, KvShape | None]] = {}
+
+
 def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
               ssm_cache_dtype: str = "auto") -> KvShape | None:
     """`kv_shape`, computed once per attention design, dtype, split and state dtype (a ranking
-    asks for the same few designs once per build)."""
-    return kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype)
+    asks for the same few designs twice per build). Kept by the record's identity: hashing a
+    whole `Attention` costs about as much as a lookup saves; each entry holds its record, so
+    an identity is never reused while its entry lives."""
+    key = (id(attention), kv_cache_dtype, tp, pp, ssm_cache_dtype)
+    kept = _shapes.get(key)
+    if kept is not None:
+        return kept[1]
+    shape = kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype)
+    if len(_shapes) >= SHAPES_KEPT:
+        _shapes.clear()
+    _shapes[key] = (attention, shape)
+    return shape

@@ -162,7 +162,7 @@ class SpeedConstants:
     """Milliseconds per GB of weights streamed once per prefill chunk: the published read test
     (not fitted)."""
     decode_band: float
-    """Relative half-width of the single-stream range: low = expected / (1 + band), high = expected x (1 + band)."""
+    """How far the single-stream range reaches above the expected figure: high = expected x (1 + band)."""
     aggregate_band: float
     """The same for several streams."""
     prefill_band: float
@@ -173,12 +173,34 @@ class SpeedConstants:
     """Prefill measurements the prefill rates were fitted to."""
     basis: dict[str, str] = field(default_factory=dict)
     """For each constant, where it comes from ("assumed", "read test", "fitted to 3 measurements")."""
+    decode_band_below: float | None = None
+    """How far the single-stream range reaches below it: low = expected / (1 + below); None: as far
+    as above (a range from the model's errors leans the way they do: calibration.band_from)."""
+    aggregate_band_below: float | None = None
+    """The same for several streams."""
+    prefill_band_below: float | None = None
+    """The same for prefill."""
+
+    def decode_range(self, streams: int) -> tuple[float, float]:
+        """(below, above) of the decode range for `streams` sequences."""
+        if streams == 1:
+            return _sides(self.decode_band_below, self.decode_band)
+        return _sides(self.aggregate_band_below, self.aggregate_band)
+
+    @property
+    def prefill_sides(self) -> tuple[float, float]:
+        """(below, above) of the prefill range."""
+        return _sides(self.prefill_band_below, self.prefill_band)
 
     @property
     def prefill_flops_per_node(self) -> float | None:
         """The BF16 prefill rate as FLOP/s of one node (a summary figure)."""
         rate = self.prefill_ms_per_gflop.get("bf16")
         return 1e12 / rate if rate else None
+
+
+def _sides(below: float | None, above: float) -> tuple[float, float]:
+    return (above if below is None else below), above
 
 
 def default_constants(hardware: Hardware, engine: str = "vllm") -> SpeedConstants:
@@ -390,11 +412,11 @@ def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: Spee
     ceiling = decode_ceiling(inputs.active_params, bits, inputs.tp, bandwidth_gb_s)
     step = weights + kv + draft + fixed + spec + compute + allreduce
     expected = inputs.streams * tokens / step * 1e3
-    band = c.decode_band if inputs.streams == 1 else c.aggregate_band
-    high = expected * (1 + band)
+    below, above = c.decode_range(inputs.streams)
+    high = expected * (1 + above)
     if inputs.spec_tokens == 0 and inputs.streams == 1:
         high = min(high, max(ceiling, expected))
-    return DecodeEstimate(ceiling, expected, expected / (1 + band), high, weights, kv, draft, fixed, spec, compute,
+    return DecodeEstimate(ceiling, expected, expected / (1 + below), high, weights, kv, draft, fixed, spec, compute,
                           allreduce, tokens, bits, inputs.streams, inputs.tables, touched)
 
 
@@ -515,6 +537,8 @@ def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
 def launch_flag(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
     """The value launch arguments give the first of `names` they set (`--flag v` or `--flag=v`; a
     long flag's dashes and underscores alike, as vLLM reads them), or None."""
+    if not args:
+        return None  # most builds have no recipe, so no arguments: skip spelling out the names
     wanted = {_flag_name(name) for name in names}
     for i, arg in enumerate(args):
         name, eq, value = arg.partition("=")
@@ -616,5 +640,6 @@ def estimate_prefill(p: PrefillInputs, constants: SpeedConstants) -> float | Non
 
 
 def prefill_range(rate: float, constants: SpeedConstants) -> tuple[float, float]:
-    """(low, high) prompt tok/s around an estimated rate, from the calibrated spread."""
-    return rate / (1 + constants.prefill_band), rate * (1 + constants.prefill_band)
+    """(low, high) prompt tok/s around an estimated rate, from the calibrated errors."""
+    below, above = constants.prefill_sides
+    return rate / (1 + below), rate * (1 + above)

@@ -164,8 +164,16 @@ def _runs_as_measured(recipe: Recipe | None, settings: Settings) -> bool:
 
 def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None) -> int | None:
     """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried."""
+    sizes = range(1, fits_on or hardware.max_nodes + 1)
+    if not facts.recipes.get(hardware.id):
+        # No recipe at any size: only the weights' share changes with the size, so the rest is drawn up once.
+        resident, used, pinned, reserve = _node_share(facts, hardware, None, settings, 1)
+        for nodes in sizes:
+            if node_fits(hardware, resident / nodes, used, pinned, reserve):
+                return nodes
+        return fits_on
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
-    for nodes in range(1, fits_on or hardware.max_nodes + 1):
+    for nodes in sizes:
         if _fits_at(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes):
             return nodes
     return fits_on

@@ -50,7 +50,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("build", "build", help="publisher and weight format"),
     Column("flags", "flags", help="one glyph per caveat severity present, then the most severe caveat"),
     Column("fit", "fit", help="fits with X GiB per node left, fits by a recipe, or the nodes it needs"),
-    Column("expected", "tok/s", True, "expected decode speed, one stream, with its low-high range"),
+    Column("expected", "tok/s", True, "expected decode speed, one stream, with its 80% range (from the model's "
+           "errors on measurements left out of its fit)"),
     Column("ttft", "1st token", True, "time to the first token of a turn, with prefix caching as it runs"),
     Column("turn", "turn", True, "first token plus the output at the decode speed"),
     Column("kv_pool", "KV pool", True, "tokens the KV cache holds; * measured by a recipe"),

@@ -53,8 +53,11 @@ def steps_content(item: Ranked) -> Content:
 def speed_content(item: Ranked) -> Content:
     """Ceiling, expected and measured decode side by side, with the efficiency."""
     cells, plan = row_cells(item), item.plan
+    d = plan.decode
+    expected = (f"{d.expected_tok_s:.0f}, 80% range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}" if d is not None
+                else cells["expected"])
     parts = [heading("Measured against predicted"), Content(
-        f"decode tok/s: ceiling {cells['ceiling']} · expected {cells['expected']} · measured {cells['measured']}")]
+        f"decode tok/s: ceiling {cells['ceiling']} · expected {expected} · measured {cells['measured']}")]
     outside = cells["measured"][-1:]
     if outside in (ABOVE_RANGE, BELOW_RANGE) and plan.decode is not None:
         side = "above" if outside == ABOVE_RANGE else "below"

@@ -21,7 +21,7 @@
 #   (581,040 profiler-sized, 678,661 at the 6 GiB pin).
 #   Measured 46.9 tok/s (single stream, code prompt, warm, 74.1% draft acceptance (README, 2026-08-28)) at its
 #   own conditions (2,000 tokens (assumed: not stated), 1 stream, eager); the model predicts 42 there, range
-#   33-53: inside the predicted range; 77% of the ceiling.
+#   33-55: inside the predicted range; 77% of the ceiling.
 #   5,000 tokens / measured prefill 1,365 tok/s (a 262K-token prompt took 192 s cold (README)) = 3.7 s to the
 #   first token. Uncached (a cold 100,000-token prompt): 73 s.
 #   3.7 s + 200 tokens / 46.9 tok/s = 7.9 s per turn.
