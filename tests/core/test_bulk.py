@@ -67,6 +67,7 @@ def test_a_cycle_dropped_during_the_block_is_collected_once_enough_more_was_froz
     with collector_paused():
         pass
     monkeypatch.setattr(bulk, "_frozen_after_pass", gc.get_freeze_count())
+    monkeypatch.setattr(bulk, "_frozen", gc.get_freeze_count())
     monkeypatch.setattr(bulk, "THAW_AFTER", 1_000)
     with collector_paused():
         dropped = Cycle()
@@ -92,6 +93,7 @@ def test_a_cycle_alive_at_the_hand_over_and_dropped_later_is_collected_too(monke
     with collector_paused():
         pass
     monkeypatch.setattr(bulk, "_frozen_after_pass", gc.get_freeze_count())
+    monkeypatch.setattr(bulk, "_frozen", gc.get_freeze_count())
     monkeypatch.setattr(bulk, "THAW_AFTER", 1_000)
     dialog = Cycle()
     gone = weakref.ref(dialog)
@@ -113,6 +115,7 @@ def test_no_pass_before_thaw_after_more_objects_are_frozen(monkeypatch):
     with collector_paused():
         pass
     monkeypatch.setattr(bulk, "_frozen_after_pass", gc.get_freeze_count())
+    monkeypatch.setattr(bulk, "_frozen", gc.get_freeze_count())
     monkeypatch.setattr(bulk, "THAW_AFTER", 10 * gc.get_freeze_count())
     before = gc.get_stats()[2]["collections"]
     with collector_paused():
@@ -122,3 +125,21 @@ def test_no_pass_before_thaw_after_more_objects_are_frozen(monkeypatch):
         kept = [Made() for _ in range(bulk._frozen_after_pass + 1)]  # doubled, but not THAW_AFTER more
     assert gone() is not None and kept
     assert gc.get_stats()[2]["collections"] == before
+
+
+def test_frozen_objects_freed_by_reference_counting_bring_no_pass(monkeypatch):
+    from sparkadvisor.core import bulk
+
+    with collector_paused():
+        pass
+    base = gc.get_freeze_count()
+    monkeypatch.setattr(bulk, "_frozen_after_pass", base)
+    monkeypatch.setattr(bulk, "_frozen", base)
+    monkeypatch.setattr(bulk, "THAW_AFTER", 1_000)
+    before = gc.get_stats()[2]["collections"]
+    for _ in range(2):  # each time 0.8 x base frozen and freed: counted 2.6 x base in all, never 2 x base at once
+        with collector_paused():
+            made = [Made() for _ in range(base * 8 // 10)]
+        del made
+    assert gc.get_stats()[2]["collections"] == before
+    assert bulk._frozen < 2 * base  # the count was put right from the frozen list

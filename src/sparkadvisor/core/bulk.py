@@ -34,6 +34,11 @@ THAW_RATIO = 2
 THAW_AFTER = 250_000
 """... and this many more (the records of ~30,000 ranked builds)."""
 
+_frozen = 0
+"""Objects frozen here, counted as each hand-over freezes them: at least what is frozen (reference
+counting frees frozen objects without telling). Counting the frozen list itself walks all of it,
+~60 ms at a few hundred thousand objects spread over a big heap: done only when this says a pass
+may be due."""
 _frozen_after_pass = 0
 """Objects frozen after the last full pass here, or at the first hand-over (0 before it)."""
 
@@ -55,13 +60,17 @@ def collector_paused() -> Iterator[None]:
 
 def _hand_over() -> None:
     """Freeze what is tracked; unfreeze, collect and freeze again once enough more is frozen."""
-    global _frozen_after_pass
+    global _frozen, _frozen_after_pass
+    _frozen += len(gc.get_objects())  # every generation a pass walks: what the freeze adds
     gc.freeze()
-    frozen = gc.get_freeze_count()
     if not _frozen_after_pass:
-        _frozen_after_pass = frozen  # the first: the program's own objects and what it read
-    elif frozen > max(THAW_RATIO * _frozen_after_pass, _frozen_after_pass + THAW_AFTER):
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-        _frozen_after_pass = gc.get_freeze_count()
+        _frozen_after_pass = _frozen  # the first: the program's own objects and what it read
+        return
+    due = max(THAW_RATIO * _frozen_after_pass, _frozen_after_pass + THAW_AFTER)
+    if _frozen > due:
+        _frozen = gc.get_freeze_count()  # less what reference counting freed meanwhile
+        if _frozen > due:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            _frozen = _frozen_after_pass = gc.get_freeze_count()
