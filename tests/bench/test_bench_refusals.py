@@ -78,7 +78,14 @@ def test_ctrl_c_shows_what_was_measured_and_records_nothing(tmp_path):
     server = bench_server(overhead_s=0.05, stall_after_tokens=3)
     env = {**os.environ, "SPARKADVISOR_HOME": str(tmp_path / "home")}
     command = [sys.executable, "-m", "sparkadvisor", "bench", "--vllm", server.url, "--record", *FAST]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A terminal's foreground job has SIGINT at its default; a job started in the background by a
+    # non-interactive shell inherits it ignored (POSIX), and the app rightly leaves it ignored then.
+    # Start the app as the terminal would, whatever this test process inherited.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     try:
         deadline = time.monotonic() + 30
         while server.state.generation_tokens < 4 and time.monotonic() < deadline:  # the warm request hangs
