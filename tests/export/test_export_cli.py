@@ -86,3 +86,12 @@ def test_a_gateway_is_where_claude_code_points(tmp_path):
     assert main([*GLM, "--format", "claude", "--gateway-url", "http://127.0.0.1:8082/", "--out", str(tmp_path)]) == 0
     settings = json.loads((tmp_path / "claude-settings.json").read_text(encoding="utf-8"))
     assert settings["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8082"
+
+
+def test_out_naming_an_existing_file_says_out_is_a_folder(capsys, tmp_path):
+    mine = tmp_path / "serve.sh"
+    mine.write_text("mine")
+    assert main([*QWEN, "--format", "sh", "--out", str(mine)]) == 1
+    assert capsys.readouterr().err == (f"sparkadvisor: --out {mine} is a file, not a folder; give the folder to "
+                                       "write serve.sh into\n")
+    assert mine.read_text() == "mine"

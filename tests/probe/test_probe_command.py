@@ -209,6 +209,16 @@ def test_a_broken_settings_file_is_named(capsys, vllm, settings_file) -> None:
     assert any(t.startswith(f"{path} is not valid JSON (line 1, column 32") for t in texts(data, "warning"))
 
 
+@pytest.mark.parametrize(("text", "words"), [
+    ("[1, 2]", "holds a JSON array, not an object"),
+    ('{"env": ["ANTHROPIC_BASE_URL=http://x:8000"]}', '"env" in {path} is a JSON array, not an object'),
+])
+def test_settings_of_the_wrong_shape_are_named(capsys, vllm, settings_file, text, words) -> None:
+    path = settings_file(text=text)
+    _, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(path))
+    assert any(words.format(path=path) in t for t in texts(data, "warning")), texts(data, "warning")
+
+
 def test_short_context_and_named_build(capsys, settings_file) -> None:
     server = vllm_server(served="glm", root="/models/glm", max_model_len=32768)
     try:

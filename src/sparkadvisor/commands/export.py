@@ -116,6 +116,9 @@ def _to_stdout(files: tuple[ExportFile, ...], fmt: str) -> int:
 def _to_folder(folder: Path, files: tuple[ExportFile, ...], force: bool) -> int:
     from sparkadvisor.export.write import ExistingFiles, write_files
 
+    if folder.exists() and not folder.is_dir():
+        names = ", ".join(f.name for f in files)
+        return _refused(f"--out {folder} is a file, not a folder; give the folder to write {names} into")
     try:
         written = write_files(folder, files, force)
     except ExistingFiles as error:

@@ -63,10 +63,23 @@ def _settings_env(path: Path) -> tuple[dict[str, str], list[Finding]]:
     except json.JSONDecodeError as error:
         return {}, [Finding("warning", f"{path} is not valid JSON (line {error.lineno}, column {error.colno}: "
                                        f"{error.msg}); Claude Code will not apply its env; fix the file")]
-    env = data.get("env") if isinstance(data, dict) else None
-    if not isinstance(env, dict):
+    if not isinstance(data, dict):
+        return {}, [Finding("warning", f"{path} holds a JSON {_json_kind(data)}, not an object; Claude Code reads "
+                                       "an object with an \"env\" object in it and applies none of this; fix the file")]
+    env = data.get("env")
+    if env is not None and not isinstance(env, dict):
+        return {}, [Finding("warning", f"\"env\" in {path} is a JSON {_json_kind(env)}, not an object; Claude Code "
+                                       "applies none of it; write it as {\"env\": {\"ANTHROPIC_BASE_URL\": ...}}")]
+    if env is None:
         return {}, []
     return {k: str(env[k]) for k in CLAUDE_KEPT_VARS if k in env}, []
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, as a person names it."""
+    if isinstance(value, bool):
+        return "true/false"
+    return {list: "array", str: "string", int: "number", float: "number", type(None): "null"}.get(type(value), "value")
 
 
 def claude_findings(settings: ClaudeSettings, target: Target, vllm: VllmState, gateway: GatewayState) -> list[Finding]:
