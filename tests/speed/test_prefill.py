@@ -186,3 +186,45 @@ def test_show_breaks_out_the_indexer_scoring(index) -> None:
     ttft = {s.key: s.text for s in explain(plan)}["ttft"]
     assert "indexer scoring" in ttft and "32 heads x 128" in ttft and "one key per 4 tokens" in ttft
     assert "replicated on every rank" in ttft and "FP32 logits" in ttft
+
+
+def _minimax_plan(index, workload):
+    build = index.builds["minimax-m2.7-awq-cyankiwi"]
+    return evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 2), workload, Settings())
+
+
+def test_a_measured_prefill_rate_holds_at_its_own_depth_and_is_scaled_by_the_model_elsewhere(index) -> None:
+    """eugr #197 measured 2,384 tok/s for a 2,048-token prompt at depth 0: a 2,048-token cold prompt
+    gets that rate as measured; the agentic turn's 5,000 new tokens on a 95,000-token cached prefix get
+    it scaled by the model's own rate there over its rate at the measurement."""
+    from sparkadvisor.core.stages import prefill
+
+    short = _minimax_plan(index, replace(AGENTIC, context_tokens=2048, prefix_reuse=0.0))
+    assert (short.prefill_tok_s, short.prefill_basis) == (2384, "measured")
+    deep = _minimax_plan(index, AGENTIC)
+    assert deep.prefill_basis == "scaled" and deep.prefill_measured.value == 2384
+    model, c = deep.model, deep.constants
+    estimated = {ctx: prefill(model, None, 2, ctx, new, c, deep.build.format, deep.weights.transformer_bytes,
+                              deep.fit.kv_cache_dtype)[0] for ctx, new in ((2048, 2048), (100_000, 5000))}
+    assert deep.prefill_tok_s == pytest.approx(2384 * estimated[100_000] / estimated[2048], rel=1e-6)
+    assert deep.prefill_tok_s < 0.5 * 2384  # full attention over ~97,500 tokens costs more than the GEMMs
+    ttft = {s.key: s for s in explain(deep)}["ttft"]
+    assert ttft.basis == "derived" and "holds at its own depth" in ttft.text and "scales it x0." in ttft.text
+
+
+def test_the_measurement_nearest_the_depth_is_the_one_scaled(index) -> None:
+    """llama-bench measured pp2048 at depths 0 to 32,768 with -ub 2048: a prompt at a measured depth
+    takes that row, scaled only by the chunk (llama-server's default n_ubatch 512 reads every weight
+    four times as often per prompt token)."""
+    from sparkadvisor.core.stages import prefill
+
+    recipe = next(r for r in index.catalog.recipes if r.id == "gpt-oss-120b-llamacpp-bench")
+    facts = index.facts[recipe.build]
+    c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
+    row = next(m for m in recipe.measurements if m.metric == "prefill_tok_s" and m.depth_tokens == 8192)
+    rate, basis, m, _ = prefill(facts.model, recipe, 1, 8192 + 2048, 2048, c, facts.build.format,
+                                facts.weights.transformer_bytes)
+    assert (m, basis) == (row, "scaled") and rate < row.value
+    at_bench_chunk = replace(recipe, extra_args=("-ub", "2048"))
+    assert prefill(facts.model, at_bench_chunk, 1, 8192 + 2048, 2048, c, facts.build.format,
+                   facts.weights.transformer_bytes)[:3] == (row.value, "measured", row)

@@ -18,12 +18,13 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
 from sparkadvisor.core.speed import (
     indexer_keys_per_token,
+    prefill_chunk,
     prefill_cost,
     prefill_precision,
     prefill_range,
     weight_class,
 )
-from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at
+from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at, measured_attended
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
 
@@ -499,6 +500,19 @@ def _prefill_terms(plan: Plan, precision: str, tflops: float) -> str:
     return f"per prompt token {cost.total_ms:.3f} ms = " + " + ".join(terms)
 
 
+def _chunks(m: Measurement, plan: Plan) -> str:
+    """", chunk X tokens here vs Y there" when the prefill chunks differ."""
+    here = plan.first.prefill_inputs.chunk_tokens if plan.first.prefill_inputs else None
+    recipe = plan.recipe
+    there = prefill_chunk(plan.constants.engine, recipe.extra_args if recipe else (), m.context_tokens,
+                          m.chunk_tokens)
+    return f", {here:,}-token chunks vs {there:,} measured" if here and there and here != there else ""
+
+
+def _after(depth: int | None) -> str:
+    return f" after {depth:,} cached tokens" if depth else ""
+
+
 def _first_token(plan: Plan) -> list[Step]:
     w = plan.workload
     if plan.prefix_caching:
@@ -512,9 +526,21 @@ def _first_token(plan: Plan) -> list[Step]:
         steps.append(Step("ttft", "first token", "Prefill speed is unknown, so the first token is too.", "unknown"))
         return steps
     if plan.prefill_measured is not None:
-        rate = f"measured prefill {_measurement(plan.prefill_measured, lambda v: f'{v:,.0f}')} tok/s " \
-               f"({_source(plan.prefill_measured)})"
+        m = plan.prefill_measured
+        rate = f"measured prefill {_measurement(m, lambda v: f'{v:,.0f}')} tok/s ({_source(m)})"
         basis: Basis = "measured"
+        depth = measured_attended(m)
+        if plan.prefill_basis == "scaled" and depth is not None and plan.first.prefill_inputs is not None:
+            scale, here = plan.prefill_tok_s / m.value, plan.first.prefill_inputs.attended_tokens
+            rate = (f"{plan.prefill_tok_s:,.0f} tok/s derived: the {rate} holds at its own depth (a "
+                    f"{m.context_tokens:,}-token prompt{_after(m.depth_tokens)}, ~{depth:,.0f} attended tokens per "
+                    f"prompt token); the model's own rate at this depth (~{here:,.0f}"
+                    f" attended{_chunks(m, plan)}) over its rate there scales it x{scale:.2f} (depth moves the "
+                    f"attention and indexer FLOPs and the K/V read; the chunk moves the weights read per token)")
+            basis = "derived"
+        elif depth is None:
+            rate += ("; its prompt length is unstated, so its depth is unknown and it is used as measured at "
+                     "this depth, unscaled")
     else:
         low, high = prefill_range(plan.prefill_tok_s, plan.constants)
         c = plan.constants

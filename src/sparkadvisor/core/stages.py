@@ -13,6 +13,7 @@ cluster and the stages before it, passed by keyword:
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -504,7 +505,8 @@ class FirstToken:
     prefill_tok_s: float | None
     """Prompt tokens per second across the cluster."""
     prefill_basis: str
-    """"measured", "estimated" or "unknown"."""
+    """"measured" (at this depth, or at an unstated one), "scaled" (measured at another depth and
+    scaled by the model to this one), "estimated" or "unknown"."""
     prefill_measured: Measurement | None
     """The recipe's prefill measurement, when it has one."""
     prefill_inputs: PrefillInputs | None
@@ -544,19 +546,66 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
             constants: SpeedConstants, weight_format: str = "bf16", weight_bytes: float = 0.0,
             kv_cache_dtype: str = "auto") -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
     """(prompt tok/s, basis, measurement, inputs) for `uncached` new tokens on top of a cached prefix, the
-    transformer's `weight_bytes` streamed once per prefill chunk."""
-    measurement = measured(recipe, "prefill_tok_s")
-    if measurement is not None:
-        return measurement.value, "measured", measurement, None
+    transformer's `weight_bytes` streamed once per prefill chunk.
+
+    A measured rate holds at its own depth: the recipe's prefill measurement nearest this one in
+    attended depth is used as measured when the depth is the same (or the measurement states no
+    prompt length, so its depth is unknown), and otherwise scaled by the model's ratio of its own
+    estimates here and there (attention FLOPs, the indexer's scoring, K/V reads and the weights per
+    chunk all move with depth): basis "scaled"."""
     p = model.params
-    if p.active_b is None:
-        return None, "unknown", None, None
+    extra = recipe.extra_args if recipe else ()
+
+    def inputs_at(attended: float, chunk: int | None) -> PrefillInputs | None:
+        if p.active_b is None:
+            return None
+        return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
+                              weight_format, model.attention, attended, engine=constants.engine,
+                              kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes, chunk_tokens=chunk,
+                              extra_args=extra)
+
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
-    point = prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
-                           weight_format, model.attention, attended, engine=constants.engine,
-                           kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes,
-                           chunk_tokens=prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached),
-                           extra_args=recipe.extra_args if recipe else ())
+    point = inputs_at(attended, prefill_chunk(constants.engine, extra, uncached))
+    measurement = _nearest_prefill(recipe, attended)
+    if measurement is not None:
+        depth = measured_attended(measurement)
+        there = None if depth is None else inputs_at(depth, prefill_chunk(constants.engine, extra,
+                                                                          measurement.context_tokens,
+                                                                          measurement.chunk_tokens))
+        scale = _depth_scale(point, there, constants)
+        if scale is None:
+            return measurement.value, "measured", measurement, point
+        return measurement.value * scale, "scaled", measurement, point
+    if point is None:
+        return None, "unknown", None, None
     rate = estimate_prefill(point, constants)
     return rate, ("estimated" if rate else "unknown"), None, point
+
+
+def measured_attended(m: Measurement) -> float | None:
+    """Tokens the average prompt token of a prefill measurement attended to (its cached depth plus
+    half its prompt), or None when the source states no prompt length."""
+    return None if m.context_tokens is None else (m.depth_tokens or 0) + m.context_tokens / 2
+
+
+def _nearest_prefill(recipe: Recipe | None, attended: float) -> Measurement | None:
+    """The recipe's prefill measurement nearest `attended` in depth (by ratio; the newest of equals,
+    and one of unstated depth only when none states it)."""
+    rows = [m for m in reversed(recipe.measurements) if m.metric == "prefill_tok_s" and m.streams == 1] \
+        if recipe else []
+    stated = [(abs(math.log(max(depth, 1.0) / max(attended, 1.0))), i, m) for i, m in enumerate(rows)
+              if (depth := measured_attended(m)) is not None]
+    if not stated:
+        return rows[0] if rows else None
+    return min(stated, key=lambda t: (t[0], t[1]))[2]
+
+
+def _depth_scale(here: PrefillInputs | None, there: PrefillInputs | None, c: SpeedConstants) -> float | None:
+    """The model's rate here over its rate at the measurement (None: no model, or the same point)."""
+    if here is None or there is None:
+        return None
+    rate_here, rate_there = estimate_prefill(here, c), estimate_prefill(there, c)
+    if not rate_here or not rate_there or abs(rate_here / rate_there - 1) < 0.005:
+        return None
+    return rate_here / rate_there
