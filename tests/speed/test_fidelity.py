@@ -125,6 +125,7 @@ def test_fidelity_command_prints_the_summary_and_the_constants(capsys) -> None:
     out = capsys.readouterr().out
     assert "leave-one-out" in out and "median |error|" in out and "inside range" in out and "within 20%" in out
     assert "eager_ms_per_layer" in out and "fitted to" in out and "By engine:" in out
+    assert "Its range is an 80% range" in out and "decode_band_below" in out
 
 
 def test_fidelity_json_shape(capsys) -> None:

@@ -66,7 +66,8 @@ def text_lines(report: object) -> list[str]:
 
     assert isinstance(report, Report)
     lines = ["Each measurement is predicted at its own context, streams, engine and mode, with constants",
-             "fitted to the other recipes (leave-one-out).", ""]
+             "fitted to the other recipes (leave-one-out). Its range is an 80% range, sized from the errors",
+             "on measurements of those other recipes left out of their fit in folds (split-conformal).", ""]
     width = max((len(c.recipe) for c in report.checks), default=10)
     apart = [c for c in report.checks if c.tables]
     for c in report.checks:
