@@ -158,7 +158,10 @@ def test_indexer_and_extended_context():
     d = run(*tiny(index_head_dim=128, index_topk=2048, max_position_embeddings=32768,
                   rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}))
     assert (d.attention.indexer_head_dim, d.attention.sparse_topk) == (128, 2048)
+    assert (d.attention.indexer_heads, d.attention.indexer_pool) == (None, 1)  # unpublished heads stay unknown
     assert (d.context.native_tokens, d.context.extended_tokens) == (32768, 131072)
+    pooled = run(*tiny(index_head_dim=128, index_topk=2048, index_n_heads=32, index_kpool=4))
+    assert (pooled.attention.indexer_heads, pooled.attention.indexer_pool) == (32, 4)
 
 
 def test_moe_without_experts_per_token_leaves_active_unknown():

@@ -12,7 +12,15 @@ from sparkadvisor.core.calibration import calibrate
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.speed import prefill_chunk, prefill_cost, prefill_inputs, prefill_precision
+from sparkadvisor.core.speed import (
+    attention_flops_per_token,
+    indexer_flops_per_token,
+    indexer_keys_per_token,
+    prefill_chunk,
+    prefill_cost,
+    prefill_inputs,
+    prefill_precision,
+)
 from sparkadvisor.core.workload import AGENTIC, Settings
 
 
@@ -119,3 +127,62 @@ def test_the_prefill_chunk_and_the_kv_pool_read_the_same_batched_tokens_flag(arg
     recipe = type("R", (), {"extra_args": args})()
     assert prefill_chunk("vllm", args, None) == 4096
     assert engine_arg(recipe, "--max-num-batched-tokens") == "4096"
+
+
+def _glm(index, attended: float, nodes: int = 2, attention=None):
+    model = index.models["glm-5.3-flash"]
+    p = model.params
+    return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
+                          "nvfp4-modelopt", attention or model.attention, attended, engine="vllm",
+                          weight_bytes=180e9, chunk_tokens=8192)
+
+
+def test_the_sparse_indexer_scores_every_earlier_pool_with_its_own_heads_on_every_rank(index) -> None:
+    """GLM-5.3-Flash: 11 MLA layers, each query scored against one key per 4 earlier tokens with
+    32 heads of 128 (config.json), replicated on both TP ranks, so TP2 does not halve it."""
+    a = index.models["glm-5.3-flash"].attention
+    assert (a.indexer_heads, a.indexer_head_dim, a.indexer_pool) == (32, 128, 4)
+    assert indexer_keys_per_token(a, 100_000) == pytest.approx(11 * 100_000 / 4)
+    assert indexer_flops_per_token(a, 100_000) == pytest.approx(2 * 32 * 128 * 11 * 100_000 / 4)
+    c = calibrate(index, index.hardware["dgx-spark"], "vllm")
+    two, one = prefill_cost(_glm(index, 100_000), c), prefill_cost(_glm(index, 100_000, nodes=1), c)
+    assert two.indexer_gflop == pytest.approx(one.indexer_gflop) == pytest.approx(2 * 32 * 128 * 11 * 25_000 / 1e9)
+    assert two.indexer_ms == pytest.approx(two.indexer_gflop * c.prefill_attention_ms_per_gflop)
+    assert two.logits_gb == pytest.approx(11 * 25_000 * 8 / 1e9)  # FP32 logits written and read back
+    # Quadratic in depth: ten times deeper, ten times the scoring per token; the top-k attention stays bounded.
+    deep = prefill_cost(_glm(index, 1_000_000), c)
+    assert deep.indexer_gflop == pytest.approx(10 * two.indexer_gflop)
+    assert deep.attention_gflop == pytest.approx(two.attention_gflop)
+
+
+def test_deepseek_v4_indexes_its_compressed_rows(index) -> None:
+    a = index.models["deepseek-v4-flash-0731"].attention
+    # 21 CSA layers keep one row per 4 tokens and index them with 64 heads of 128; the HCA layers are not indexed.
+    assert indexer_keys_per_token(a, 32_768) == pytest.approx(21 * 32_768 / 4)
+    assert indexer_flops_per_token(a, 32_768) == pytest.approx(2 * 64 * 128 * 21 * 32_768 / 4)
+
+
+def test_sparse_mla_attends_in_the_latent(index) -> None:
+    """Absorbed form: QK^T over the 512-wide latent (GLM has no RoPE part) and AV over the latent,
+    not over GLM's 256-wide v_head_dim."""
+    a = index.models["glm-5.3-flash"].attention
+    assert attention_flops_per_token(a, 1_000_000) == pytest.approx(11 * 2048 * 2 * 64 * (512 + 512))
+    v4 = index.models["deepseek-v4-flash-0731"].attention  # K = V: the whole 512-wide row (448 + 64 RoPE) both ways
+    rows = 43 * 100 + 21 * 25 + 20 * 100 / 128  # window of 128 on every layer, CSA rows up to the top-512, HCA rows
+    assert attention_flops_per_token(v4, 100) == pytest.approx(rows * 2 * 64 * (512 + 512))
+
+
+def test_an_indexer_without_a_published_head_count_is_not_counted_and_show_says_so(index) -> None:
+    a = replace(index.models["glm-5.3-flash"].attention, indexer_heads=None)
+    assert indexer_flops_per_token(a, 100_000) is None
+    c = calibrate(index, index.hardware["dgx-spark"], "vllm")
+    cost = prefill_cost(_glm(index, 100_000, attention=a), c)
+    assert cost.indexer_unknown and cost.indexer_gflop == 0.0 and cost.indexer_ms == 0.0
+
+
+def test_show_breaks_out_the_indexer_scoring(index) -> None:
+    build = index.builds["glm-5.3-flash-nvfp4-nvidia"]
+    plan = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 2), AGENTIC, Settings())
+    ttft = {s.key: s.text for s in explain(plan)}["ttft"]
+    assert "indexer scoring" in ttft and "32 heads x 128" in ttft and "one key per 4 tokens" in ttft
+    assert "replicated on every rank" in ttft and "FP32 logits" in ttft

@@ -39,6 +39,7 @@ from sparkadvisor.core.speed import (
     estimate_prefill,
     link_ms,
     prefill_chunk,
+    prefill_indexer,
     prefill_inputs,
     prefill_link_s_per_token,
     prefill_range,
@@ -474,9 +475,12 @@ streams once per tile of queries."""
 
 
 def _attention_terms(p: PrefillInputs) -> dict[str, float]:
-    """GFLOP of attention and GB of attended K/V, per prompt token per node."""
-    return {"attention": attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9,
-            "kv": p.kv_gb, "weights": p.weight_gb}
+    """GFLOP of attention (the indexer's scoring included, replicated per node) and GB of attended
+    K/V, per prompt token per node; "weights" also carries the indexer's logits, both streamed at
+    the read test."""
+    indexer, logits_gb, _ = prefill_indexer(p)
+    return {"attention": attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9 + indexer,
+            "kv": p.kv_gb, "weights": p.weight_gb + logits_gb}
 
 
 def _attention_rates(c: SpeedConstants) -> dict[str, float]:
@@ -498,7 +502,7 @@ def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstant
                     + [terms[t] for t in ATTENTION_TERMS])
         ms = 1e3 / pt.value
         targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3
-                       - p.weight_gb * c.prefill_weight_ms_per_gb)
+                       - terms["weights"] * c.prefill_weight_ms_per_gb)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True)) if rows else {}
     rates: dict[str, float | None] = {name: solution.get(name) or None for name in PRECISIONS}
@@ -537,7 +541,7 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
         gflop, terms = p.gflop_by_precision(pooled.expert_prefill_factor), _attention_terms(p)
         ms = 1e3 / pt.value
         fixed = (prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s) * 1e3
-                 + p.weight_gb * pooled.prefill_weight_ms_per_gb)
+                 + terms["weights"] * pooled.prefill_weight_ms_per_gb)
         rates = {path: pooled.prefill_ms_per_gflop.get(path) for path in gflop if path not in own}
         if any(rate is None for rate in rates.values()):
             continue

@@ -320,7 +320,8 @@ def attention_facts(text: Mapping[str, Any], source: str, unknown: list[str]) ->
         if head_dim is None:
             unknown.append("head dimension (no head_dim, and hidden_size / heads is not whole)")
         facts.update(design="gqa" if kv_heads < heads else "mha", kv_heads=kv_heads, head_dim=head_dim)
-    facts.update(indexer_head_dim=_int(text, "index_head_dim") or None, sparse_topk=_int(text, "index_topk") or None)
+    facts.update(indexer_head_dim=_int(text, "index_head_dim") or None, sparse_topk=_int(text, "index_topk") or None,
+                 indexer_heads=_int(text, "index_n_heads") or None, indexer_pool=_int(text, "index_kpool") or 1)
     layer_kinds = _layer_kinds(text, layers, unknown)
     if layer_kinds is None:
         return None

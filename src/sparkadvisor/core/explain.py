@@ -16,7 +16,13 @@ from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
-from sparkadvisor.core.speed import prefill_cost, prefill_precision, prefill_range, weight_class
+from sparkadvisor.core.speed import (
+    indexer_keys_per_token,
+    prefill_cost,
+    prefill_precision,
+    prefill_range,
+    weight_class,
+)
 from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
@@ -467,6 +473,18 @@ def _prefill_terms(plan: Plan, precision: str, tflops: float) -> str:
         terms.append(f"attention FLOPs {cost.attention_ms:.3f} ms ({cost.attention_gflop:.2f} GFLOP attending to "
                      f"~{p.attended_tokens:,.0f} tokens, at {1 / rate if rate else 0:.0f} TFLOPS: "
                      f"{c.basis.get('prefill_attention', 'assumed')})")
+    if cost.indexer_gflop:
+        a = p.attention
+        assert a is not None
+        pool = f" (one key per {a.indexer_pool} tokens)" if a.indexer_pool > 1 else ""
+        terms.append(f"indexer scoring {cost.indexer_ms:.3f} ms ({cost.indexer_gflop:.2f} GFLOP per node: "
+                     f"{indexer_keys_per_token(a, p.attended_tokens):,.0f} earlier keys{pool} summed over its "
+                     f"layers x {a.indexer_heads} heads x {a.indexer_head_dim}, FP8 in vLLM and replicated on every "
+                     f"rank; at the attention rate, no FP8 speed-up assumed) + its FP32 logits {cost.logits_ms:.3f} ms "
+                     f"({cost.logits_gb * 1e3:.1f} MB written and read back, at the read test)")
+    elif cost.indexer_unknown:
+        terms.append("indexer scoring unknown (index_n_heads is not in the catalog): not counted, so this rate "
+                     "is optimistic at depth")
     if p.kv_gb:
         terms.append(f"K/V stream {cost.kv_ms:.3f} ms ({p.kv_gb:.2f} GB attended, read once per tile of queries, "
                      f"at {c.prefill_kv_ms_per_gb:.3f} ms/GB: {c.basis.get('prefill_kv', 'assumed')})")

@@ -280,6 +280,13 @@ class Attention:
     """Sparse-attention indexer (DeepSeek DSA, GLM): key width cached per token per full layer."""
     sparse_topk: int | None = checked(default=None, ge=1)
     """Sparse attention: tokens each query attends to (index_topk), bounding prefill attention."""
+    indexer_heads: int | None = checked(default=None, ge=1)
+    """Sparse-attention indexer heads (index_n_heads): each query scores every earlier indexer key
+    with this many heads of `indexer_head_dim`, the quadratic part of a sparse model's prefill.
+    None: unpublished (the scoring is then not counted, and `show` says so)."""
+    indexer_pool: int = checked(default=1, ge=1)
+    """Tokens folded into one indexer key on the full-attention layers (GLM-5.x index_kpool: the
+    indexer scores pools of adjacent tokens); 1: a key per token (DeepSeek-V3.2)."""
     linear: LinearAttention | None = None
     """Linear-attention or Mamba layers, when the model is a hybrid."""
     ffn_layers: int = checked(default=0, ge=0)

@@ -561,10 +561,11 @@ def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: in
 
 
 def attention_flops_per_token(attention: Attention | None, attended_tokens: float) -> float:
-    """QK^T and AV for one prompt token: full layers up to the top-k, windows, compressed rows."""
+    """QK^T and AV for one prompt token: full layers up to the top-k, windows, compressed rows
+    (the indexer that picks the top-k is `indexer_flops_per_token`)."""
     if attention is None or not attention.heads or not attention.head_dim:
         return 0.0
-    per_row = 4 * attention.heads * attention.head_dim  # QK^T and AV, multiply-add
+    per_row = _row_flops(attention)
     linear = attention.linear.layers if attention.linear else 0
     full = attention.layers - attention.sliding_layers - linear - attention.ffn_layers
     full_span = min(attended_tokens, attention.sparse_topk or attended_tokens)
@@ -576,6 +577,58 @@ def attention_flops_per_token(attention: Attention | None, attended_tokens: floa
         rows += group.layers * (min(compressed, attention.sparse_topk) if group.indexed and attention.sparse_topk
                                 else compressed)
     return per_row * rows
+
+
+def _row_flops(attention: Attention) -> float:
+    """QK^T and AV FLOPs of one query against one cached row of one layer (a multiply-add is 2).
+    Sparse MLA attends in the latent (absorbed form: FlashMLA's sparse kernels, and FlashInfer's MLA
+    path the GB10 GLM recipe runs; TensorRT-LLM's GLM-5 notes: the DSA indexer "routes context
+    attention through absorption mode (576/512 FMHA kernels)"): QK^T over the cached row (latent
+    plus RoPE part), AV over the latent, or over the whole row where K = V (DeepSeek-V4, whose
+    head_dim is the cached row). Other designs: K and V of head_dim per head."""
+    assert attention.heads and attention.head_dim
+    if attention.design == "mla" and attention.sparse_topk and attention.kv_lora_rank:
+        row = attention.kv_lora_rank + (attention.qk_rope_head_dim or 0)
+        return 2 * attention.heads * (row + max(attention.kv_lora_rank, attention.head_dim))
+    return 4 * attention.heads * attention.head_dim
+
+
+def indexer_keys_per_token(attention: Attention | None, attended_tokens: float) -> float:
+    """Indexer keys one prompt token is scored against, summed over the layers that run the
+    indexer: a full layer's key per `indexer_pool` tokens (GLM-5.x's k-pools of 4, DeepSeek-V3.2's
+    one per token), an indexed compressed layer's key per compressed row (DeepSeek-V4's CSA, one
+    per 4 tokens). vLLM scores the rows a query can see, position // ratio (indexer.py,
+    BuildPrefillChunkMetadataKernel), so `attended_tokens` (the cached depth plus half the prompt)
+    is the average."""
+    if attention is None or not attention.indexer_head_dim:
+        return 0.0
+    linear = attention.linear.layers if attention.linear else 0
+    full = attention.layers - attention.sliding_layers - linear - attention.ffn_layers
+    keys = full * attended_tokens / attention.indexer_pool
+    for group in attention.compressed:
+        if group.indexed:
+            keys += group.layers * attended_tokens / group.ratio
+    return keys
+
+
+def indexer_flops_per_token(attention: Attention | None, attended_tokens: float) -> float | None:
+    """FLOPs the sparse-attention indexer spends scoring one prompt token: index_n_heads x
+    index_head_dim multiply-adds per key (the head-weighted ReLU sum is a small epilogue). vLLM
+    runs it as an FP8 MQA-logits kernel (DeepGEMM fp8_mqa_logits; its arch-12 paged variant on
+    GB10, the GLM recipe's README) and replicates it on every TP rank ("the indexer projections and
+    K cache are replicated across TP ranks", sparse_attn_indexer_kpool.py), so this is per node.
+    0 without an indexer; None when its head count is unpublished."""
+    keys = indexer_keys_per_token(attention, attended_tokens)
+    if not keys or attention is None:
+        return 0.0
+    if not attention.indexer_heads or not attention.indexer_head_dim:
+        return None
+    return 2 * attention.indexer_heads * attention.indexer_head_dim * keys
+
+
+INDEXER_LOGIT_BYTES = 2 * 4
+"""Each indexer score is an FP32 logit the scoring kernel writes and the top-k kernel reads back
+(sparse_attn_indexer: fp8_fp4_mqa_logits into a float32 buffer, then top_k_per_row_prefill)."""
 
 
 def prefill_flops_per_token(active_params: float, attention: Attention | None, attended_tokens: float) -> float:
@@ -608,10 +661,21 @@ class PrefillCost:
     weights_ms: float
     """Streaming every weight once per chunk."""
     link_ms: float
+    indexer_gflop: float = 0.0
+    """GFLOP of sparse-attention indexer scoring per node (replicated on every rank)."""
+    indexer_ms: float = 0.0
+    """The indexer's scoring at the attention rate."""
+    logits_gb: float = 0.0
+    """GB of FP32 indexer logits written and read back per node."""
+    logits_ms: float = 0.0
+    """Those logits at the read-test bandwidth."""
+    indexer_unknown: bool = False
+    """The model has an indexer whose head count is unpublished: its scoring is not counted."""
 
     @property
     def total_ms(self) -> float:
-        return self.gemm_ms + self.attention_ms + self.kv_ms + self.weights_ms + self.link_ms
+        return (self.gemm_ms + self.attention_ms + self.kv_ms + self.weights_ms + self.link_ms + self.indexer_ms
+                + self.logits_ms)
 
 
 def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
@@ -622,9 +686,24 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
         return None
     gemm_ms = sum(gflop * (rates[path] or 0.0) for path, gflop in by_path.items())
     attention = attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9
+    indexer, logits_gb, unknown = prefill_indexer(p)
     return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention * c.prefill_attention_ms_per_gflop,
                        p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb,
-                       prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3)
+                       prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3,
+                       indexer, indexer * c.prefill_attention_ms_per_gflop, logits_gb,
+                       logits_gb * c.prefill_weight_ms_per_gb, unknown)
+
+
+def prefill_indexer(p: PrefillInputs) -> tuple[float, float, bool]:
+    """(GFLOP of indexer scoring, GB of its logits, head count unknown) per prompt token per node.
+    The scoring runs at the attention rate: it is an attention-shaped kernel (each query against
+    every earlier key, causally masked) and the node publishes no FP8 peak, so its FP8 precision
+    is assumed no faster than the attention kernels. The logits stream at the read-test bandwidth."""
+    flops = indexer_flops_per_token(p.attention, p.attended_tokens)
+    if flops is None:
+        return 0.0, 0.0, True
+    keys = indexer_keys_per_token(p.attention, p.attended_tokens) if flops else 0.0
+    return flops / 1e9, keys * INDEXER_LOGIT_BYTES / 1e9, False
 
 
 def prefill_ms_per_token(p: PrefillInputs, c: SpeedConstants) -> float | None:

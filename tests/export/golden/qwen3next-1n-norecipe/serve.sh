@@ -16,16 +16,16 @@
 #   context), block 544 tokens (vLLM's default, grown so one page holds a layer's state), 0 speculative tokens
 #   (no speculation). At 100,000 tokens per session, 21 concurrent sessions fit (each holding its blocks,
 #   window and state pages).
-#   5,000 tokens / estimated prefill 1,616 tok/s (range 1,309-2,303: an 80% range: split-conformal from the
+#   5,000 tokens / estimated prefill 1,649 tok/s (range 1,320-2,349: an 80% range: split-conformal from the
 #   errors on 33 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
-#   prompt token 0.619 ms = GEMM 0.185 ms (9.1 GFLOP, experts at 2x the cost, at 49 TFLOPS on the fp4 tensor
+#   prompt token 0.607 ms = GEMM 0.166 ms (9.1 GFLOP, experts at 2x the cost, at 55 TFLOPS on the fp4 tensor
 #   path vllm takes for nvfp4-modelopt: vllm's own, fitted to 2 prefill measurements of 2 recipes) + attention
-#   FLOPs 0.305 ms (19.17 GFLOP attending to ~97,500 tokens, at 63 TFLOPS: pooled over engines, fitted to 33
-#   prefill measurements) + K/V stream 0.085 ms (2.40 GB attended, read once per tile of queries, at 0.036
+#   FLOPs 0.350 ms (19.17 GFLOP attending to ~97,500 tokens, at 55 TFLOPS: pooled over engines, fitted to 33
+#   prefill measurements) + K/V stream 0.047 ms (2.40 GB attended, read once per tile of queries, at 0.020
 #   ms/GB: pooled over engines, fitted to 33 prefill measurements) + weights 0.044 ms (50.8 GB read once per
-#   5,000-token chunk, at 4.30 ms/GB: the published read test)) = 3.1 s to the first token. Uncached (a cold
-#   100,000-token prompt): 41 s.
-#   3.1 s + 200 tokens / 34.2 tok/s = 8.9 s per turn.
+#   5,000-token chunk, at 4.30 ms/GB: the published read test)) = 3.0 s to the first token. Uncached (a cold
+#   100,000-token prompt): 40 s.
+#   3.0 s + 200 tokens / 34.2 tok/s = 8.9 s per turn.
 #
 # Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
 
