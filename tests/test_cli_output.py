@@ -139,3 +139,13 @@ def test_a_terminal_gets_the_columns_that_fit_and_the_rest_named(capsys, monkeyp
     assert not any(re.search(r"[✖▲•] \S*…", line) for line in rows), "a badge is dropped whole, never cut"
     hidden = next(line for line in lines if line.startswith("Not shown at this width:"))
     assert "KV pool" in hidden and "id" in hidden and f"{GLM}: meets" in out
+
+
+def test_an_hour_long_first_token_reads_in_hours_not_thousands_of_minutes(capsys):
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "1", "--context", "1000000",
+                                               "--format", "tsv")), delimiter="\t"))
+    durations = [row[column] for row in rows for column in ("1st token", "turn") if row[column] != "-"]
+    minutes = [int(m) for cell in durations for m in re.findall(r"^(\d+) min \d\d s$", cell)]
+    assert minutes and max(minutes) < 60, "past an hour a duration is written in hours"
+    assert any(re.fullmatch(r"\d+ h \d\d min", cell) for cell in durations)
+    assert all(re.fullmatch(r"\d+(\.\d)? s|\d+ min \d\d s|[\d,]+ h \d\d min", cell) for cell in durations)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("textual", "httpx", "httpx2", "huggingface_hub")
 
 
@@ -29,6 +31,7 @@ def test_every_core_module_is_checked():
     assert {"schema", "plan", "derive", "metrics", "checkup", "fidelity"} <= modules
 
 
+@pytest.mark.cold_cache  # the cold path (parse, validate, calibrate) stays light too
 def test_rank_json_path_stays_light():
     code = "from sparkadvisor.cli import main\nimport io, contextlib\n" \
            "with contextlib.redirect_stdout(io.StringIO()): main(['rank', '--json'])"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -31,3 +32,12 @@ def test_each_folder_is_where_platformdirs_puts_it(monkeypatch: pytest.MonkeyPat
 def test_sparkadvisor_home_puts_every_folder_under_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
     assert [ours() for ours, _, _ in FOLDERS] == [tmp_path / k for k in ("config", "data", "state", "cache")]
+
+
+def test_undoing_every_patch_still_keeps_the_tests_out_of_the_developers_folders(monkeypatch: pytest.MonkeyPatch):
+    """A test that calls monkeypatch.undo() drops its own home too; what it writes next must still land in a
+    temporary folder, not in the developer's catalog, cache or settings."""
+    monkeypatch.undo()
+    for folder in (paths.config_dir(), paths.data_dir(), paths.state_dir(), paths.cache_dir()):
+        assert not folder.is_relative_to(Path.home()), folder
+        assert folder.is_relative_to(Path(os.environ["SPARKADVISOR_HOME"]))

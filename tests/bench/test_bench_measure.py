@@ -91,9 +91,10 @@ def test_the_text_report_reads_like_show(standin, capsys):
                  "--output-tokens", "20"])
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
-    text = " ".join(out.split())  # Rich wraps at the width of the terminal (80 in a pipe)
-    assert text.startswith(f"bench RedHatAI/GLM-5.3-Flash-NVFP4 · vLLM 0.33.0 at {standin.url}")
-    warm = text[text.index("warm first token [measured]"):text.index("cold / warm [measured]")]
+    lines = out.splitlines()  # not a terminal: one line per figure, never wrapped at 80 columns
+    assert lines[0] == f"bench RedHatAI/GLM-5.3-Flash-NVFP4 · vLLM 0.33.0 at {standin.url} · max_model_len 262,144"
+    warm = next(line for line in lines if line.startswith("warm first token [measured]"))
+    text = " ".join(lines)
     assert re.search(r"\[measured\] 0\.\d\d s beside 0\.\d\d s predicted: (inside|OUTSIDE \((below|above)\)) the "
                      r"predicted range 0\.\d\d-0\.\d\d s\.", warm)
     assert "Prefix-cache counters over these requests: 95% of prompt tokens hit (3,792 tokens a request)" in warm

@@ -11,6 +11,7 @@ from sparkadvisor.catalogs import load_index
 from sparkadvisor.state import AppState
 from sparkadvisor.tui.app import SparkAdvisorApp
 from sparkadvisor.tui.screens.bench import BenchScreen
+from sparkadvisor.tui.widgets.footer import KeyFooter
 
 BUILD = "glm-5.3-flash-nvfp4-redhat"
 
@@ -59,6 +60,10 @@ async def test_a_server_that_is_down_says_so_in_the_dialog(monkeypatch):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("b")
         await until(pilot, lambda: isinstance(app.screen, BenchScreen))
+        # The footer names the dialog's own key, not the table's (w, s, / ... do nothing here).
+        footer = app.screen.query_one(KeyFooter)
+        await until(pilot, lambda: bool(footer.items()))
+        assert [k.description for k in footer.items()] == ["Close"]
         await pilot.click("#bench-run")
         status = app.screen.query_one("#bench-status", Static)
         await until(pilot, lambda: "vLLM is down" in str(status.render()))

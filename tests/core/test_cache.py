@@ -9,12 +9,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from sparkadvisor import catalogs, paths
 from sparkadvisor.catalogs import CACHE_KEEP, load_index
 from sparkadvisor.core.records import from_plain, to_plain
 from sparkadvisor.core.schema import Catalog
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "catalogs"
+
+pytestmark = pytest.mark.cold_cache  # these tests start from an empty cache and count its entries
 
 
 def entries() -> list[Path]:

@@ -84,6 +84,7 @@ def test_the_seed_passes_and_its_json_is_strict(tmp_path, capsys):
     json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
 
 
+@pytest.mark.cold_cache  # the one cache entry is the one this test writes
 def test_a_hand_edited_cache_with_absurd_numbers_is_rebuilt(tmp_path, capsys):
     """Whoever can write the cache folder cannot feed the arithmetic what `check` would refuse."""
     from sparkadvisor import paths

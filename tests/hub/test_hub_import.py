@@ -143,12 +143,13 @@ def test_an_existing_id_is_refused_unless_forced_and_the_old_file_survives_a_fai
     with pytest.raises(ImportConflict, match="^build 'plain-meta' is already in .*; pass --force to replace it"):
         import_repo("meta/plain")
     assert cli.main(["import", "meta/plain"]) == 2
-    monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
-    assert cli.main(["import", "meta/plain", "--force"]) == 1
+    # Only the disk failure is undone afterwards: monkeypatch.undo() would also drop SPARKADVISOR_HOME and the
+    # hub's temporary folders, and the import below would then write the developer's own catalog.
+    with monkeypatch.context() as disk:
+        disk.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+        assert cli.main(["import", "meta/plain", "--force"]) == 1
     assert catalog_text() == before
     assert [p.name for p in paths.user_catalog_path().parent.iterdir()] == ["catalog.toml"]
-    monkeypatch.undo()
-    monkeypatch.setenv("HF_ENDPOINT", hub.url)
     assert import_repo("meta/plain", force=True).build.id == "plain-meta"
     assert catalog_text().count("[[builds]]") == 1
 

@@ -101,6 +101,7 @@ def test_a_fresh_offline_process_reuses_the_metadata_and_no_token_is_stored(hub)
         assert secret not in path.read_text() and "127.0.0.1" not in path.read_text()
 
 
+@pytest.mark.cold_cache  # the cache folder must not exist yet
 def test_an_unwritable_metadata_cache_does_not_stop_an_online_import(hub):
     hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
     paths.cache_dir().parent.mkdir(parents=True, exist_ok=True)

@@ -123,7 +123,8 @@ def _options(args: argparse.Namespace, index: Any) -> BenchOptions:
 
 def _report(session: BenchSession, args: argparse.Namespace, interrupted: bool = False,
             recorded: Recorded | None = None) -> None:
-    """JSON, or lines styled as `show` styles them (Rich drops the styles in a pipe)."""
+    """JSON; on a terminal lines styled and wrapped as `show` does them; in a pipe or a file one
+    plain line per figure."""
     from rich.console import Console
     from rich.text import Text
 
@@ -134,8 +135,13 @@ def _report(session: BenchSession, args: argparse.Namespace, interrupted: bool =
     if args.json:
         print_json(redacted(as_json(session, interrupted, recorded, args.record)))
         return
+    lines = report(session, interrupted, recorded, args.record)
+    if not sys.stdout.isatty():  # a pipe or a file: one line per figure, never wrapped (as `show` does)
+        sys.stdout.write("".join(_safe(text if basis is None else f"{title} [{basis}] {text}") + "\n"
+                                 for title, basis, text in lines))
+        return
     console = Console()
-    for title, basis, text in report(session, interrupted, recorded, args.record):
+    for title, basis, text in lines:
         if basis is None:
             console.print(Text(_safe(text)), highlight=False)
             continue

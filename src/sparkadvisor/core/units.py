@@ -36,15 +36,18 @@ def fmt_tokens(tokens: float | None) -> str:
 
 
 def fmt_seconds(seconds: float | None) -> str:
-    """A duration for people: 4.3 s, 1 min 13 s."""
+    """A duration for people: 4.3 s, 1 min 13 s, 2 h 05 min."""
     if seconds is None:
         return "unknown"
     if seconds < 10:
         return f"{seconds:.1f} s"
     if seconds < 90:
         return f"{seconds:.0f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest:02d} s"
+    if seconds < 3600:
+        minutes, rest = divmod(round(seconds), 60)
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours:,} h {minutes:02d} min"
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, ProgressBar, Static
 
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.tui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
     from sparkadvisor.benchsession import BenchOptions, BenchSession, Progress
@@ -65,6 +66,7 @@ class BenchScreen(ModalScreen[str | None]):
                 yield Button("Run", variant="primary", id="bench-run")
                 yield Button("Record", id="bench-record", disabled=True)
                 yield Button("Close", id="bench-close")
+        yield KeyFooter()  # the dialog's own keys, not the main screen's (which do nothing here)
 
     def on_mount(self) -> None:
         self.query_one("#bench-run", Button).focus()

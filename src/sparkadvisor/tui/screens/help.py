@@ -24,7 +24,7 @@ BASIS_MEANING = {
     "derived": "arithmetic on stated figures",
     "measured": "someone ran it and measured it",
     "estimated": "the speed model's estimate, calibrated on measured recipes",
-    "assumed": "this project's assumption; editable with a",
+    "assumed": "this project's assumption; the assumptions dialog (key a) edits it",
     "unknown": "no source gives it",
 }
 
