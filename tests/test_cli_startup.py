@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sparkadvisor.cli import COMMANDS, build_parser, chosen_command, main
+from sparkadvisor.cli import COMMANDS, Unbuilt, build_parser, chosen_command, main, terminal_columns
 
 
 def modules_after(argv: list[str]) -> set[str]:
@@ -24,6 +24,33 @@ def test_help_loads_no_core_module_and_no_other_command():
     loaded = modules_after(["--help"])
     assert not {m for m in loaded if m.startswith(("sparkadvisor.core", "pydantic", "rich", "textual"))}
     assert not {m for m in loaded if m.startswith("sparkadvisor.commands.") and m != "sparkadvisor.commands.common"}
+    assert not loaded & {"shutil", "typing", "importlib"}
+
+
+def test_help_lists_every_command_as_the_fully_built_parser_does(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    full = build_parser().format_help()
+    assert build_parser(only="").format_help() == full
+    assert build_parser(only="rank").format_help() == full
+    assert all(f"    {name}" in full for name in COMMANDS)
+
+
+def test_a_command_not_built_is_built_when_argparse_hands_it_the_arguments():
+    sub = next(a for a in build_parser(only="")._actions if a.dest == "command")
+    assert all(isinstance(p, Unbuilt) for p in sub.choices.values())
+    argv = ["--catalog", "a.toml", "rank", "--nodes", "3", "--json", "--catalog", "b.toml"]
+    assert build_parser(only="").parse_args(argv) == build_parser().parse_args(argv)
+
+
+@pytest.mark.parametrize("columns", [None, "100", "37", "0", "-4", "wide"])
+def test_help_is_as_wide_as_argparse_would_make_it(monkeypatch, columns):
+    import shutil
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
 
 
 def test_one_command_loads_only_its_own_module():

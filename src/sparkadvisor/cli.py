@@ -7,12 +7,18 @@ runs one, and turns the two kinds of bad input into one sentence and an exit cod
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
 import sys
-from collections.abc import Sequence
-from types import ModuleType
 
 from sparkadvisor import __version__
+
+TYPE_CHECKING = False
+"""typing.TYPE_CHECKING without importing typing, as in commands/common.py (mypy reads the name)."""
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+    from typing import Any
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "rank": ("rank", "rank every build for a cluster and workload"),
@@ -37,29 +43,80 @@ In the order help lists them."""
 
 
 def command_module(name: str) -> ModuleType:
-    """The module that adds the arguments of subcommand `name` and runs it."""
-    return importlib.import_module(f"sparkadvisor.commands.{COMMANDS[name][0]}")
+    """The module that adds the arguments of subcommand `name` and runs it (`__import__`, as
+    importlib.import_module does, without importing importlib on `--help`)."""
+    module = f"sparkadvisor.commands.{COMMANDS[name][0]}"
+    __import__(module)
+    return sys.modules[module]
+
+
+def terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns` (COLUMNS, else the terminal on stdout, else 80),
+    worked out without importing shutil: argparse's formatter imports it for this alone, and its
+    imports (zlib, bz2, lzma, fnmatch) were a tenth of `--help`."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0 and sys.__stdout__ is not None:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's own formatter, as wide as it would make itself (`terminal_columns`)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)
+
+
+class Unbuilt:
+    """A subcommand this run did not build a parser for: argparse lists its name and help and
+    accepts it as a choice, and the parser is built only if argparse hands it the arguments."""
+
+    def __init__(self, command: str, **kwargs: Any) -> None:
+        self.command = command
+        self.kwargs = kwargs
+
+    def build(self) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(**self.kwargs)
+        command_module(self.command).add_arguments(parser)
+        return parser
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        return self.build().parse_known_args(args, namespace)
+
+
+def _subcommand_parser(*, command: str, now: bool, **kwargs: Any) -> argparse.ArgumentParser | Unbuilt:
+    """The parser behind subcommand `command`: built `now`, else when argparse needs it."""
+    unbuilt = Unbuilt(command, **kwargs)
+    return unbuilt.build() if now else unbuilt
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser. With `only` naming a subcommand, the parser has that one alone (its
-    words are all argparse reads); with `only=""`, every subcommand is listed but no module
-    imported, so `--help` and a single command start without loading the rest."""
+    """The argument parser. Every subcommand is listed; with `only` naming one, only its parser
+    is built (its module imported, its options added) and with `only=""` none is, so `--help`
+    and a single command start without loading the rest. A subcommand not built is built when
+    argparse dispatches to it (`Unbuilt`)."""
     from sparkadvisor.commands.common import add_catalog_option
 
     parser = argparse.ArgumentParser(
-        prog="sparkadvisor",
+        prog="sparkadvisor", formatter_class=HelpFormatter,
         description="Which LLM build fits your DGX Sparks, how fast it decodes, and what an agent turn costs. "
                     "With no command, opens the terminal app.")
     parser.add_argument("--version", action="version", version=f"sparkadvisor {__version__}")
     add_catalog_option(parser, dest="catalog")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog,
+                                parser_class=_subcommand_parser)  # type: ignore[call-overload]
     for name, (_, help_text) in COMMANDS.items():
-        if only and name != only:
-            continue
-        command = sub.add_parser(name, help=help_text, description=help_text)
-        if only is None or name == only:
-            command_module(name).add_arguments(command)
+        sub.add_parser(name, help=help_text, description=help_text, formatter_class=HelpFormatter,
+                       command=name, now=only is None or name == only)
     return parser
 
 

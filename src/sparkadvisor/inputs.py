@@ -7,7 +7,12 @@ what was wrong, which argparse prints as is and the TUI shows beside the field.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+
+TYPE_CHECKING = False
+"""typing.TYPE_CHECKING without importing typing: `--help` imports this module (mypy reads the name)."""
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def positive_int(text: str) -> int:
