@@ -120,7 +120,7 @@ def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe 
     """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
     tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
     budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
-    needed = _nodes_needed(facts, hardware, settings, nodes if fits else None)
+    needed = _nodes_needed(facts, hardware, settings, nodes if fits else None, budget)
     return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
                nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
                                                                                  else "auto"))
@@ -163,14 +163,17 @@ def _runs_as_measured(recipe: Recipe | None, settings: Settings) -> bool:
     return settings.gpu_memory_utilization is None and measured(recipe, "decode_tok_s") is not None
 
 
-def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None) -> int | None:
-    """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried."""
+def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None,
+                  budget: Budget) -> int | None:
+    """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried.
+    `budget` is the plan's own node budget."""
     sizes = range(1, fits_on or hardware.max_nodes + 1)
     if not facts.recipes.get(hardware.id):
-        # No recipe at any size: only the weights' share changes with the size, so the rest is drawn up once.
-        resident, used, pinned, reserve = _node_share(facts, hardware, None, settings, 1)
+        # No recipe at any size: only the weights' share changes with the size; the utilization and
+        # the reserve (no drafter, so no share of one) are the plan's own budget's, and nothing is pinned.
+        resident = facts.weights.resident_bytes(False)
         for nodes in sizes:
-            if node_fits(hardware, resident / nodes, used, pinned, reserve):
+            if node_fits(hardware, resident / nodes, budget.utilization, None, budget.reserve):
                 return nodes
         return fits_on
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
