@@ -85,7 +85,7 @@ def test_ctrl_c_shows_what_was_measured_and_records_nothing(tmp_path):
     try:
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finally:
-        signal.signal(signal.SIGINT, inherited)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if inherited is None else inherited)  # None: set outside Python
     try:
         deadline = time.monotonic() + 30
         while server.state.generation_tokens < 4 and time.monotonic() < deadline:  # the warm request hangs

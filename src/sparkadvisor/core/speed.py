@@ -618,7 +618,10 @@ def indexer_flops_per_token(attention: Attention | None, attended_tokens: float)
     GB10, the GLM recipe's README) and replicates it on every TP rank ("the indexer projections and
     K cache are replicated across TP ranks", sparse_attn_indexer_kpool.py), so this is per node.
     0 without an indexer; None when its head count is unpublished."""
-    keys = indexer_keys_per_token(attention, attended_tokens)
+    return _indexer_flops(attention, indexer_keys_per_token(attention, attended_tokens))
+
+
+def _indexer_flops(attention: Attention | None, keys: float) -> float | None:
     if not keys or attention is None:
         return 0.0
     if not attention.indexer_heads or not attention.indexer_head_dim:
@@ -699,10 +702,10 @@ def prefill_indexer(p: PrefillInputs) -> tuple[float, float, bool]:
     The scoring runs at the attention rate: it is an attention-shaped kernel (each query against
     every earlier key, causally masked) and the node publishes no FP8 peak, so its FP8 precision
     is assumed no faster than the attention kernels. The logits stream at the read-test bandwidth."""
-    flops = indexer_flops_per_token(p.attention, p.attended_tokens)
+    keys = indexer_keys_per_token(p.attention, p.attended_tokens)
+    flops = _indexer_flops(p.attention, keys)
     if flops is None:
         return 0.0, 0.0, True
-    keys = indexer_keys_per_token(p.attention, p.attended_tokens) if flops else 0.0
     return flops / 1e9, keys * INDEXER_LOGIT_BYTES / 1e9, False
 
 
