@@ -121,7 +121,7 @@ def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe 
     """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
     tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
     budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
-    needed = _nodes_needed(facts, hardware, settings, nodes if fits else None, budget)
+    needed = _nodes_needed(facts, hardware, settings, nodes, fits, budget)
     return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
                nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
                                                                                  else "auto"))
@@ -164,24 +164,24 @@ def _runs_as_measured(recipe: Recipe | None, settings: Settings) -> bool:
     return settings.gpu_memory_utilization is None and measured(recipe, "decode_tok_s") is not None
 
 
-def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None,
+def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, nodes: int, fits: bool,
                   budget: Budget) -> int | None:
-    """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried.
-    `budget` is the plan's own node budget."""
-    sizes = range(1, fits_on or hardware.max_nodes + 1)
+    """The smallest size that fits by the rule the plan's own fit on `nodes` followed (`budget` is
+    that plan's node budget): when it fits there, no size above `nodes` is tried."""
     if not facts.recipes.get(hardware.id):
         # No recipe at any size: only the weights' share changes with the size; the utilization and
         # the reserve (no drafter, so no share of one) are the plan's own budget's, and nothing is pinned.
+        # The share grows as the size shrinks, so when `nodes` is short no smaller size is tried either.
         resident = facts.weights.resident_bytes(False)
-        for nodes in sizes:
-            if node_fits(hardware, resident / nodes, budget.utilization, None, budget.reserve):
-                return nodes
-        return fits_on
+        for size in range(1, nodes) if fits else range(nodes + 1, hardware.max_nodes + 1):
+            if node_fits(hardware, resident / size, budget.utilization, None, budget.reserve):
+                return size
+        return nodes if fits else None
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
-    for nodes in sizes:
-        if _fits_at(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes):
-            return nodes
-    return fits_on
+    for size in range(1, nodes if fits else hardware.max_nodes + 1):
+        if _fits_at(facts, hardware, pick_recipe(facts, hardware, size), settings, size):
+            return size
+    return nodes if fits else None
 
 
 def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ranks: int) -> Reserve:
@@ -616,8 +616,9 @@ def measured_attended(m: Measurement) -> float | None:
 def _nearest_prefill(recipe: Recipe | None, attended: float) -> Measurement | None:
     """The recipe's prefill measurement nearest `attended` in depth (by ratio; the newest of equals,
     and one of unstated depth only when none states it)."""
-    rows = [m for m in reversed(recipe.measurements) if m.metric == "prefill_tok_s" and m.streams == 1] \
-        if recipe else []
+    if recipe is None:
+        return None
+    rows = [m for m in reversed(recipe.measurements) if m.metric == "prefill_tok_s" and m.streams == 1]
     stated = [(abs(math.log(max(depth, 1.0) / max(attended, 1.0))), i, m) for i, m in enumerate(rows)
               if (depth := measured_attended(m)) is not None]
     if not stated:
