@@ -524,7 +524,6 @@ def prefill_inputs(nodes: int, active_params: float, total_params: float, routed
                          expert_precision(weight_format, engine, extra_args) if expert else None)
 
 
-@lru_cache(maxsize=1024)
 def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
                   stated: int | None = None) -> int | None:
     """Prompt tokens per forward pass: as stated, else as the launch flags set it, else the engine's
