@@ -251,7 +251,11 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     else:
         core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
     text = f"{core}, on {kv.full_layers} full-attention layers per rank"
-    if a.indexer_head_dim:
+    if a.indexer_head_dim and kv.indexer_pool > 1:
+        text += (f", plus {a.indexer_head_dim}-wide FP8 indexer keys, one {kv.indexer_row_bytes:g} B key per "
+                 f"{kv.indexer_pool} tokens ({kv.indexer_row_bytes / kv.indexer_pool:g} B per token per layer: vLLM's "
+                 "k-pool indexer cache stores one state per index_kpool tokens)")
+    elif a.indexer_head_dim:
         text += f", plus {a.indexer_head_dim}-wide FP8 indexer keys"
     text += f" = {kv.bytes_per_token / 1024:.2f} KiB per token per node"
     if kv.window_tokens and kv.full_kv_heads_per_rank is not None:
@@ -318,9 +322,14 @@ def _request_text(plan: Plan) -> str:
                      f"{kv.window_bytes_per_token * kv.sliding_pad * window_blocks * block / GiB:.3f} GiB")
     if kv.linear_slots:
         page = kv.page_bytes(inputs.block_tokens)
-        parts.append(f"linear-attention states {kv.linear_slots:g} layer slots (layers padded to whole KV-cache "
-                     f"groups) x {page / 2**20:.2f} MiB pages x (1 + {inputs.speculative_tokens} speculative "
-                     f"tokens) = {kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")
+        pp = plan.fit.pp
+        # Under pipeline parallelism the slots are the whole model's, shared by the stages: a stage
+        # holds whole layers, so a fraction is the mean a stage carries, said as one.
+        slots = f"{kv.linear_slots * pp:g} layer slots (layers padded to whole KV-cache groups)" + (
+            f" / {pp} pipeline stages = {kv.linear_slots:.2f} a stage on average" if pp > 1 else "")
+        parts.append(f"linear-attention states {slots} x {page / 2**20:.2f} MiB pages x (1 + "
+                     f"{inputs.speculative_tokens} speculative tokens) = "
+                     f"{kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")
     origins = inputs.origins
     settings = (f"max-model-len {length:,} ({origins[0]}), block {block:,} tokens ({origins[1]}"
                 + (", grown so one page holds a layer's state" if block != (inputs.block_tokens or block) or
