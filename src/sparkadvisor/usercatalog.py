@@ -250,7 +250,7 @@ class _Edit:
         try:
             self.text = edit(self.text, *args)
         except EditError as error:
-            raise UserCatalogError(f"{self.path} {error}, so it cannot be changed in place; "
+            raise UserCatalogError(f"{self.path}: {error}, so it cannot be changed in place; "
                                    "nothing was changed") from None
 
     def write(self) -> Path:
@@ -296,7 +296,7 @@ def _write_atomically(path: Path, text: str) -> Path:
     try:
         return write_atomic(path, text, mode=0o600, durable=True)
     except OSError as error:
-        raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None
+        raise UserCatalogError(f"cannot write {path} ({error.strerror or error}); nothing was changed") from None
 
 
 # --- bench runs -----------------------------------------------------------------
