@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.records import field_names, iter_tables, record
 from sparkadvisor.core.sanity import MAX_CATALOG_BYTES, MAX_NESTING, sanity_findings
-from sparkadvisor.core.schema import Catalog, Context, Recipe
+from sparkadvisor.core.schema import REPO_FIELDS, Catalog, Context, Recipe, repo_id_problem
 from sparkadvisor.core.tomllines import TomlLines, index_lines
 
 if TYPE_CHECKING:
@@ -141,6 +141,8 @@ def _message(loc: tuple[Any, ...], item: Any) -> str:
         return f"unknown key {loc[-1]!r}; valid keys here are: {allowed}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r}"
+    if kind == "string_pattern_mismatch" and loc[-1] in REPO_FIELDS:
+        return repo_id_problem(str(item.get("input")))
     if kind == "dataclass_type":
         return f"should be a table (got {_shown(item.get('input'))})"
     text = item["msg"].replace("Input should be", "should be").replace("a valid tuple", "a valid list")
