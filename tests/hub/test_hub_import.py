@@ -280,3 +280,18 @@ def test_tables_written_inline_are_refused_not_rewritten(hub, capsys):
     assert err.startswith(f"sparkadvisor: adding to {path} as written would make it invalid ({path} line ")
     assert err.endswith("; nothing was changed") and "\n" not in err
     assert catalog_text() == inline
+
+
+def test_a_table_to_replace_that_is_written_inline_is_refused_with_its_line(hub):
+    from sparkadvisor.usercatalog import UserCatalogError
+
+    path = paths.user_catalog_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    inline = '# mine\n[sources]\nhf-plain-meta = { title = "my note", kind = "config" }\n'
+    path.write_text(inline, encoding="utf-8")
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
+    with pytest.raises(UserCatalogError) as caught:
+        import_repo("meta/plain", force=True)
+    assert str(caught.value) == (f"{path}: source 'hf-plain-meta' (line 3) is not written under a table header "
+                                 "of its own, so it cannot be changed in place; nothing was changed")
+    assert catalog_text() == inline
