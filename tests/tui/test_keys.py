@@ -403,7 +403,8 @@ async def test_question_mark_opens_help_with_the_legend(make_app) -> None:
         text = " ".join(" ".join(str(s.render()).split()) for s in app.screen.query("Static"))
         for words in ("Switch between the agentic", "[measured]", "✖", "▲", "•", "679k*", "fits +X GiB",
                       "57.54↑", "outside the predicted low-high range", "Home End g G",
-                      "[assumed] this project's assumption; the assumptions dialog (key a) edits it"):
+                      "[assumed] this project's assumption; the assumptions dialog (key a) edits it",
+                      "b Bench Measure the served build on your cluster"):
             assert words in text, words
         legend = app.screen.query_one("Legend")
         lines = [line for line in str(legend.render()).splitlines() if line.strip()]

@@ -52,7 +52,7 @@ def _key_line(key: str, name: str, text: str) -> Row:
 
 def keys_content() -> list[Row]:
     """One row per key: the commands, then moving around."""
-    lines = [_key_line(c.key_display or c.key, c.footer, c.tooltip) for c in COMMANDS if c.show]
+    lines = [_key_line(c.key_display or c.key, c.footer, c.tooltip) for c in COMMANDS if c.in_help]
     lines += [_key_line(*move) for move in MOVES]
     return lines
 
