@@ -356,12 +356,17 @@ async def test_v_shows_every_column_and_scrolls_with_rank_model_build_fixed(make
 async def test_space_marks_and_c_compares(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        first, second = (app.screen.ranking.by_id[b].plan.build.repo for b in row_ids(app.screen.table)[:2])
+        builds = row_ids(app.screen.table)[:2]
+        reasons = [app.screen.ranking.by_id[b].reason for b in builds]
+        first, second = (app.screen.ranking.by_id[b].plan.build.repo for b in builds)
         await pilot.press("space", "down", "c")
         assert type(app.screen).__name__ == "CompareScreen"
         text = app.screen.query_one("#compare-document").text
         assert first == "RedHatAI/GLM-5.3-Flash-NVFP4" and first in text and second in text
         assert "1st token, cold" in text and "source: " in text
+        words = " ".join(text.split())
+        for build, reason in zip(builds, reasons, strict=True):  # each reason whole, not only its clipped cell
+            assert f"why {build}: {' '.join(reason.split())}" in words, build
 
 
 async def test_e_exports_the_highlighted_build_with_the_real_ranking(make_app) -> None:
