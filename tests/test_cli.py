@@ -83,6 +83,22 @@ def test_bad_option_value_is_argparse_usage(capsys):
     assert "between 0 and 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["rank", "--context", "99999999999999999999999"], "argument --context: '99999999999999999999999' must be "
+                                                      "at most 100,000,000 tokens"),
+    (["show", "glm-5.3-flash-nvfp4-redhat", "--output-tokens", "100000000000"],
+     "argument --output-tokens: '100000000000' must be at most 100,000,000 tokens"),
+    (["rank", "--streams", "1000000000"], "argument --streams: '1000000000' must be at most 256 streams"),
+])
+def test_an_absurd_count_is_refused_before_any_arithmetic(argv, words, capsys):
+    """A count past any real scenario was taken and came out as nonsense ("5,000,000,000,000,004,194,304
+    tokens / 0 tok/s", a 1,520 tok/s single request at a billion streams)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and words in err and "Traceback" not in err
+
+
 def test_catalog_before_or_after_the_command_counts(capsys):
     addition = str(REPO_DATA / "user_addition.toml")
     plain = len(run_json(capsys, "rank")["candidates"])

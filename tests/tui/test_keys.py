@@ -115,6 +115,10 @@ async def test_a_takes_digits_typed_at_once_and_marks_bad_input(make_app) -> Non
         assert field.has_class("-invalid")
         assert "'lots' is not a whole number" in str(editor.query_one("#context_tokens-error", Label).render())
         assert "50,000 tokens" in str(main.query_one("#cluster-header").render())
+        field.value = "99999999999999999999999"
+        await pilot.pause()
+        assert "must be at most 100,000,000 tokens" in str(editor.query_one("#context_tokens-error", Label).render())
+        assert "50,000 tokens" in str(main.query_one("#cluster-header").render())
         editor.query_one("#kv_cache_dtype", Input).value = "fp4-ish"
         await pilot.pause()
         assert "not a KV dtype" in str(editor.query_one("#kv_cache_dtype-error", Label).render())
