@@ -68,3 +68,21 @@ def test_mutated_catalogs_give_problems_not_tracebacks(line, replacement):
     except CatalogError as error:
         assert error.problems
         assert all(str(p).startswith("mutated.toml") for p in error.problems)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    # A month 13 passed `check` and `catalog update` would compare it as a date.
+    ('catalog_date = "2026-13-45"\n', 'cat.toml:1: catalog_date: should be a date written YYYY-MM-DD, in quotes '
+                                      "(got '2026-13-45')"),
+    # The pattern itself was the message: "String should match pattern '^\\d{4}-\\d{2}-\\d{2}$'".
+    ('catalog_date = "Dec 1 2026"\n',
+     "catalog_date: should be a date written YYYY-MM-DD, in quotes (got 'Dec 1 2026')"),
+    # TOML's own date type came out as Python: "(got datetime.date(2026, 12, 1))".
+    ("catalog_date = 2026-12-01\n", 'catalog_date: should be text in quotes (got the TOML date 2026-12-01; '
+                                    'write "2026-12-01")'),
+])
+def test_a_bad_date_says_what_a_date_looks_like(text, words, tmp_path, capsys):
+    path = tmp_path / "cat.toml"
+    path.write_text(text)
+    code, err = check(path, capsys)
+    assert code == 1 and words in err and "pattern" not in err and "datetime" not in err
