@@ -156,7 +156,7 @@ def _merged(files: Sequence[Path], texts: Sequence[bytes]) -> Catalog:
             continue
         catalog = overlay if catalog is None else merge(catalog, overlay)
     if catalog is not None and not problems:
-        texts_by_name = {str(path): raw.decode("utf-8") for path, raw in zip(files, texts, strict=True)}
+        texts_by_name = {str(path): _decode(path, raw) for path, raw in zip(files, texts, strict=True)}
         problems += check_references(catalog, str(files[-1]), texts_by_name)
     if problems or catalog is None:
         raise CatalogError(problems)
@@ -164,8 +164,9 @@ def _merged(files: Sequence[Path], texts: Sequence[bytes]) -> Catalog:
 
 
 def _decode(path: Path, raw: bytes) -> str:
+    """The file's text; a leading byte-order mark (Windows editors write one) is dropped."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise CatalogError([Problem(str(path), None, "", f"is not UTF-8 text (byte {error.start})")]) from None
 

@@ -86,3 +86,11 @@ def test_a_bad_date_says_what_a_date_looks_like(text, words, tmp_path, capsys):
     path.write_text(text)
     code, err = check(path, capsys)
     assert code == 1 and words in err and "pattern" not in err and "datetime" not in err
+
+
+def test_a_catalog_saved_with_a_byte_order_mark_reads(tmp_path, capsys):
+    """Windows editors (Notepad) start UTF-8 files with a BOM; tomllib called that 'invalid statement' at line 1."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + (DATA / "user_addition.toml").read_bytes())
+    assert main(["check", str(path)]) == 0
+    assert "bom.toml: ok (" in capsys.readouterr().out
