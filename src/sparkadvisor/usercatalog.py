@@ -1,9 +1,12 @@
 """The user's catalog of imported builds: add a model and a build read from the hub.
 
 The file lives at `paths.user_catalog_path()` and is merged over the bundled catalog by
-`catalogs.load_index`. Writes are whole-file and atomic (a temporary file, then
-os.replace): a failed import leaves the previous file as it was. An id already in the
-user's or the bundled catalog is refused unless `force` is given.
+`catalogs.load_index`. It is the user's file: an import or a record changes only the tables it
+adds or replaces (`core.tomledit`), so comments and everything else stay as written; the new
+text comes from tomli_w. The result is re-parsed, must hold exactly the tables meant, and must
+merge over the bundled catalog before it replaces the file atomically (a temporary file, then
+os.replace): a file that cannot be parsed, or a failed import, leaves the file as it was. An
+id already in the user's or the bundled catalog is refused unless `force` is given.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ if TYPE_CHECKING:
     from sparkadvisor.sources.hub import Progress, RepoFiles
 
 HEADER = ("# sparkadvisor: models and builds added with `sparkadvisor import`, and runs of\n"
-          "# `sparkadvisor bench --record`. Rewritten on every import or record (comments are not\n"
-          "# kept); check it with `sparkadvisor check FILE`.\n\n")
+          "# `sparkadvisor bench --record`. An import or a record adds or replaces only its own tables:\n"
+          "# your comments and edits elsewhere stay as written. Check it with `sparkadvisor check FILE`.\n\n")
 KINDS = ("models", "builds")
 
 
@@ -147,13 +150,31 @@ def _offline_note(files: RepoFiles) -> str:
 
 def read_user_tables() -> dict[str, Any]:
     """The user catalog as plain tables (empty when there is none yet)."""
+    return _read_user_file()[1]
+
+
+def _read_user_file() -> tuple[str, dict[str, Any]]:
+    """The user catalog's text and its tables ("" and {} when there is none yet)."""
     path = paths.user_catalog_path()
     if not path.is_file():
-        return {}
+        return "", {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise UserCatalogError(f"{path} cannot be read ({error}); fix or move it before importing") from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserCatalogError(f"{path} cannot be read ({error}); fix or move it, nothing was changed") from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise UserCatalogError(f"{_toml_reason(path, error, text)}; fix or move it, nothing was changed") from None
+
+
+def _toml_reason(path: Path, error: tomllib.TOMLDecodeError, text: str) -> str:
+    """"FILE line N is not valid TOML (why)", from the catalog parser's reading of tomllib's error."""
+    from sparkadvisor.core.catalog import _toml_problem
+
+    problem = _toml_problem(str(path), error, text)
+    where = f"{path} line {problem.line}" if problem.line else str(path)
+    return f"{where} is not valid TOML ({problem.message.removeprefix('not valid TOML: ')})"
 
 
 def taken_ids() -> dict[str, str]:
@@ -184,17 +205,66 @@ def check_free(model_id: str, build_id: str, force: bool) -> None:
 
 
 def add_entries(source_id: str, source: Source, model: Model, build: Build, *, force: bool = False) -> Path:
-    """Add the tables to the user catalog atomically, after checking the result merges cleanly."""
+    """Add (or, with `force`, replace) the tables in the user catalog, leaving the rest as written."""
+    from sparkadvisor.core.tomledit import append_table, replace_table
+
     check_free(model.id, build.id, force)
-    tables = read_user_tables()
-    tables["schema_version"] = 1
-    tables.setdefault("sources", {})[source_id] = _dump(source)
+    edit = _Edit()
+    sources = edit.tables.setdefault("sources", {})
+    block = _toml({"sources": {source_id: _dump(source)}})
+    if source_id in sources:
+        edit.change(replace_table, ("sources", source_id), block, f"source {source_id!r}")
+    else:
+        edit.change(append_table, block)
+    sources[source_id] = _dump(source)
     for kind, entry in (("models", model), ("builds", build)):
-        kept = [item for item in tables.get(kind, []) if not (isinstance(item, dict) and item.get("id") == entry.id)]
-        tables[kind] = [*kept, _dump(entry)]
-    text = HEADER + _toml(tables)
-    _validate(text)
-    return _write_atomically(paths.user_catalog_path(), text)
+        items, plain = edit.tables.setdefault(kind, []), _dump(entry)
+        block = _toml({kind: [plain]})
+        at = next((n for n, item in enumerate(items) if isinstance(item, dict) and item.get("id") == entry.id), None)
+        if at is None:
+            items.append(plain)
+            edit.change(append_table, block)
+        else:
+            items[at] = plain
+            edit.change(replace_table, (kind, at), block, f"{kind[:-1]} {entry.id!r}")
+    return edit.write()
+
+
+class _Edit:
+    """The user catalog's text and tables, changed together: each textual change beside the
+    change to the tables it stands for, so `write` can check the text holds just those tables."""
+
+    def __init__(self) -> None:
+        from sparkadvisor.core.tomledit import set_root_key
+
+        self.path = paths.user_catalog_path()
+        self.text, self.tables = _read_user_file()
+        if "schema_version" not in self.tables:
+            self.tables["schema_version"] = 1
+            self.text = set_root_key(self.text, "schema_version = 1") if self.text.strip() else \
+                HEADER + "schema_version = 1\n"
+
+    def change(self, edit: Callable[..., str], *args: Any) -> None:
+        from sparkadvisor.core.tomledit import EditError
+
+        try:
+            self.text = edit(self.text, *args)
+        except EditError as error:
+            raise UserCatalogError(f"{self.path} {error}, so it cannot be changed in place; "
+                                   "nothing was changed") from None
+
+    def write(self) -> Path:
+        """Re-parse the new text, check it holds the tables meant and merges cleanly, then replace the file."""
+        try:
+            written = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as error:
+            raise UserCatalogError(f"adding to {self.path} as written would make it invalid "
+                                   f"({_toml_reason(self.path, error, self.text)}); nothing was changed") from None
+        if written != tomllib.loads(_toml(self.tables)):
+            raise UserCatalogError(f"{self.path} is laid out in a way sparkadvisor cannot add to without "
+                                   "rewriting what you wrote; nothing was changed")
+        _validate(self.text)
+        return _write_atomically(self.path, self.text)
 
 
 def _dump(table: Any) -> dict[str, Any]:
@@ -253,10 +323,11 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     the same server settings (never changing what it holds), else to a new one."""
     from sparkadvisor.core.bench import figures
     from sparkadvisor.core.benchrecord import bench_measurements, bench_source, new_bench_recipe, server_recipe_settings
+    from sparkadvisor.core.tomledit import append_table, append_to_table, set_key
 
     today = today or dt.date.today().isoformat()
-    tables = read_user_tables()
-    tables["schema_version"] = 1
+    edit = _Edit()
+    tables = edit.tables
     sources = tables.setdefault("sources", {})
     source_id = _free_id(f"bench-{build.id}-{today}", set(sources) | set(index.catalog.sources))
     settings = server_recipe_settings(info)
@@ -264,20 +335,25 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     recipe = _bench_recipe(recipes, sources, build, cluster, settings)
     measurements = bench_measurements(figures(collected), collected.spec, source_id, today)
     sources[source_id] = bench_source(info, cluster, collected, base.id if base else None, today)
+    edit.change(append_table, _toml({"sources": {source_id: sources[source_id]}}))
     if recipe is None:
         taken = {r.get("id") for r in recipes if isinstance(r, dict)} | {r.id for r in index.catalog.recipes}
         recipe = new_bench_recipe(build, cluster, info, collected, _dump(base) if base else None, settings,
                                   source_id)
         recipe["id"] = _free_id(recipe["id"], taken)
+        recipe["measurements"] = [*recipe.get("measurements", []), *measurements]
         recipes.append(recipe)
+        edit.change(append_table, _toml({"recipes": [recipe]}))
         new = True
     else:
+        at, what = next(n for n, r in enumerate(recipes) if r is recipe), f"recipe {recipe.get('id')!r}"
         recipe["source"] = [*_as_list(recipe.get("source")), source_id]
+        recipe["measurements"] = [*recipe.get("measurements", []), *measurements]
+        edit.change(set_key, ("recipes", at), "source", _toml({"source": recipe["source"]}), what)
+        block = "\n".join(f"[[recipes.measurements]]\n{_toml(m)}" for m in measurements)
+        edit.change(append_to_table, ("recipes", at), block, what)
         new = False
-    recipe["measurements"] = [*recipe.get("measurements", []), *measurements]
-    text = HEADER + _toml(tables)
-    _validate(text)
-    path = _write_atomically(paths.user_catalog_path(), text)
+    path = edit.write()
     return Recorded(recipe["id"], source_id, len(measurements), new, path)
 
 

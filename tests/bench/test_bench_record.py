@@ -80,3 +80,27 @@ def test_a_server_run_with_other_settings_starts_a_new_recipe(standin, capsys):
     assert main(["show", BUILD, "--context", "4000", "--json"]) == 0
     out = capsys.readouterr().out
     assert json.loads(out[out.index("\n{") + 1:])["recipe"] == f"bench-{BUILD}-2x-dgx-spark-2"  # the newest
+
+
+def test_recording_keeps_the_users_comments_and_other_tables(standin, capsys):
+    path = paths.user_catalog_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mine = ('# my Sparks, my notes\nschema_version = 1\n\n'
+            '[sources.my-notes]  # keep me\ntitle = "mine"\nkind = "article"\n')
+    path.write_text(mine, encoding="utf-8")
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    first = path.read_text(encoding="utf-8")
+    assert first.startswith(mine)
+    # The user annotates the recorded recipe; the next run changes its source list and adds measurements.
+    at = first.index("\nsource = ", first.index("[[recipes]]"))
+    first = f"{first[:at]}\n# first run on the new switch{first[at:]}"
+    cold = '[[recipes.measurements]]\nmetric = "ttft_s"'
+    first = first.replace(cold, cold.replace("]]\n", "]]  # cold\n"), 1)
+    path.write_text(first, encoding="utf-8")
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    second = path.read_text(encoding="utf-8")
+    assert second.startswith(mine) and "# first run on the new switch\n" in second
+    assert second.count("[[recipes.measurements]]  # cold\n") == 1
+    recipes = user_recipes()
+    assert len(recipes) == 1 and len(recipes[0]["measurements"]) == 10 and len(recipes[0]["source"]) == 2
+    assert main(["check", str(path)]) == 0

@@ -207,3 +207,76 @@ def test_a_hundred_shards_are_read_with_bounded_concurrency(hub):
     assert len(imported.files.shards) == 100
     assert 1 < hub.max_in_flight <= 16
     assert re.fullmatch(r"deep-meta", imported.build.id)
+
+
+MINE = '''# my Sparks: notes I keep here
+schema_version = 1   # the format, do not touch
+
+[sources.my-notes]   # where my numbers come from
+title = "my own measurements"
+kind = "article"
+
+# a build I wrote by hand, kept out of the bundled catalog on purpose
+[[builds]]
+id = "my-hand-build"
+model = "qwen3-next-80b-a3b"
+repo = "me/hand"
+format = "bf16"
+source = "my-notes"
+size = { value = 160.0, unit = "GB", source = "my-notes" }
+'''
+
+
+def test_an_import_keeps_what_the_user_wrote_byte_for_byte(hub, capsys):
+    path = paths.user_catalog_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(MINE, encoding="utf-8")
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
+    hub.repos["meta/other"] = repos.make_repo(*repos.llama_8b())
+    import_repo("meta/plain")
+    import_repo("meta/other")
+    text = catalog_text()
+    assert text.startswith(MINE) and '[[builds]]\nid = "plain-meta"' in text and 'id = "other-meta"' in text
+    index = load_index()
+    assert {"my-hand-build", "plain-meta", "other-meta"} <= set(index.builds)
+
+    # --force replaces that build's tables where they stand: a comment inside them moves above the new
+    # text, and what comes before and after (the hand-written build, the other import) is untouched.
+    start = text.index("[[models]]\nid = \"plain-meta\"")
+    text = text[:start] + "# imported for the demo\n" + text[start:].replace(
+        'name = "plain"', 'name = "plain"  # renamed? no', 1)
+    path.write_text(text, encoding="utf-8")
+    after_plain = text[text.index('[[builds]]\nid = "plain-meta"'):]
+    after_plain = after_plain[after_plain.index("\n[", 1):]
+    assert import_repo("meta/plain", force=True).build.id == "plain-meta"
+    forced = catalog_text()
+    assert forced.startswith(text[:start] + "# imported for the demo\n")
+    assert "# renamed? no" in forced and forced.count('id = "plain-meta"') == 2
+    assert after_plain in forced
+    assert cli.main(["check", str(path)]) == 0
+
+
+def test_a_user_catalog_that_is_not_toml_is_named_with_its_line_and_left_alone(hub, capsys):
+    path = paths.user_catalog_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    broken = MINE + '\n[[builds]]\nid = "half\n'
+    path.write_text(broken, encoding="utf-8")
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
+    assert cli.main(["import", "meta/plain"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"sparkadvisor: {path} line 18 is not valid TOML (illegal character '\\n'); fix or move it, "
+                   "nothing was changed")
+    assert catalog_text() == broken
+
+
+def test_tables_written_inline_are_refused_not_rewritten(hub, capsys):
+    path = paths.user_catalog_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    inline = 'schema_version = 1\nbuilds = [ ]  # none yet\n'
+    path.write_text(inline, encoding="utf-8")
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
+    assert cli.main(["import", "meta/plain"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"sparkadvisor: adding to {path} as written would make it invalid ({path} line ")
+    assert err.endswith("; nothing was changed") and "\n" not in err
+    assert catalog_text() == inline

@@ -23,6 +23,20 @@ _BASIC_STOP = re.compile(r'[\\"\n]')
 _BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A table header or a key-value pair: where it is in the text, as offsets."""
+
+    loc: Loc
+    """The table a header opens, or the key a pair sets (its table's loc, then the key's parts)."""
+    start: int
+    """Offset of its first character (the `[` of a header, the key of a pair)."""
+    end: int
+    """Offset of the newline that ends it (or the text's length)."""
+    header: bool
+    line: int
+
+
 @dataclass
 class TomlLines:
     """Line numbers (1-based) of each table and key, and of the construct the text leaves open."""
@@ -34,6 +48,10 @@ class TomlLines:
     """The last line that holds anything but white space."""
     deepest: tuple[int, int] = (0, 0)
     """(depth, line): the most arrays and inline tables open at once, and where."""
+    statements: list[Statement] = field(default_factory=list)
+    """Every table header and key-value pair, in the order written (for `core.tomledit`)."""
+    comments: list[int] = field(default_factory=list)
+    """The offset of every `#` that starts a comment."""
 
     def find(self, loc: Loc) -> int | None:
         """The line of `loc`, or of the nearest enclosing table or key that has one."""
@@ -94,23 +112,32 @@ class _Scanner:
     def _statement(self) -> None:
         char = self.text[self.pos]
         line = self.result.last_line = self.line
+        start = self.pos
         if char == "#":
+            self.result.comments.append(self.pos)
             self._skip_to_newline()
         elif char == "[":
             array = self.text.startswith("[[", self.pos)
             self.pos += 2 if array else 1
             names = self._key()
             self._header(names, array, line)
+            after = self.pos
             self._skip_to_newline()
+            if (comment := self.text.find("#", after, self.pos)) >= 0:
+                self.result.comments.append(comment)
+            self.result.statements.append(Statement(self.table, start, self.pos, True, line))
         else:
             names = self._key()
+            loc = self.table + tuple(names)
             if names:
-                self.result.lines.setdefault(self.table + tuple(names), line)
+                self.result.lines.setdefault(loc, line)
             if self.pos < len(self.text) and self.text[self.pos] == "=":
                 self.pos += 1
                 self._value_chars(stop_at_newline=True)
             else:
                 self._skip_to_newline()
+            if names:
+                self.result.statements.append(Statement(loc, start, self.pos, False, line))
 
     def _header(self, names: list[str], array: bool, line: int) -> None:
         loc: Loc = ()
@@ -171,6 +198,7 @@ class _Scanner:
                     return
                 self._advance()
             elif char == "#":
+                self.result.comments.append(self.pos)
                 self._skip_to_newline()
             elif char in "\"'":
                 self._string(char)
