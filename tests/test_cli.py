@@ -99,6 +99,13 @@ def test_an_absurd_count_is_refused_before_any_arithmetic(argv, words, capsys):
     assert exit_info.value.code == 2 and words in err and "Traceback" not in err
 
 
+def test_an_answer_of_thousands_of_tokens_is_written_with_separators(capsys):
+    """The header said "2000 out" and the turn "+ 2000 tokens" beside "100,000 tokens" and "2,000 answer"."""
+    assert main(["show", "glm-5.3-flash-nvfp4-redhat", "--output-tokens", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "100,000 tokens, 95% reuse, 2,000 out" in out and "+ 2,000 tokens / " in out and "2000" not in out
+
+
 def test_catalog_before_or_after_the_command_counts(capsys):
     addition = str(REPO_DATA / "user_addition.toml")
     plain = len(run_json(capsys, "rank")["candidates"])
