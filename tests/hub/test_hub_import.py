@@ -280,3 +280,9 @@ def test_tables_written_inline_are_refused_not_rewritten(hub, capsys):
     assert err.startswith(f"sparkadvisor: adding to {path} as written would make it invalid ({path} line ")
     assert err.endswith("; nothing was changed") and "\n" not in err
     assert catalog_text() == inline
+
+
+def test_the_summary_counts_one_shard_as_one_file(hub, capsys):
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
+    assert cli.main(["import", "meta/plain"]) == 0
+    assert "bytes, 1 safetensors file), format bf16" in capsys.readouterr().out  # was "1 safetensors files"

@@ -53,7 +53,7 @@ def _clear_progress(progress: object) -> None:
 
 
 def _print_summary(imported: object) -> None:
-    from sparkadvisor.core.units import fmt_size
+    from sparkadvisor.core.units import fmt_size, plural
     from sparkadvisor.usercatalog import Imported
 
     assert isinstance(imported, Imported)
@@ -64,7 +64,7 @@ def _print_summary(imported: object) -> None:
     lines = [
         f"Imported {files.repo} at {files.commit[:12]} as build {imported.build.id} (model {imported.model.id}).",
         f"  weights   {fmt_size(d.weight_bytes, 'GB', 2)} exactly ({d.weight_bytes:,} bytes, "
-        f"{len(files.shards)} safetensors files), format {d.format} ({d.quantizer})",
+        f"{plural(len(files.shards), 'safetensors file')}), format {d.format} ({d.quantizer})",
         f"  params    {d.total_params / 1e9:.2f}B total, {active}{experts}",
         f"  KV cache  {'unknown' if kv is None else f'{kv / 1024:.1f} KiB per token'} (bf16, one rank)",
     ]
