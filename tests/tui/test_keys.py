@@ -423,6 +423,14 @@ async def test_question_mark_opens_help_with_the_legend(make_app) -> None:
         assert type(app.screen).__name__ == "MainScreen"
 
 
+def test_a_basis_meaning_wraps_under_itself_in_a_narrow_help() -> None:
+    """At 80 columns "[estimated] ... calibrated on measured" went on with "recipes" at the left edge."""
+    from sparkadvisor.tui.screens.help import basis_legend
+
+    lines = str(basis_legend()._content(66)).splitlines()  # the help's text width at 80 columns
+    assert len(lines) > 6 and all(line.startswith(("[", " " * 12)) for line in lines), lines
+
+
 async def test_tab_moves_focus_and_the_focused_pane_has_the_heavy_border(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
