@@ -94,7 +94,9 @@ def test_fp8_ds_mla_keeps_scales_and_a_bf16_rope_part(index):
     # width: GLM-5.3-Flash (512-wide latent, no RoPE part) is asked for fp8 and pays the same page.
     glm = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
     assert glm.row_bytes == 656
-    assert glm.bytes_per_token == 11 * (656 + 132)
+    # Its k-pool indexer keeps one 132-byte key per 4 tokens (Glm5NextIndexerCache: tokens_per_state =
+    # index_kpool), 33 bytes per token per layer; DeepSeek-V3.2's keeps one per token (above).
+    assert glm.bytes_per_token == 11 * (656 + 132 / 4)
 
 
 def test_kda_keeps_its_recurrent_state_in_fp32(index):
@@ -131,7 +133,7 @@ def test_a_hybrid_request_pays_a_state_page_per_speculative_token_and_padded_gro
     block = kv.block_tokens(2304)
     assert block == 16 * -(-kv.state_bytes_per_layer // (16 * 656)) == 3312
     page = block * 656
-    full = 11 * (656 + 132) * -(-262144 // block) * block
+    full = 11 * (656 + 132 / 4) * -(-262144 // block) * block
     assert kv.request_bytes(262144, 2304, speculative_tokens=7) == full + 44 * page * 8
     assert kv.request_bytes(262144, 2304, speculative_tokens=0) == full + 44 * page
 
@@ -143,6 +145,15 @@ def test_sparse_attention_reads_a_bounded_number_of_rows(index):
     assert kv.bytes_read(1000) == pytest.approx(61 * 1000 * (row + key))
     assert kv.bytes_read(100_000) == pytest.approx(61 * (2048 * row + 100_000 * key))
     assert kv.bytes_read(100_000) < kv.bytes_per_sequence(100_000) / 4
+
+
+def test_a_pooled_indexer_reads_one_key_per_pool(index):
+    # GLM-5.3-Flash's indexer scores one key per 4 tokens, so a decode step reads a quarter of the keys a
+    # per-token indexer would, beside the top-k latent rows and the KDA states.
+    kv = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
+    assert kv.indexer_pool == 4
+    assert kv.bytes_read(100_000) == pytest.approx(
+        11 * (2048 * 656 + 100_000 / 4 * 132) + kv.state_bytes_per_sequence)
 
 
 def test_dense_attention_reads_everything_it_keeps(index):

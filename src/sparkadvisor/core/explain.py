@@ -251,7 +251,11 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     else:
         core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
     text = f"{core}, on {kv.full_layers} full-attention layers per rank"
-    if a.indexer_head_dim:
+    if a.indexer_head_dim and kv.indexer_pool > 1:
+        text += (f", plus {a.indexer_head_dim}-wide FP8 indexer keys, one {kv.indexer_row_bytes:g} B key per "
+                 f"{kv.indexer_pool} tokens ({kv.indexer_row_bytes / kv.indexer_pool:g} B per token per layer: vLLM's "
+                 "k-pool indexer cache stores one state per index_kpool tokens)")
+    elif a.indexer_head_dim:
         text += f", plus {a.indexer_head_dim}-wide FP8 indexer keys"
     text += f" = {kv.bytes_per_token / 1024:.2f} KiB per token per node"
     if kv.window_tokens and kv.full_kv_heads_per_rank is not None:

@@ -11,6 +11,10 @@
 - Linear-attention (Gated DeltaNet, KDA) and Mamba-2 layers hold a fixed state per sequence.
 - A sparse-attention indexer (DeepSeek DSA) caches an FP8 key per token per full layer
   with one FP32 scale per 128 values (vLLM's indexer cache: head_dim + head_dim/128 x 4 bytes).
+  GLM-5.x's k-pool indexer keeps one such key per `indexer_pool` tokens (index_kpool): vLLM's
+  Glm5NextIndexerCache (models/glm5next/common/attention.py) sets tokens_per_state = index_kpool on
+  its MLAAttentionSpec, which "shrinks the cache allocation [to] store one state per index_kpool
+  tokens" (132 / 4 = 33 B per token per layer for GLM-5.3-Flash).
 - Compressed layers (DeepSeek-V4's CSA and HCA) cache one row per `ratio` tokens, and an
   indexer key per row where an indexer picks among them.
 - Feed-forward-only blocks (Nemotron-H's MoE blocks) keep nothing.
@@ -99,7 +103,9 @@ class KvShape:
     full_kv_heads_per_rank: int | None = None
     """KV heads each rank keeps in a full-attention layer when that differs (None: kv_heads_per_rank)."""
     indexer_row_bytes: float = 0.0
-    """One indexer key (per token of a full layer, per row of an indexed compressed layer)."""
+    """One indexer key (per `indexer_pool` tokens of a full layer, per row of an indexed compressed layer)."""
+    indexer_pool: int = 1
+    """Tokens of a full layer that share one indexer key (GLM-5.x index_kpool; 1: a key per token)."""
     sparse_topk: int | None = None
     """Rows a sparse layer reads per query (None: every row)."""
     full_layer_share: float = 0.0
@@ -174,7 +180,7 @@ class KvShape:
         return min(ctx, self.sparse_topk) if self.sparse_topk else ctx
 
     def _indexed(self, ctx: int) -> float:
-        return ctx * self.indexer_row_bytes
+        return ctx / self.indexer_pool * self.indexer_row_bytes
 
 
 def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
@@ -206,7 +212,7 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
     compressed_per_token = sum(layers * (per_layer + (indexer if indexed else 0.0)) / ratio
                                for layers, ratio, indexed in compressed)
     return KvShape(
-        bytes_per_token=full_layers * (full_row + indexer) / pp + compressed_per_token,
+        bytes_per_token=full_layers * (full_row + indexer / attention.indexer_pool) / pp + compressed_per_token,
         window_bytes_per_token=attention.sliding_layers * per_layer / pp,
         window_tokens=window,
         state_bytes_per_sequence=linear_layers * state / pp,
@@ -219,6 +225,7 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         full_row_bytes=full_row if full_heads is not None else None,
         full_kv_heads_per_rank=full_heads,
         indexer_row_bytes=indexer,
+        indexer_pool=attention.indexer_pool,
         sparse_topk=attention.sparse_topk,
         full_layer_share=full_layers / pp,
         sliding_layer_share=attention.sliding_layers / pp,

@@ -14,15 +14,16 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
-PROFILE_PEAK_GIB = 2.96
+PROFILE_PEAK_GIB = 3.95
 """What vLLM's profile run takes per node beside the weights (activations at max-num-batched-tokens,
 the sampler's dummy batch, and the non-torch memory that appears meanwhile: NCCL buffers, cuBLAS and
 attention workspaces). One published recipe pins it down: tonyd2wild-glm (GLM-5.3-Flash NVFP4, TP2,
 eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144, --block-size 2304)
 logs a 965,166-token profiler-sized pool without a drafter. The pool is int(max concurrency x
-max_model_len), and one request of 262,144 tokens costs 2.228 GiB per rank by vLLM's rules
-(`kv.KvShape.request_bytes`, no speculative state pages), so the profiler left 965,166 / 262,144 x
-2.228 = 8.20 GiB of KV, and 0.85 x 121.6 - 92.20 GiB of weights - 8.20 = 2.96 GiB.
+max_model_len), and one request of 262,144 tokens costs 1.959 GiB per rank by vLLM's rules
+(`kv.KvShape.request_bytes`, no speculative state pages, the k-pool indexer's 132-byte key once per
+4 tokens), so the profiler left 965,166 / 262,144 x 1.959 = 7.21 GiB of KV, and 0.85 x 121.6 - 92.20
+GiB of weights - 7.21 = 3.95 GiB.
 tests/core/test_reserve.py redoes this from the catalog, so the figure follows the KV model.
 The pool is the minimum over the ranks, and the README notes its worker rank profiles 4-5 GiB less
 headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and attention
@@ -34,11 +35,11 @@ PROFILE_SOURCE = "tonyd2wild-glm"
 GRAPH_SOURCE = "tonyd2wild-ds41"
 """The catalog source of CUDA_GRAPH_GIB and DRAFT_GRAPH_GIB (and the check of INDEXER_BUFFER_BYTES_PER_TOKEN)."""
 
-DRAFT_PROFILE_GIB = 0.86
+DRAFT_PROFILE_GIB = 0.47
 """What a speculative drafter adds to the profile run beside its own weights: the same recipe's
-profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens; a request then costs 2.851
-GiB (seven more state pages per linear layer), so the KV was 581,040 / 262,144 x 2.851 = 6.32 GiB,
-and 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 6.32 - 2.96 = 0.86 GiB. Assumed
+profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens; a request then costs 2.582
+GiB (seven more state pages per linear layer), so the KV was 581,040 / 262,144 x 2.582 = 5.72 GiB,
+and 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 5.72 - 3.95 = 0.47 GiB. Assumed
 for other drafters and MTP heads, which vLLM also runs as a separate drafter model."""
 
 CUDA_GRAPH_GIB = 1.99

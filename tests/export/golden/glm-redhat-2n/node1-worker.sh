@@ -11,18 +11,18 @@
 #   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 92.2 GiB of weights,
 #   11.2 GiB is left for the KV cache and activations. The recipe pins the KV cache at 6 GiB per node, so vLLM
 #   skips its profile run; activations come out of what is left. It fits.
-#   6.00 GiB / 2.851 GiB per request x 262,144 = 552k tokens, the figure vLLM logs as "GPU KV cache size"
-#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 8.46 KiB x 80 blocks
-#   of 3,312 tokens = 2.139 GiB; linear-attention states 44 layer slots (layers padded to whole KV-cache
+#   6.00 GiB / 2.582 GiB per request x 262,144 = 609k tokens, the figure vLLM logs as "GPU KV cache size"
+#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 7.40 KiB x 80 blocks
+#   of 3,312 tokens = 1.870 GiB; linear-attention states 44 layer slots (layers padded to whole KV-cache
 #   groups) x 2.07 MiB pages x (1 + 7 speculative tokens) = 0.712 GiB; with max-model-len 262,144 (the
 #   recipe's --max-model-len), block 3,312 tokens (the recipe's --block-size, grown so one page holds a
-#   layer's state), 7 speculative tokens (the recipe's speculative tokens). At 100,000 tokens per session, 3
+#   layer's state), 7 speculative tokens (the recipe's speculative tokens). At 100,000 tokens per session, 4
 #   concurrent sessions fit (each holding its blocks, window and state pages). Measured: 581k-679k tokens
 #   (581,040 profiler-sized, 678,661 at the 6 GiB pin).
 #   Measured 46.9 tok/s (single stream, code prompt, warm, 74.1% draft acceptance (README, 2026-08-28)) at its
 #   own conditions (2,000 tokens (assumed: not stated), 1 stream, eager); the model predicts 42 there, range
 #   33-55: inside the predicted range; 77% of the ceiling.
-#   5,000 tokens / 1,337 tok/s derived: the measured prefill 1,365 tok/s (a 262K-token prompt took 192 s cold
+#   5,000 tokens / 1,336 tok/s derived: the measured prefill 1,365 tok/s (a 262K-token prompt took 192 s cold
 #   (README)) holds at its own depth (a 262,144-token prompt, ~131,072 attended tokens per prompt token); the
 #   model's own rate at this depth (~97,500 attended, 5,000-token chunks vs 8,192 measured) over its rate
 #   there scales it x0.98 (depth moves the attention and indexer FLOPs and the K/V read; the chunk moves the

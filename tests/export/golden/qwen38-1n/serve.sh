@@ -7,12 +7,12 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 76.2 GiB.
 #   At gpu-memory-utilization 0.8, vLLM takes 0.8 x 121.6 = 97.3 GiB per node; after 76.2 GiB of weights, 21.1
-#   GiB is left for the KV cache and activations. vLLM keeps 7.6 GiB beside them (3.8 GiB profile run with its
+#   GiB is left for the KV cache and activations. vLLM keeps 8.2 GiB beside them (4.4 GiB profile run with its
 #   drafter, from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; 0.55 GiB
 #   drafter graphs, same log; 1.29 GiB indexer prefill buffer, 40 x 132 B per token of max-model-len by vLLM's
-#   indexer code, which the same recipe confirms; each measured on one recipe and assumed here), so 13.4 GiB
+#   indexer code, which the same recipe confirms; each measured on one recipe and assumed here), so 12.8 GiB
 #   goes to the KV cache. As a whole the build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It fits.
-#   13.45 GiB / 3.665 GiB per request x 262,144 = 962k tokens, the figure vLLM logs as "GPU KV cache size"
+#   12.85 GiB / 3.665 GiB per request x 262,144 = 919k tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 13.55 KiB x 164
 #   blocks of 1,600 tokens = 3.390 GiB; linear-attention states 36 layer slots (layers padded to whole
 #   KV-cache groups) x 1.56 MiB pages x (1 + 4 speculative tokens) = 0.275 GiB; with max-model-len 262,144

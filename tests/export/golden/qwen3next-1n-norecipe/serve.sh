@@ -6,22 +6,22 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 47.3 GiB.
 #   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 47.3 GiB of weights,
-#   56.0 GiB is left for the KV cache and activations. vLLM keeps 5.0 GiB beside them (3.0 GiB profile run,
+#   56.0 GiB is left for the KV cache and activations. vLLM keeps 5.9 GiB beside them (4.0 GiB profile run,
 #   from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; each measured on
-#   one recipe and assumed here), so 51.1 GiB goes to the KV cache. It fits.
-#   51.10 GiB / 6.039 GiB per request x 262,144 = 2.22M tokens, the figure vLLM logs as "GPU KV cache size"
+#   one recipe and assumed here), so 50.1 GiB goes to the KV cache. It fits.
+#   50.11 GiB / 6.039 GiB per request x 262,144 = 2.18M tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention rows 24.00 KiB x 482 blocks of 544
 #   tokens = 6.001 GiB; linear-attention states 36 layer slots (layers padded to whole KV-cache groups) x 1.06
 #   MiB pages x (1 + 0 speculative tokens) = 0.037 GiB; with max-model-len 262,144 (the model's native
 #   context), block 544 tokens (vLLM's default, grown so one page holds a layer's state), 0 speculative tokens
 #   (no speculation). At 100,000 tokens per session, 21 concurrent sessions fit (each holding its blocks,
 #   window and state pages).
-#   5,000 tokens / estimated prefill 1,649 tok/s (range 1,320-2,349: an 80% range: split-conformal from the
+#   5,000 tokens / estimated prefill 1,648 tok/s (range 1,320-2,349: an 80% range: split-conformal from the
 #   errors on 33 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
 #   prompt token 0.607 ms = GEMM 0.166 ms (9.1 GFLOP, experts at 2x the cost, at 55 TFLOPS on the fp4 tensor
 #   path vllm takes for nvfp4-modelopt: vllm's own, fitted to 2 prefill measurements of 2 recipes) + attention
-#   FLOPs 0.350 ms (19.17 GFLOP attending to ~97,500 tokens, at 55 TFLOPS: pooled over engines, fitted to 33
-#   prefill measurements) + K/V stream 0.047 ms (2.40 GB attended, read once per tile of queries, at 0.020
+#   FLOPs 0.355 ms (19.17 GFLOP attending to ~97,500 tokens, at 54 TFLOPS: pooled over engines, fitted to 33
+#   prefill measurements) + K/V stream 0.042 ms (2.40 GB attended, read once per tile of queries, at 0.018
 #   ms/GB: pooled over engines, fitted to 33 prefill measurements) + weights 0.044 ms (50.8 GB read once per
 #   5,000-token chunk, at 4.30 ms/GB: the published read test)) = 3.0 s to the first token. Uncached (a cold
 #   100,000-token prompt): 40 s.
