@@ -120,3 +120,16 @@ def test_a_reader_that_stops_early_ends_the_pipe_quietly(isolated_home):
     script = "import sys; from sparkadvisor.cli import main; sys.exit(main(['coverage']))"
     result = subprocess.run(f"{sys.executable} -c \"{script}\" | head -1", shell=True, capture_output=True, text=True)
     assert result.stdout.count("\n") == 1 and "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_the_app_without_a_terminal_says_so_instead_of_drawing_into_a_file(isolated_home):
+    """`sparkadvisor > out.txt 2>&1` (cron, a script, ssh without -t) started the app: it drew its screen into
+    the file and waited for keys that could never come."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "sparkadvisor"], stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, timeout=20)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("sparkadvisor: the app needs a terminal, and stdin or stderr is not one; for text, "
+                             "run `sparkadvisor rank` (every command: `sparkadvisor --help`)\n")
