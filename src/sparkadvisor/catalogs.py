@@ -115,6 +115,20 @@ def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> Catalog
     return index
 
 
+def catalog_builds_of(repo: str) -> tuple[str, ...]:
+    """Ids of the builds of `repo` (in any case) in the catalog in use, bundled or updated, without
+    the user's own: an import of one of them would rank a bare copy beside the curated build."""
+    wanted = repo.lower()
+    return tuple(b.id for b in load_index(include_user=False).catalog.builds if b.repo.lower() == wanted)
+
+
+def already_in_catalog(repo: str, builds: Sequence[str], force_words: str) -> str:
+    """The sentence that refuses an import of a repo the catalog has (`force_words` says how to insist)."""
+    named = ", ".join(builds)
+    return (f"{repo} is already in the catalog as build{'s' * (len(builds) > 1)} {named}, with its recipes, "
+            f"measurements and sources (sparkadvisor show {builds[0]}); {force_words} to import it again beside it")
+
+
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, at most MAX_CATALOG_BYTES of them (`check /dev/zero` must end)."""
     try:

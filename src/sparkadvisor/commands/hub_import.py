@@ -12,7 +12,8 @@ from sparkadvisor.core.safetext import safe_text
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("repo", metavar="ORG/NAME", help="Hugging Face repo id, e.g. openai/gpt-oss-120b")
     parser.add_argument("--revision", help="branch, tag or commit (default: main)")
-    parser.add_argument("--force", action="store_true", help="replace a model or build with the same id")
+    parser.add_argument("--force", action="store_true", help="replace a model or build with the same id; import a repo "
+                        "the catalog already has")
     parser.add_argument("--timeout", type=number_above_zero(3600, "seconds"), default=60.0, metavar="SECONDS",
                         help="give up when the whole import (model info, files, retries) takes longer (default: 60)")
     parser.add_argument("--json", action="store_true", help="print what was added as JSON")
@@ -25,6 +26,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not is_repo_id(args.repo):
         raise UsageError(f"{args.repo!r} is not a Hugging Face repo id; give it as ORG/NAME, e.g. openai/gpt-oss-120b")
+    if not args.force:
+        from sparkadvisor.catalogs import already_in_catalog, catalog_builds_of
+
+        if builds := catalog_builds_of(args.repo):
+            raise UsageError(already_in_catalog(args.repo, builds, "pass --force"))
     progress = _progress if sys.stderr.isatty() and not args.json else None
     try:
         imported = import_repo(args.repo, args.revision, force=args.force, timeout_s=args.timeout, progress=progress)
