@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from sparkadvisor.cli import COMMANDS, Unbuilt, build_parser, chosen_command, main, terminal_columns
+from sparkadvisor.cli import COMMANDS, chosen_command, main, terminal_columns
+from sparkadvisor.cliparser import Unbuilt, build_parser
 
 
 def modules_after(argv: list[str]) -> set[str]:

@@ -1,24 +1,28 @@
 """The command line: `sparkadvisor` opens the TUI; subcommands answer as text or JSON.
 
-Thin on purpose: it builds the parser from the modules in `sparkadvisor.commands`,
-runs one, and turns the two kinds of bad input into one sentence and an exit code.
+Thin on purpose: it builds the parser (`cliparser`) from the modules in `sparkadvisor.commands`,
+runs one, and turns the two kinds of bad input into one sentence and an exit code. `--help` is
+laid out by `tophelp` from the tables here, without importing argparse.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-
-from sparkadvisor import __version__
 
 TYPE_CHECKING = False
 """typing.TYPE_CHECKING without importing typing, as in commands/common.py (mypy reads the name)."""
 
 if TYPE_CHECKING:
+    from argparse import Namespace
     from collections.abc import Sequence
     from types import ModuleType
-    from typing import Any
+
+PROG = "sparkadvisor"
+DESCRIPTION = ("Which LLM build fits your DGX Sparks, how fast it decodes, and what an agent turn costs. "
+               "With no command, opens the terminal app.")
+CATALOG_HELP = "merge a catalog over the bundled one (repeatable; before or after the command)"
+"""The help of --catalog, before the command and after it (`commands.common.add_catalog_option`)."""
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "rank": ("rank", "rank every build for a cluster and workload"),
@@ -66,60 +70,6 @@ def terminal_columns() -> int:
     return columns or 80
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's own formatter, as wide as it would make itself (`terminal_columns`)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         terminal_columns() - 2 if width is None else width)
-
-
-class Unbuilt:
-    """A subcommand this run did not build a parser for: argparse lists its name and help and
-    accepts it as a choice, and the parser is built only if argparse hands it the arguments."""
-
-    def __init__(self, command: str, **kwargs: Any) -> None:
-        self.command = command
-        self.kwargs = kwargs
-
-    def build(self) -> argparse.ArgumentParser:
-        parser = argparse.ArgumentParser(**self.kwargs)
-        command_module(self.command).add_arguments(parser)
-        return parser
-
-    def parse_known_args(self, args: Sequence[str] | None = None,
-                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
-        return self.build().parse_known_args(args, namespace)
-
-
-def _subcommand_parser(*, command: str, now: bool, **kwargs: Any) -> argparse.ArgumentParser | Unbuilt:
-    """The parser behind subcommand `command`: built `now`, else when argparse needs it."""
-    unbuilt = Unbuilt(command, **kwargs)
-    return unbuilt.build() if now else unbuilt
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser. Every subcommand is listed; with `only` naming one, only its parser
-    is built (its module imported, its options added) and with `only=""` none is, so `--help`
-    and a single command start without loading the rest. A subcommand not built is built when
-    argparse dispatches to it (`Unbuilt`)."""
-    from sparkadvisor.commands.common import add_catalog_option
-
-    parser = argparse.ArgumentParser(
-        prog="sparkadvisor", formatter_class=HelpFormatter,
-        description="Which LLM build fits your DGX Sparks, how fast it decodes, and what an agent turn costs. "
-                    "With no command, opens the terminal app.")
-    parser.add_argument("--version", action="version", version=f"sparkadvisor {__version__}")
-    add_catalog_option(parser, dest="catalog")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog,
-                                parser_class=_subcommand_parser)  # type: ignore[call-overload]
-    for name, (_, help_text) in COMMANDS.items():
-        sub.add_parser(name, help=help_text, description=help_text, formatter_class=HelpFormatter,
-                       command=name, now=only is None or name == only)
-    return parser
-
-
 def chosen_command(argv: Sequence[str]) -> str | None:
     """The subcommand named in `argv`, found the way argparse will find it: the first word
     that is neither an option nor the value of --catalog."""
@@ -135,8 +85,11 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `sparkadvisor` script."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = chosen_command(argv)
-    args = build_parser(only=command or "").parse_args(argv)
+    if argv in (["-h"], ["--help"]):
+        _top_help()
+    from sparkadvisor.cliparser import build_parser
+
+    args = build_parser(only=chosen_command(argv) or "").parse_args(argv)
     args.catalog = [*args.catalog, *getattr(args, "sub_catalog", [])]
     from sparkadvisor.commands.common import UsageError
     from sparkadvisor.core.catalog import CatalogError
@@ -173,10 +126,25 @@ def _reader_left() -> int:
     return 141
 
 
-def _open_tui(args: argparse.Namespace) -> int:
+def _top_help() -> None:
+    """Print the top-level help and exit 0 as argparse's -h does, laid out by `tophelp` where it
+    reproduces argparse (argparse answers where it does not)."""
+    from sparkadvisor.tophelp import help_text
+
+    text = help_text(terminal_columns() - 2)
+    if text is not None:
+        stdout = sys.stdout or sys.stderr
+        try:
+            stdout.write(text)
+        except (AttributeError, OSError):
+            pass
+        sys.exit(0)
+
+
+def _open_tui(args: Namespace) -> int:
     # Textual reads keys from stdin and draws on stderr: without a terminal there (cron, a script,
     # `> out.txt 2>&1`, ssh without -t) it would draw into a file and wait for keys forever.
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+    if not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr)):
         print("sparkadvisor: the app needs a terminal, and stdin or stderr is not one; for text, run "
               "`sparkadvisor rank` (every command: `sparkadvisor --help`)", file=sys.stderr)
         return 2

@@ -94,3 +94,20 @@ def test_a_catalog_saved_with_a_byte_order_mark_reads(tmp_path, capsys):
     path.write_bytes(b"\xef\xbb\xbf" + (DATA / "user_addition.toml").read_bytes())
     assert main(["check", str(path)]) == 0
     assert "bom.toml: ok (" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("written", "said"), [
+    ("my repo", "'my repo' is not a Hugging Face repo id; give it as OWNER/NAME (letters, digits and '_', with "
+                "single '-' or '.' between them), e.g. openai/gpt-oss-120b"),
+    ("gpt-oss-120b", "'gpt-oss-120b' is not a Hugging Face repo id"),
+    ("openai--x/gpt", "'openai--x/gpt' is not a Hugging Face repo id"),
+    ("https://huggingface.co/openai/gpt-oss-120b",
+     "'https://huggingface.co/openai/gpt-oss-120b' is a hub address, not a repo id; give the id alone, "
+     "openai/gpt-oss-120b"),
+])
+def test_a_repo_that_is_not_owner_slash_name_is_named_with_its_line(written, said, capsys, tmp_path):
+    first = next(i for i, line in enumerate(LINES) if line.startswith("repo = "))
+    path = tmp_path / "catalog.toml"
+    path.write_text("\n".join(LINES[:first] + [f"repo = {written!r}".replace("'", '"')] + LINES[first + 1:]))
+    code, err = check(path, capsys)
+    assert code == 1 and f"catalog.toml:{first + 1}:" in err and said in err and "pattern" not in err

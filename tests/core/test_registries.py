@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typing
 
-from sparkadvisor.cli import COMMANDS, build_parser
+from sparkadvisor.cli import COMMANDS
+from sparkadvisor.cliparser import build_parser
 from sparkadvisor.core import schema
 from sparkadvisor.core.caveats import KINDS
 from sparkadvisor.core.formats import FORMATS

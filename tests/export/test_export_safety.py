@@ -11,7 +11,10 @@ from export_helpers import run_with_standins
 
 from sparkadvisor.cli import main
 
-EVIL_REPO = "evil/$(touch PWNED1) `touch PWNED2` \"q\" 'x'; touch PWNED3\ntouch PWNED4 #"
+SHELL_REPO = "evil/$(touch PWNED1) `touch PWNED2` \"q\" 'x'; touch PWNED3\ntouch PWNED4 #"
+"""Refused when the catalog is read (a repo is OWNER/NAME of the hub's characters), so the values
+that reach the exporter below are the id, title, image, parser and arguments, all free text."""
+EVIL_REPO = "evil_/name.with-dots_1"
 EVIL_ID = "ev'il; touch PWNED5 $(touch PWNED6) \"x\"\n--trust-remote-code"
 EVIL_VALUE = "4; touch PWNED7 $HOME"
 EVIL_TITLE = "a title\ntouch PWNED8"
@@ -111,12 +114,14 @@ def test_dropped_arguments_are_said_loudly(hostile, tmp_path):
     assert "--no-such-flag: not a vLLM 0.33 serve option" in text
 
 
-def test_a_repo_that_looks_like_an_option_is_refused(tmp_path, capsys):
+@pytest.mark.parametrize("repo", ["--trust-remote-code", SHELL_REPO])
+def test_a_repo_that_looks_like_an_option_or_a_command_is_refused(repo, tmp_path, capsys):
     path = tmp_path / "c.toml"
-    path.write_text(HOSTILE.replace(_toml(EVIL_REPO), '"--trust-remote-code"'), encoding="utf-8")
-    assert _export(path, tmp_path / "o", "sh") == 2
-    assert "starts with '-'" in capsys.readouterr().err
-    assert not (tmp_path / "o").exists()
+    path.write_text(HOSTILE.replace(_toml(EVIL_REPO), _toml(repo)), encoding="utf-8")
+    assert _export(path, tmp_path / "o", "sh") == 1
+    err = capsys.readouterr().err
+    assert "c.toml:5:" in err and "is not a Hugging Face repo id; give it as OWNER/NAME" in err
+    assert not (tmp_path / "o").exists() and not list(tmp_path.rglob("PWNED*"))
 
 
 def test_no_token_value_is_ever_written(tmp_path, monkeypatch):

@@ -34,3 +34,15 @@ def test_offline_in_a_fresh_process_says_what_is_missing(hub):
                            "metadata cache holds deepseek/v2-mla at main; import it once online (later offline "
                            "imports reuse its metadata), or unset HF_HUB_OFFLINE\n")
     assert hub.requests == []
+
+
+def test_import_refuses_what_is_not_owner_slash_name_before_reaching_the_hub(hub, capsys):
+    from sparkadvisor import cli
+
+    assert cli.main(["import", "https://huggingface.co/openai/gpt-oss-120b"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "'https://huggingface.co/openai/gpt-oss-120b' is a hub address, not a repo id; give the id alone, "
+        "openai/gpt-oss-120b")
+    assert cli.main(["import", "openai/gpt..oss"]) == 2
+    assert "'openai/gpt..oss' is not a Hugging Face repo id; give it as OWNER/NAME" in capsys.readouterr().err
+    assert hub.requests == []

@@ -18,7 +18,7 @@ def test_the_metrics_and_checkup_core_is_pure() -> None:
 
 
 def test_building_the_parser_does_not_import_httpx() -> None:
-    loaded = _loaded_after("from sparkadvisor.cli import build_parser; build_parser()")
+    loaded = _loaded_after("from sparkadvisor.cliparser import build_parser; build_parser()")
     assert "httpx" not in loaded and "sparkadvisor.sources.probe" not in loaded
 
 

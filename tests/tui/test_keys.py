@@ -73,6 +73,27 @@ async def test_number_keys_set_the_node_count(make_app, key: str) -> None:
     assert load_state().nodes == int(key)
 
 
+async def test_at_80_by_24_a_build_the_new_count_rules_out_gives_the_cursor_to_the_top(make_app) -> None:
+    app = make_app(nodes=2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.table
+        assert table.highlighted_build == GLM and cell(table, GLM, "rank") == "1"
+        await pilot.press("1")
+        # GLM needs two nodes: the cursor goes to the best build for one, and the view shows the top.
+        top = app.screen.ranking.ranked[0].plan.build.id
+        assert cell(table, GLM, "rank") == "-" and cell(table, top, "rank") == "1"
+        assert table.cursor == 0 and table.highlighted_build == top and table.scroll_offset.y == 0
+        assert screen_lines(table)[1].split()[0] == "1"
+        assert app.screen.query_one("#detail").text.count(app.screen.ranking.by_id[top].plan.model.name) >= 1
+        # A build that still fits keeps the cursor through the change, wherever it now ranks.
+        kept = app.screen.ranking.ranked[5].plan.build.id
+        table.move_to(row_ids(table).index(kept))
+        await pilot.press("2")
+        assert table.highlighted_build == kept and cell(table, kept, "rank") != "-"
+        row = table.cursor - table.scroll_offset.y + 1
+        assert 1 <= row < table.scrollable_content_region.height
+
+
 async def test_2_and_3_set_the_node_count(make_app) -> None:
     app = make_app(nodes=1)
     async with app.run_test(size=SIZE) as pilot:

@@ -36,8 +36,10 @@ def _path(text: str) -> Path:
 def add_catalog_option(parser: argparse.ArgumentParser, dest: str = "sub_catalog") -> None:
     """--catalog FILE, repeatable. A subcommand's copy keeps its own list (`sub_catalog`), which
     `cli.main` adds to the one given before the subcommand, so both places count."""
+    from sparkadvisor.cli import CATALOG_HELP
+
     parser.add_argument("--catalog", type=_path, action="append", default=[], metavar="FILE", dest=dest,
-                        help="merge a catalog over the bundled one (repeatable; before or after the command)")
+                        help=CATALOG_HELP)
 
 
 ENGINES = ("vllm", "llama.cpp", "sglang", "ollama", "trt-llm")

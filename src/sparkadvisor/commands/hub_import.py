@@ -25,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
     from sparkadvisor.usercatalog import ImportConflict, UserCatalogError, import_repo
 
     if not is_repo_id(args.repo):
-        raise UsageError(f"{args.repo!r} is not a Hugging Face repo id; give it as ORG/NAME, e.g. openai/gpt-oss-120b")
+        from sparkadvisor.core.schema import repo_id_problem
+
+        raise UsageError(repo_id_problem(args.repo))
     if not args.force:
         from sparkadvisor.catalogs import already_in_catalog, catalog_builds_of
 

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.records import field_names, iter_tables, record
 from sparkadvisor.core.sanity import MAX_CATALOG_BYTES, MAX_NESTING, sanity_findings
-from sparkadvisor.core.schema import PATTERN_WORDS, Catalog, Context, Recipe
+from sparkadvisor.core.schema import (
+    HF_REPO_ID,
+    PATTERN_WORDS,
+    REPO_FIELDS,
+    Catalog,
+    Context,
+    Recipe,
+    repo_id_problem,
+)
 from sparkadvisor.core.tomllines import TomlLines, index_lines
 
 if TYPE_CHECKING:
@@ -142,16 +150,17 @@ def _message(loc: tuple[Any, ...], item: Any) -> str:
         return f"unknown key {loc[-1]!r}; valid keys here are: {allowed}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r}"
+    pattern = item.get("ctx", {}).get("pattern") if kind == "string_pattern_mismatch" else None
+    if pattern == HF_REPO_ID and loc[-1] in REPO_FIELDS:  # a patch's `repo` is a GitHub URL: its own words below
+        return repo_id_problem(str(item.get("input")))
     if kind == "dataclass_type":
         return f"should be a table (got {_shown(item.get('input'))})"
     value = item.get("input")
     if kind == "string_type" and isinstance(value, dt.date | dt.time):
         what = "time" if isinstance(value, dt.time) else "date"
         return f'should be text in quotes (got the TOML {what} {value.isoformat()}; write "{value.isoformat()}")'
-    if kind == "string_pattern_mismatch":
-        pattern = item.get("ctx", {}).get("pattern")
-        if pattern in PATTERN_WORDS:
-            return f"should be {PATTERN_WORDS[pattern]} (got {_shown(value)})"
+    if pattern in PATTERN_WORDS:
+        return f"should be {PATTERN_WORDS[pattern]} (got {_shown(value)})"
     text = item["msg"].replace("Input should be", "should be").replace("a valid tuple", "a valid list")
     text = text.replace("Value error, ", "")
     if kind == "value_error":

@@ -322,9 +322,14 @@ def _request_text(plan: Plan) -> str:
                      f"{kv.window_bytes_per_token * kv.sliding_pad * window_blocks * block / GiB:.3f} GiB")
     if kv.linear_slots:
         page = kv.page_bytes(inputs.block_tokens)
-        parts.append(f"linear-attention states {kv.linear_slots:g} layer slots (layers padded to whole KV-cache "
-                     f"groups) x {page / 2**20:.2f} MiB pages x (1 + {inputs.speculative_tokens} speculative "
-                     f"tokens) = {kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")
+        pp = plan.fit.pp
+        # Under pipeline parallelism the slots are the whole model's, shared by the stages: a stage
+        # holds whole layers, so a fraction is the mean a stage carries, said as one.
+        slots = f"{kv.linear_slots * pp:g} layer slots (layers padded to whole KV-cache groups)" + (
+            f" / {pp} pipeline stages = {kv.linear_slots:.2f} a stage on average" if pp > 1 else "")
+        parts.append(f"linear-attention states {slots} x {page / 2**20:.2f} MiB pages x (1 + "
+                     f"{inputs.speculative_tokens} speculative tokens) = "
+                     f"{kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")
     origins = inputs.origins
     settings = (f"max-model-len {length:,} ({origins[0]}), block {block:,} tokens ({origins[1]}"
                 + (", grown so one page holds a layer's state" if block != (inputs.block_tokens or block) or

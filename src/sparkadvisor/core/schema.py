@@ -41,6 +41,23 @@ PATTERN_WORDS = {
 }
 """What each pattern a field must match is, in words: a problem says these, never the pattern."""
 
+HF_REPO_ID = r"^[A-Za-z0-9_](?:[-.]?[A-Za-z0-9_])*/[A-Za-z0-9_](?:[-.]?[A-Za-z0-9_])*$"
+"""A Hugging Face repo id, OWNER/NAME: letters, digits, `_`, and single `-` or `.` between them
+(the hub refuses `--`, `..` and a name that starts or ends with `-` or `.`)."""
+REPO_FIELDS = ("repo", "draft_repo")
+"""The fields that hold a Hugging Face repo id (`core.catalog` words their pattern error)."""
+_HUB_URL = re.compile(r"^https?://(?:www\.)?huggingface\.co/(?!datasets/|spaces/)([^/?#\s]+/[^/?#\s]+)/?$")
+
+
+def repo_id_problem(text: str) -> str:
+    """Why `text` is not a Hugging Face repo id, and what to give instead, in one sentence."""
+    shown = repr(text if len(text) <= 80 else text[:77] + "...")
+    url = _HUB_URL.match(text)
+    if url and re.match(HF_REPO_ID, url.group(1)):
+        return f"{shown} is a hub address, not a repo id; give the id alone, {url.group(1)}"
+    return (f"{shown} is not a Hugging Face repo id; give it as OWNER/NAME (letters, digits and '_', with "
+            "single '-' or '.' between them), e.g. openai/gpt-oss-120b")
+
 SourceRef = str | tuple[str, ...]
 """One source id, or several, from the catalog's `[sources]` table."""
 
@@ -446,7 +463,7 @@ class Model:
     """Display name."""
     family: str
     """Model family, e.g. "GLM", "Qwen3", "gpt-oss"."""
-    repo: str | None = None
+    repo: str | None = checked(default=None, pattern=HF_REPO_ID)
     """The original Hugging Face repo id, when one exists."""
     released: str | None = None
     """Release date, YYYY-MM-DD."""
@@ -510,7 +527,7 @@ class Build:
     """Short id, e.g. "glm-5.3-flash-nvfp4-redhat"."""
     model: str
     """Id of the model it is a build of."""
-    repo: str = checked(min_length=1)
+    repo: str = checked(pattern=HF_REPO_ID)
     """Hugging Face repo id."""
     format: Format
     """Weight format."""
@@ -542,7 +559,7 @@ class Speculative:
 
     method: str
     """vLLM method name: mtp, dflash, eagle3, draft_model, ngram, ..."""
-    draft_repo: str | None = None
+    draft_repo: str | None = checked(default=None, pattern=HF_REPO_ID)
     """Draft model repo, when the method uses one."""
     draft_size_gb: float | None = checked(default=None, gt=0)
     """Draft model size in GB."""

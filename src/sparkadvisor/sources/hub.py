@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkadvisor.core.derive import TensorMeta
+from sparkadvisor.core.schema import HF_REPO_ID, repo_id_problem
 from sparkadvisor.sources import hubmeta
 from sparkadvisor.sources.deadline import Deadline, DeadlineExceeded
 from sparkadvisor.sources.hubfaults import HubError, check_endpoint, endpoint, malformed, stalled, translated
@@ -38,7 +39,7 @@ MAX_HEADER_BYTES = 25_000_000
 """Largest safetensors header accepted (huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH)."""
 DEFAULT_TIMEOUT_S = 60.0
 """Longest a whole online import may take (every request and retry in it)."""
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+_REPO_ID = re.compile(HF_REPO_ID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ def fetch_repo(repo: str, revision: str | None = None, *, timeout_s: float = DEF
     Online, the whole read (model info, config.json, every header, the library's retries)
     ends within `timeout_s`."""
     if not is_repo_id(repo):
-        raise HubError(f"{repo!r} is not a Hugging Face repo id; give it as ORG/NAME, e.g. openai/gpt-oss-120b")
+        raise HubError(repo_id_problem(repo))
     if not (isinstance(timeout_s, int | float) and math.isfinite(timeout_s) and timeout_s > 0):
         raise HubError(f"the timeout must be a number of seconds above 0 (got {timeout_s!r})")
     deadline = Deadline(timeout_s)

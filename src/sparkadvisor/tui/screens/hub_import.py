@@ -68,11 +68,12 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
     @on(Button.Pressed, "#hub-import-go")
     def start(self) -> None:
         """Check the repo id, then read it in the background."""
+        from sparkadvisor.core.schema import repo_id_problem
         from sparkadvisor.sources.hub import is_repo_id
 
         repo = self.query_one("#hub-import-repo", Input).value.strip()
         if not is_repo_id(repo):
-            self._status(f"{repo!r} is not a repo id; give it as ORG/NAME.", error=True)
+            self._status(f"{repo_id_problem(repo)}.", error=True)
             return
         revision = self.query_one("#hub-import-revision", Input).value.strip() or None
         self.query_one("#hub-import-go", Button).disabled = True

@@ -139,11 +139,17 @@ class MainScreen(Screen[None]):
     # --- applying a scenario --------------------------------------------------------
 
     def apply(self, scenario: Scenario, top: bool = False) -> None:
-        """Re-rank for `scenario`; the cursor stays on its build, or goes to the top."""
+        """Re-rank for `scenario`. The cursor stays on its build (scrolled into view) while the build is
+        still a candidate; when the change rules it out (`1` on a build that needs two nodes: it no
+        longer fits, or a caveat now excludes it), the cursor and the view go to the top-ranked build,
+        where what does fit is. A build already ruled out before the change keeps the cursor."""
+        before, build = self.ranking, self.table.highlighted_build
         self.scenario = scenario
         self.overrides[scenario.workload.kind] = scenario.workload
         self.ranking = self.cache.get(scenario)
-        self._show_rows(top)
+        was, now = before.by_id.get(build) if build else None, self.ranking.by_id.get(build) if build else None
+        ruled_out = was is not None and now is not None and not was.excluded and now.excluded
+        self._show_rows(top or ruled_out)
         self.spark.remember(workload=scenario.workload.kind, hardware=scenario.hardware_id, nodes=scenario.nodes)
         self._schedule_precompute()
 
