@@ -142,12 +142,6 @@ def _top_help() -> None:
 
 
 def _open_tui(args: Namespace) -> int:
-    # Textual reads keys from stdin and draws on stderr: without a terminal there (cron, a script,
-    # `> out.txt 2>&1`, ssh without -t) it would draw into a file and wait for keys forever.
-    if not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr)):
-        print("sparkadvisor: the app needs a terminal, and stdin or stderr is not one; for text, run "
-              "`sparkadvisor rank` (every command: `sparkadvisor --help`)", file=sys.stderr)
-        return 2
     from sparkadvisor.tui.app import run
 
     return int(run(args.catalog))
