@@ -106,6 +106,22 @@ def test_an_answer_of_thousands_of_tokens_is_written_with_separators(capsys):
     assert "100,000 tokens, 95% reuse, 2,000 out" in out and "+ 2,000 tokens / " in out and "2000" not in out
 
 
+@pytest.mark.parametrize(("argv", "command", "extra"), [
+    (["rank", "--bogus"], "rank", "--bogus"),
+    (["--catalog", "x.toml", "show", "glm-5.3-flash-nvfp4-redhat", "two"], "show", "two"),
+])
+def test_an_unknown_argument_is_refused_under_the_commands_own_usage(argv, command, extra, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: sparkadvisor {command} [-h]") and "--catalog FILE" in err
+    assert err.endswith(f"sparkadvisor {command}: error: unrecognized arguments: {extra}\n")
+    with pytest.raises(SystemExit):
+        main(["--bogus"])
+    assert capsys.readouterr().err.startswith("usage: sparkadvisor [-h]")
+
+
 def test_catalog_before_or_after_the_command_counts(capsys):
     addition = str(REPO_DATA / "user_addition.toml")
     plain = len(run_json(capsys, "rank")["candidates"])

@@ -36,7 +36,9 @@ class Unbuilt:
         self.kwargs = kwargs
 
     def build(self) -> argparse.ArgumentParser:
-        parser = argparse.ArgumentParser(**self.kwargs)
+        from sparkadvisor.commands.common import SubcommandParser
+
+        parser = SubcommandParser(**self.kwargs)
         command_module(self.command).add_arguments(parser)
         return parser
 

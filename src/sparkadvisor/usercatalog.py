@@ -235,14 +235,11 @@ class _Edit:
     change to the tables it stands for, so `write` can check the text holds just those tables."""
 
     def __init__(self) -> None:
-        from sparkadvisor.core.tomledit import set_root_key
-
         self.path = paths.user_catalog_path()
         self.text, self.tables = _read_user_file()
-        if "schema_version" not in self.tables:
-            self.tables["schema_version"] = 1
-            self.text = set_root_key(self.text, "schema_version = 1") if self.text.strip() else \
-                HEADER + "schema_version = 1\n"
+        self.versioned = "schema_version" in self.tables
+        """The file names its schema_version; else it is added last (so problems name the user's lines)."""
+        self.tables.setdefault("schema_version", 1)
 
     def change(self, edit: Callable[..., str], *args: Any) -> None:
         from sparkadvisor.core.tomledit import EditError
@@ -250,11 +247,18 @@ class _Edit:
         try:
             self.text = edit(self.text, *args)
         except EditError as error:
-            raise UserCatalogError(f"{self.path} {error}, so it cannot be changed in place; "
+            raise UserCatalogError(f"{self.path}: {error}, so it cannot be changed in place; "
                                    "nothing was changed") from None
 
     def write(self) -> Path:
         """Re-parse the new text, check it holds the tables meant and merges cleanly, then replace the file."""
+        from sparkadvisor.core.tomledit import append_table, set_root_key
+
+        if not self.versioned:
+            version = "schema_version = 1"
+            self.text = set_root_key(self.text, version) if self.text.strip() else \
+                append_table(HEADER + version + "\n", self.text)
+            self.versioned = True
         try:
             written = tomllib.loads(self.text)
         except tomllib.TOMLDecodeError as error:
@@ -296,7 +300,7 @@ def _write_atomically(path: Path, text: str) -> Path:
     try:
         return write_atomic(path, text, mode=0o600, durable=True)
     except OSError as error:
-        raise UserCatalogError(f"cannot write {path} ({error.strerror or error})") from None
+        raise UserCatalogError(f"cannot write {path} ({error.strerror or error}); nothing was changed") from None
 
 
 # --- bench runs -----------------------------------------------------------------

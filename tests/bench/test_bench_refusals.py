@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,8 +10,8 @@ import sys
 import time
 
 import pytest
-from bench_fakes import bench_server
-from probe_fakes import closed_port_url
+from bench_fakes import BenchState, _BenchHandler, bench_server
+from probe_fakes import Server, closed_port_url
 
 from sparkadvisor import paths
 from sparkadvisor.cli import main
@@ -125,3 +126,34 @@ def test_bad_stream_lists_are_refused(capsys, streams):
         main(["bench", "--streams", streams])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "is not a list of stream counts from 1 to 256 such as 1,4,8" in err
+
+
+
+class _Gateway(_BenchHandler):
+    """A port with vLLM's models list but no /tokenize (a gateway in front of vLLM)."""
+
+    def _tokenize(self, s) -> None:
+        self._send(404, json.dumps({"detail": "Not Found"}))
+
+
+class _Failing(_BenchHandler):
+    """vLLM answering every completion with an internal error whose message ends in a full stop."""
+
+    def _complete(self, s) -> None:
+        self._send(500, json.dumps({"error": {"message": "Internal error.", "type": "InternalServerError"}}))
+
+
+@pytest.mark.parametrize(("handler", "ending"), [
+    (_Gateway, "/tokenize is not there although vLLM's OpenAI-compatible server has it, so this port may be a "
+               "gateway; nothing was recorded"),
+    (_Failing, "/v1/completions answered HTTP 500: Internal error; nothing was recorded"),
+])
+def test_a_refusal_is_one_sentence_without_a_question_or_doubled_stops(handler, ending, capsys):
+    server = Server(handler, BenchState())
+    try:
+        code, _, err = bench(capsys, "--vllm", server.url, "--record", *FAST)
+    finally:
+        server.close()
+    said = one_sentence(err)
+    assert code == 1 and said.endswith(ending), said
+    assert "?" not in said and ".;" not in said and not paths.user_catalog_path().exists()

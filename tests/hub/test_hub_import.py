@@ -300,3 +300,18 @@ def test_a_repo_the_catalog_already_has_is_named_and_imported_only_with_force(hu
     assert cli.main(["import", "OpenAI/GPT-OSS-120B"]) == 2  # a repo id in any case is the same repo
     assert catalog_text() is None and hub.requests == []
     assert cli.main(["import", "openai/gpt-oss-120b", "--force"]) == 0
+
+
+def test_a_table_to_replace_that_is_written_inline_is_refused_with_its_line(hub):
+    from sparkadvisor.usercatalog import UserCatalogError
+
+    path = paths.user_catalog_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    inline = '# mine\n[sources]\nhf-plain-meta = { title = "my note", kind = "config" }\n'
+    path.write_text(inline, encoding="utf-8")
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
+    with pytest.raises(UserCatalogError) as caught:
+        import_repo("meta/plain", force=True)
+    assert str(caught.value) == (f"{path}: source 'hf-plain-meta' (line 3) is not written under a table header "
+                                 "of its own, so it cannot be changed in place; nothing was changed")
+    assert catalog_text() == inline

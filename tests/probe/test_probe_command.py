@@ -147,7 +147,8 @@ def test_garbage_is_not_taken_for_vllm(capsys, settings_file) -> None:
     finally:
         server.close()
     assert code == 1 and data["vllm_up"] is False
-    assert any("did not return vLLM's model list" in t and "is this port vLLM?" in t for t in texts(data, "critical"))
+    assert any("did not return vLLM's model list" in t and t.endswith("), so this port may not be vLLM")
+               for t in texts(data, "critical"))
     assert any("/metrics: the /metrics answer holds no line in Prometheus text format" in t
                for t in texts(data, "warning"))
 
@@ -254,8 +255,8 @@ def test_a_port_that_does_not_speak_http(capsys, settings_file) -> None:
     finally:
         server.close()
     assert code == 1 and data["vllm_up"] is False
-    assert (f"vLLM is down: {server.url}/health answered with something that is not HTTP "
-            "(another service on this port?); start it, or pass --vllm URL") in texts(data, "critical")
+    assert (f"vLLM is down: {server.url}/health answered with something that is not HTTP, so another service "
+            "may hold this port; start it, or pass --vllm URL") in texts(data, "critical")
 
 
 def test_urls_pasted_with_v1(capsys, vllm, settings_file) -> None:

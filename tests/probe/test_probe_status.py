@@ -134,7 +134,7 @@ async def test_a_port_that_is_not_vllm_is_down_in_the_line(settings_file) -> Non
         async with StatusApp(status).run_test():
             await _wait_for(status, "down")
             assert f"vLLM down: {server.url}/v1/models did not return vLLM's model list" in status.status
-            assert "is this port vLLM?" in status.status
+            assert "so this port may not be vLLM" in status.status
     finally:
         server.close()
 

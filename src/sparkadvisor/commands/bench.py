@@ -86,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
         recorded = session.record() if args.record else None
     except (BenchError, UserCatalogError) as error:
         bar.clear()
-        print(f"sparkadvisor: {_safe(str(error))}{'; nothing was recorded' * args.record}", file=sys.stderr)
+        # A refusal of the user catalog says itself that nothing was changed.
+        tail = "nothing was recorded" if args.record and not isinstance(error, UserCatalogError) else None
+        print(f"sparkadvisor: {_joined(_safe(str(error)), tail)}", file=sys.stderr)
         return 1
     except CatalogError:
         bar.clear()
@@ -99,6 +101,14 @@ def run(args: argparse.Namespace) -> int:
         return 130
     _report(session, args, recorded=recorded)
     return 0
+
+
+def _joined(sentence: str, tail: str | None) -> str:
+    """`tail` added to `sentence` as its last clause (a server's message may end in its own full stop)."""
+    if tail is None:
+        return sentence
+    body = sentence.rstrip().rstrip(".;:,")
+    return f"{body} ({tail})" if body.endswith(("?", "!")) else f"{body}; {tail}"
 
 
 def _options(args: argparse.Namespace, index: Any) -> BenchOptions:

@@ -19,12 +19,26 @@ if TYPE_CHECKING:
     from sparkadvisor.core.workload import Settings, Workload
 
 
-__all__ = ["UsageError", "add_catalog_option", "add_scenario_options", "find_build_id", "fraction", "load",
-           "number_above_zero", "positive_int", "print_json", "scenario", "share"]
+__all__ = ["SubcommandParser", "UsageError", "add_catalog_option", "add_scenario_options", "find_build_id",
+           "fraction", "load", "number_above_zero", "positive_int", "print_json", "scenario", "share"]
 
 
 class UsageError(Exception):
     """Bad input named in one sentence (exit code 2)."""
+
+
+class SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: an argument it does not know is refused under its own usage
+    (argparse hands it back for the top-level parser to refuse under the top-level usage,
+    which names no option of the command that was run)."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            from gettext import gettext
+
+            self.error(gettext("unrecognized arguments: %s") % " ".join(extras))
+        return parsed, extras
 
 
 def _path(text: str) -> Path:

@@ -13,6 +13,7 @@ from sparkadvisor.core.bulk import collector_paused
 from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.index import CatalogIndex
+from sparkadvisor.core.memo import per_ranking
 from sparkadvisor.core.plan import Cluster, Plan, evaluate
 from sparkadvisor.core.ranking import Ranked, rank
 from sparkadvisor.core.schema import Build, Caveat
@@ -32,7 +33,7 @@ def advise(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: 
     """Every build (or `builds`) evaluated on `cluster` and ranked for `workload`; with
     `min_capability` (0-1), builds below it or of unknown capability are left out."""
     chosen = index.catalog.builds if builds is None else builds
-    with collector_paused():
+    with collector_paused(), per_ranking():
         return rank((evaluate(index, b, cluster, workload, settings) for b in chosen), workload, min_capability)
 
 

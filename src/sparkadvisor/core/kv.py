@@ -306,15 +306,18 @@ def _linear_state_bytes(linear: LinearAttention, tp: int, ssm_bytes: float = STA
     return recurrent * recurrent_bytes + conv * STATE_BYTES
 
 
-def sessions_at(shape: KvShape, budget_bytes: float, context_tokens: int, block_tokens: int | None = None,
-                speculative_tokens: int = 0) -> int:
-    """How many sequences of `context_tokens` fit in `budget_bytes` on one rank, each holding what vLLM
-    allocates a running request: its blocks, its window plus one block, its state pages (one more
-    per speculative token)."""
-    per_sequence = shape.request_bytes(context_tokens, block_tokens, 1, speculative_tokens)
-    if budget_bytes <= 0 or per_sequence <= 0:
+def sequence_bytes(shape: KvShape, context_tokens: int, block_tokens: int | None = None,
+                   speculative_tokens: int = 0) -> float:
+    """What vLLM allocates a running request of `context_tokens` on one rank: its blocks, its window
+    plus one block, its state pages (one more per speculative token)."""
+    return shape.request_bytes(context_tokens, block_tokens, 1, speculative_tokens)
+
+
+def sessions_of(budget_bytes: float, per_sequence_bytes: float) -> int:
+    """How many sequences of `per_sequence_bytes` each (`sequence_bytes`) fit in `budget_bytes` on one rank."""
+    if budget_bytes <= 0 or per_sequence_bytes <= 0:
         return 0
-    return int(budget_bytes // per_sequence)
+    return int(budget_bytes // per_sequence_bytes)
 
 
 SHAPES_KEPT = 4096

@@ -45,8 +45,8 @@ class Ranked:
     rank: int | None
     """1-based; None when excluded."""
     given_reason: str | None
-    """The reason as written when the place was decided (an exclusion), or None: `reason`
-    writes it from the plan when a view shows it."""
+    """A reason written by whoever placed the plan, or None: `reason` writes it from the plan when a
+    view shows it (a ranking judges thousands of plans, a view shows a few)."""
     capability: float | None
     """Score / frontier reference score on the same benchmark, when sourced."""
     decisive: Decisive = "speed"
@@ -64,6 +64,8 @@ class Ranked:
         """Why it sits here, the decisive factor first, in one sentence."""
         if self.given_reason is not None:
             return self.given_reason
+        if self.rank is None:
+            return exclusion_reason(self.plan) or ""
         return _reason(self.plan, self.capability, self.score)
 
 
@@ -107,18 +109,17 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
         ratio = cap.score / cap.reference_score if cap else None
         if min_capability is not None and (ratio is None or ratio < min_capability - 1e-9):
             continue
-        why = exclusion_reason(plan)
-        if why is None:
+        if plan.fits and plan.disqualified_by is None:  # what `exclusion_reason` says in words
             statuses = plan.statuses
             included.append((_sort_key(plan, statuses, ratio, cap), plan, statuses, ratio, cap))
         else:
-            excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap, why))
+            excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap))
     included.sort(key=lambda item: item[0])
     excluded.sort(key=lambda item: item[:2])
     ranked = [Ranked(plan, place, None, ratio, _decisive(statuses, ratio), cap)
               for place, (_, plan, statuses, ratio, cap) in enumerate(included, 1)]
-    ranked += [Ranked(plan, None, why, ratio, "fit" if not plan.fits else "caveat", cap)
-               for _, _, plan, ratio, cap, why in excluded]
+    ranked += [Ranked(plan, None, None, ratio, "fit" if not plan.fits else "caveat", cap)
+               for _, _, plan, ratio, cap in excluded]
     return tuple(ranked)
 
 

@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import field
+from functools import lru_cache
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import shape_for
+from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Hardware
 
@@ -106,6 +108,7 @@ CHUNK_FLAGS = ("--max-num-batched-tokens", "--chunked-prefill-size", "--ubatch-s
 """Launch flags that set the prefill chunk (vLLM, SGLang, llama.cpp)."""
 
 
+@lru_cache(maxsize=256)
 def weight_class(weight_format: str) -> str:
     """The dequantization path a format's weights take in a decode GEMV: each has its own overhead."""
     if weight_format.startswith("nvfp4"):
@@ -473,6 +476,7 @@ class PrefillInputs:
         return out
 
 
+@lru_cache(maxsize=256)
 def prefill_precision(weight_format: str, engine: str = "vllm") -> str:
     """The precision of the tensor instructions an engine's prefill GEMMs run for a weight format.
 
@@ -515,7 +519,8 @@ def prefill_inputs(nodes: int, active_params: float, total_params: float, routed
     weight_gb = weight_bytes / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
     return PrefillInputs(nodes, max(active_params - expert, 0.0), min(expert, active_params),
                          prefill_precision(weight_format, engine), attention, attended_tokens,
-                         prefill_kv_gb(attention, attended_tokens, nodes, kv_cache_dtype), weight_gb, chunk_tokens,
+                         once(("prefill kv", id(attention), attended_tokens, nodes, kv_cache_dtype), prefill_kv_gb,
+                              attention, attended_tokens, nodes, kv_cache_dtype), weight_gb, chunk_tokens,
                          expert_precision(weight_format, engine, extra_args) if expert else None)
 
 
@@ -684,17 +689,26 @@ class PrefillCost:
 def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
     """Each term of one prompt token's time, or None without a rate for its precision."""
     by_path = p.gflop_by_precision(c.expert_prefill_factor)
-    rates = {path: c.prefill_ms_per_gflop.get(path) for path in by_path}
-    if any(rate is None for rate in rates.values()):
+    rates = c.prefill_ms_per_gflop
+    if any(rates.get(path) is None for path in by_path):
         return None
     gemm_ms = sum(gflop * (rates[path] or 0.0) for path, gflop in by_path.items())
-    attention = attention_flops_per_token(p.attention, p.attended_tokens) / p.nodes / 1e9
-    indexer, logits_gb, unknown = prefill_indexer(p)
+    attention, indexer, logits_gb, unknown, link_ms = once(
+        ("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s), _attention_terms,
+        p.attention, p.attended_tokens, p.nodes, c.link_gb_s)
     return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention * c.prefill_attention_ms_per_gflop,
-                       p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb,
-                       prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3,
+                       p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb, link_ms,
                        indexer, indexer * c.prefill_attention_ms_per_gflop, logits_gb,
                        logits_gb * c.prefill_weight_ms_per_gb, unknown)
+
+
+def _attention_terms(attention: Attention | None, attended_tokens: float, nodes: int,
+                     link_gb_s: float | None) -> tuple[float, float, float, bool, float]:
+    """(attention GFLOP, indexer GFLOP, indexer logits GB, indexer heads unknown, link ms) of one prompt
+    token per node: the terms the model's attention decides whatever the build's format."""
+    indexer, logits_gb, unknown = _indexer_terms(attention, attended_tokens)
+    return (attention_flops_per_token(attention, attended_tokens) / nodes / 1e9, indexer, logits_gb, unknown,
+            prefill_link_s_per_token(nodes, attention, link_gb_s) * 1e3)
 
 
 def prefill_indexer(p: PrefillInputs) -> tuple[float, float, bool]:
@@ -702,8 +716,12 @@ def prefill_indexer(p: PrefillInputs) -> tuple[float, float, bool]:
     The scoring runs at the attention rate: it is an attention-shaped kernel (each query against
     every earlier key, causally masked) and the node publishes no FP8 peak, so its FP8 precision
     is assumed no faster than the attention kernels. The logits stream at the read-test bandwidth."""
-    keys = indexer_keys_per_token(p.attention, p.attended_tokens)
-    flops = _indexer_flops(p.attention, keys)
+    return _indexer_terms(p.attention, p.attended_tokens)
+
+
+def _indexer_terms(attention: Attention | None, attended_tokens: float) -> tuple[float, float, bool]:
+    keys = indexer_keys_per_token(attention, attended_tokens)
+    flops = _indexer_flops(attention, keys)
     if flops is None:
         return 0.0, 0.0, True
     return flops / 1e9, keys * INDEXER_LOGIT_BYTES / 1e9, False

@@ -18,7 +18,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS, KvShape, sessions_at, shape_for
+from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS, KvShape, sequence_bytes, sessions_of, shape_for
+from sparkadvisor.core.memo import once
 from sparkadvisor.core.memory import (
     Budget,
     Reserve,
@@ -120,7 +121,7 @@ def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe 
     """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
     tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
     budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
-    needed = _nodes_needed(facts, hardware, settings, nodes if fits else None, budget)
+    needed = _nodes_needed(facts, hardware, settings, nodes, fits, budget)
     return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
                nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
                                                                                  else "auto"))
@@ -163,24 +164,24 @@ def _runs_as_measured(recipe: Recipe | None, settings: Settings) -> bool:
     return settings.gpu_memory_utilization is None and measured(recipe, "decode_tok_s") is not None
 
 
-def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, fits_on: int | None,
+def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, nodes: int, fits: bool,
                   budget: Budget) -> int | None:
-    """The smallest size that fits; `fits_on` is a size already known to fit, so none above it is tried.
-    `budget` is the plan's own node budget."""
-    sizes = range(1, fits_on or hardware.max_nodes + 1)
+    """The smallest size that fits by the rule the plan's own fit on `nodes` followed (`budget` is
+    that plan's node budget): when it fits there, no size above `nodes` is tried."""
     if not facts.recipes.get(hardware.id):
         # No recipe at any size: only the weights' share changes with the size; the utilization and
         # the reserve (no drafter, so no share of one) are the plan's own budget's, and nothing is pinned.
+        # The share grows as the size shrinks, so when `nodes` is short no smaller size is tried either.
         resident = facts.weights.resident_bytes(False)
-        for nodes in sizes:
-            if node_fits(hardware, resident / nodes, budget.utilization, None, budget.reserve):
-                return nodes
-        return fits_on
+        for size in range(1, nodes) if fits else range(nodes + 1, hardware.max_nodes + 1):
+            if node_fits(hardware, resident / size, budget.utilization, None, budget.reserve):
+                return size
+        return nodes if fits else None
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
-    for nodes in sizes:
-        if _fits_at(facts, hardware, pick_recipe(facts, hardware, nodes), settings, nodes):
-            return nodes
-    return fits_on
+    for size in range(1, nodes if fits else hardware.max_nodes + 1):
+        if _fits_at(facts, hardware, pick_recipe(facts, hardware, size), settings, size):
+            return size
+    return nodes if fits else None
 
 
 def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ranks: int) -> Reserve:
@@ -193,8 +194,7 @@ def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ra
     attention = facts.model.attention
     has_indexer = bool(attention.indexer_head_dim) if attention else facts.model.sparse_indexer is not None
     indexed = (_window(facts, recipe) or 0) if has_indexer else 0
-    return runtime_reserve(eager=eager, speculative=spec is not None, draft_weights_bytes=draft,
-                           indexer_context_tokens=indexed)
+    return runtime_reserve(eager, spec is not None, draft, indexed)  # positional: lru_cache keys them faster
 
 
 def utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
@@ -283,17 +283,30 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
 def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit,
                 workload: Workload) -> KvPool:
     """The pool this fit leaves, at the workload's context."""
-    attention = facts.model.attention
-    inputs = pool_inputs(facts, recipe)
-    shape = shape_for(attention, fit.kv_cache_dtype, fit.tp, fit.pp, inputs.ssm_cache_dtype) if attention else None
+    context, dtype = workload.context_tokens, fit.kv_cache_dtype
+    inputs, shape, request, sequence = once(("pool per request", id(facts.model), id(recipe), dtype, fit.tp, fit.pp,
+                                             context), _per_request, facts, recipe, dtype, fit.tp, fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
-    request = _request_bytes(shape, inputs)
     return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
                   pool_tokens=pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
                   measured=measured(recipe, "kv_pool_tokens"),
-                  sessions=_sessions(shape, per_token, kv_bytes, workload, inputs),
+                  sessions=_sessions(shape, per_token, kv_bytes, context, sequence),
                   inputs=inputs, request_bytes=request)
+
+
+def _per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
+                 context_tokens: int) -> tuple[PoolInputs, KvShape | None, float | None, float | None]:
+    """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
+    context): what the pool's arithmetic reads from the model and the recipe alone, the same for every
+    build of the model (`facts` is read for its model only)."""
+    attention = facts.model.attention
+    inputs = pool_inputs(facts, recipe)
+    shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype) if attention else None
+    if shape is None:
+        return inputs, None, None, None
+    sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens)
+    return inputs, shape, _request_bytes(shape, inputs), sequence
 
 
 def _request_bytes(shape: KvShape | None, inputs: PoolInputs) -> float | None:
@@ -348,13 +361,14 @@ def _recipe_kv_bytes(facts: BuildFacts, recipe: Recipe, hardware: Hardware) -> f
     return node_budget(hardware, per_node, used, recipe.kv_cache_gib, reserve).kv_bytes
 
 
-def _sessions(shape: KvShape | None, per_token: float | None, kv_bytes: float, workload: Workload,
-              inputs: PoolInputs | None = None) -> int | None:
-    if shape is not None:
-        return sessions_at(shape, kv_bytes, workload.context_tokens, inputs.block_tokens if inputs else None,
-                           inputs.speculative_tokens if inputs else 0)
+def _sessions(shape: KvShape | None, per_token: float | None, kv_bytes: float, context_tokens: int,
+              sequence: float | None) -> int | None:
+    """Sequences of the context that fit in `kv_bytes`: each costs `sequence` bytes (what vLLM allocates
+    a running request, from the shape), else the measured pool's bytes per token times the context."""
+    if shape is not None and sequence is not None:
+        return sessions_of(kv_bytes, sequence)
     if per_token:
-        return max(0, int(kv_bytes // (per_token * workload.context_tokens)))
+        return max(0, int(kv_bytes // (per_token * context_tokens)))
     return None
 
 
@@ -408,7 +422,7 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
                  workload: Workload, constants: SpeedConstants, eager: bool | None = None) -> DecodeSpeed:
     """The decode estimate at the workload's context and streams, in the recipe's mode unless `eager`
     says otherwise, beside the recipe's measurement at those streams."""
-    kv_read = kv_bytes_read(pool.shape, pool.bytes_per_token, workload.context_tokens)
+    kv_read = _kv_read(pool, workload.context_tokens)
     streams = workload.streams
     inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, fit.tp, fit.pp, kv_read, streams)
     if inputs is not None and eager is not None:
@@ -420,6 +434,13 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
         found = None
     return DecodeSpeed(estimate=estimate, measured=found, tok_s=stream_speed(estimate, found, streams),
                        eager=inputs.eager if inputs else bool(eager), streams=streams)
+
+
+def _kv_read(pool: KvPool, context_tokens: int) -> float:
+    """`kv_bytes_read` of the pool at the context: from its shape once per model in a ranking."""
+    if pool.shape is None:
+        return kv_bytes_read(None, pool.bytes_per_token, context_tokens)
+    return once(("kv read", id(pool.shape), context_tokens), KvShape.bytes_read, pool.shape, context_tokens)
 
 
 DEFAULT_DECODE_CONTEXT = 2_000
@@ -595,8 +616,9 @@ def measured_attended(m: Measurement) -> float | None:
 def _nearest_prefill(recipe: Recipe | None, attended: float) -> Measurement | None:
     """The recipe's prefill measurement nearest `attended` in depth (by ratio; the newest of equals,
     and one of unstated depth only when none states it)."""
-    rows = [m for m in reversed(recipe.measurements) if m.metric == "prefill_tok_s" and m.streams == 1] \
-        if recipe else []
+    if recipe is None:
+        return None
+    rows = [m for m in reversed(recipe.measurements) if m.metric == "prefill_tok_s" and m.streams == 1]
     stated = [(abs(math.log(max(depth, 1.0) / max(attended, 1.0))), i, m) for i, m in enumerate(rows)
               if (depth := measured_attended(m)) is not None]
     if not stated:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Model, Recipe
 from sparkadvisor.core.units import fmt_seconds, plural
@@ -90,7 +91,7 @@ def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
 
 
 def _context(plan: Plan) -> Status:
-    tokens = usable_context(plan.model, plan.recipe).tokens
+    tokens = once(("usable context", id(plan.model), id(plan.recipe)), usable_context, plan.model, plan.recipe).tokens
     if tokens is None:
         return "unknown"
     return "missed" if tokens < context_needed(plan.workload) else "met"

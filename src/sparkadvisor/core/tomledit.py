@@ -60,7 +60,7 @@ def set_key(text: str, table: Loc, key: str, statement: str, what: str) -> str:
         kept = _kept_comments(text, lines, old.start, old.end)
         return text[:old.start] + kept + statement.rstrip("\n") + text[old.end:]
     if any(not s.header and s.loc[:len(table) + 1] == (*table, key) for s in own):
-        raise EditError(f"line {header.line}: {what} sets {key!r} in dotted keys; write it as one `{key} = ...`")
+        raise EditError(f"{what} (line {header.line}) sets {key!r} with dotted keys rather than one `{key} = ...`")
     after = own[-1].end
     return text[:after] + "\n" + statement.rstrip("\n") + text[after:]
 
@@ -70,8 +70,8 @@ def _header(lines: TomlLines, loc: Loc, what: str) -> Statement:
         if statement.header and statement.loc == loc:
             return statement
     where = lines.find(loc)
-    at = f"line {where}: " if where else ""
-    raise EditError(f"{at}{what} is not written under a table header of its own")
+    at = f" (line {where})" if where else ""
+    raise EditError(f"{what}{at} is not written under a table header of its own")
 
 
 def _table_statements(lines: TomlLines, header: Statement, *, nested: bool) -> list[Statement]:

@@ -208,7 +208,7 @@ class Prompts:
     async def make(cls, client: httpx.AsyncClient, info: ServerInfo, config: BenchConfig) -> Prompts:
         filler = await tokenize(client, info, config, FILLER * 4)
         if not filler:
-            raise Refused(f"vLLM at {info.url} cut the filler text into no tokens; is its tokenizer loaded?")
+            raise Refused(f"vLLM at {info.url} cut the filler text into no tokens, so its tokenizer may not be loaded")
         return cls(tuple(filler), uuid.uuid4().hex[:12], {})
 
     async def ids(self, client: httpx.AsyncClient, info: ServerInfo, config: BenchConfig, tag: str,
@@ -228,7 +228,7 @@ async def tokenize(client: httpx.AsyncClient, info: ServerInfo, config: BenchCon
     response = await _post(client, f"{info.url}/tokenize", body, config.timeout_s, config, "/tokenize")
     tokens = response.get("tokens") if isinstance(response, dict) else None
     if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
-        raise Refused(f"{info.url}/tokenize did not return token ids; is this vLLM?")
+        raise Refused(f"{info.url}/tokenize did not return token ids, so this port may not be vLLM")
     return tokens
 
 
@@ -290,8 +290,8 @@ async def _complete(client: httpx.AsyncClient, info: ServerInfo, config: BenchCo
         raise Stalled(f"vLLM at {info.url} sent nothing for {silence_s:.3g} s during {label}: the engine "
                       "is stalled or overloaded") from None
     except httpx.HTTPError as error:
-        raise ServerDown(f"vLLM at {info.url} broke off {label} ({type(error).__name__}); is it still "
-                         "running?") from None
+        raise ServerDown(f"vLLM at {info.url} broke off {label} ({type(error).__name__}); check that it is "
+                         "still running") from None
 
 
 async def _read_stream(response: httpx.Response, url: str, sent: float, prompt_len: int) -> Sample:
@@ -311,7 +311,7 @@ async def _read_stream(response: httpx.Response, url: str, sent: float, prompt_l
         if isinstance(chunk.get("usage"), dict):
             usage = chunk["usage"]
     if first is None or last is None:
-        raise Refused(f"{url} streamed no token; is this vLLM's OpenAI-compatible server?")
+        raise Refused(f"{url} streamed no token, so this port may not be vLLM's OpenAI-compatible server")
     completion = usage.get("completion_tokens")
     if not isinstance(completion, int):
         raise Refused(f"{url} sent no usage chunk (stream_options.include_usage); vLLM 0.5 or newer sends one")
@@ -357,7 +357,8 @@ async def _post(client: httpx.AsyncClient, url: str, body: dict[str, Any], timeo
     if not answer.reached:
         raise ServerDown(_scrub(f"vLLM {what}: {answer.problem}", config.token))
     if answer.status == 404 and what == "/tokenize" and "model" not in answer.text.lower():
-        raise Refused(f"{url} is not there; vLLM's OpenAI-compatible server has it (is this port a gateway?)")
+        raise Refused(f"{url} is not there although vLLM's OpenAI-compatible server has it, so this port may be "
+                      "a gateway")
     if not answer.ok:
         raise _refusal(answer.status or 0, answer.text, url, str(body.get("model")), config)
     return _loads(answer.text)

@@ -88,9 +88,11 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: flo
     except httpx.ConnectError:
         return Answer(url, problem=f"nothing answers at {url} (connection refused or host unreachable)")
     except httpx.RemoteProtocolError:
-        return Answer(url, problem=f"{url} answered with something that is not HTTP (another service on this port?)")
+        return Answer(url, problem=f"{url} answered with something that is not HTTP, so another service may hold "
+                                   "this port")
     except (httpx.ReadError, httpx.WriteError):
-        return Answer(url, problem=f"{url} closed the connection without an answer (another service on this port?)")
+        return Answer(url, problem=f"{url} closed the connection without an answer, so another service may hold "
+                                   "this port")
     except httpx.HTTPError as error:
         return Answer(url, problem=f"{url} broke off the exchange ({type(error).__name__})")
     except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError, OverflowError):
@@ -201,7 +203,7 @@ def _served_models(answer: Answer, findings: list[Finding], config: ProbeConfig)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e for e in entries):
         findings.append(Finding("critical", f"{answer.url} did not return vLLM's model list "
-                                f"(got {answer.snippet()!r}): is this port vLLM?"))
+                                f"(got {answer.snippet()!r}), so this port may not be vLLM"))
         return ()
     if not entries:
         findings.append(Finding("critical", f"vLLM at {config.vllm_url} serves no model"))
@@ -222,9 +224,9 @@ async def scrape(client: httpx.AsyncClient, base: str, timeout_s: float) -> Scra
     try:
         parsed = parse_prometheus(answer.text)
     except MetricsFormatError as error:
-        return Finding("warning", f"{answer.url}: {error} (got {answer.snippet()!r}); is this port vLLM?")
+        return Finding("warning", f"{answer.url}: {error} (got {answer.snippet()!r}), so this port may not be vLLM")
     if not parsed.has_vllm:
-        return Finding("warning", f"{answer.url} holds no vllm: metric; is this port vLLM?")
+        return Finding("warning", f"{answer.url} holds no vllm: metric, so this port may not be vLLM")
     return parsed
 
 
