@@ -143,7 +143,10 @@ def _action(invocation: str, help_line: str, indent: int, help_position: int, wi
 
 def wrap(text: str, width: int) -> list[str]:
     """argparse's `textwrap.wrap(squeezed text, width)` for a `_plain` text (TextWrapper._wrap_chunks)."""
-    chunks = chunks_of(" ".join(text.split()))[::-1]
+    text = " ".join(text.split())
+    if 0 < len(text) <= width:  # every chunk fits the first line
+        return [text]
+    chunks = chunks_of(text)[::-1]
     lines: list[str] = []
     while chunks:
         line: list[str] = []

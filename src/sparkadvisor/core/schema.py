@@ -666,6 +666,9 @@ class Measurement:
     (acceptance falls with concurrency and with less predictable prompts)."""
     kv_gib: float | None = checked(default=None, gt=0)
     """For a KV pool: the KV cache memory per node it was measured in, in GiB, when stated."""
+    kv_pinned_gib: float | None = checked(default=None, gt=0)
+    """For a KV pool: this run's --kv-cache-memory pin per node, in GiB, when it differs from its
+    recipe's (the pool is then compared at this pin, not at the recipe's)."""
     cached_tokens: int | None = checked(default=None, ge=0)
     """For a first token (ttft_s): prompt tokens vLLM's prefix-cache counters say were reused."""
     note: str = ""
@@ -678,6 +681,8 @@ class Measurement:
             raise ValueError(f"low {self.low:g} is above high {self.high:g}")
         if self.low is not None and self.value < self.low or self.high is not None and self.value > self.high:
             raise ValueError(f"value {self.value:g} lies outside low-high ({self.low}-{self.high})")
+        if self.kv_pinned_gib is not None and self.metric != "kv_pool_tokens":
+            raise ValueError("kv_pinned_gib is for a kv_pool_tokens measurement")
 
 
 @record
