@@ -83,6 +83,29 @@ def test_bad_option_value_is_argparse_usage(capsys):
     assert "between 0 and 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["rank", "--context", "99999999999999999999999"], "argument --context: '99999999999999999999999' must be "
+                                                      "at most 100,000,000 tokens"),
+    (["show", "glm-5.3-flash-nvfp4-redhat", "--output-tokens", "100000000000"],
+     "argument --output-tokens: '100000000000' must be at most 100,000,000 tokens"),
+    (["rank", "--streams", "1000000000"], "argument --streams: '1000000000' must be at most 256 streams"),
+])
+def test_an_absurd_count_is_refused_before_any_arithmetic(argv, words, capsys):
+    """A count past any real scenario was taken and came out as nonsense ("5,000,000,000,000,004,194,304
+    tokens / 0 tok/s", a 1,520 tok/s single request at a billion streams)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and words in err and "Traceback" not in err
+
+
+def test_an_answer_of_thousands_of_tokens_is_written_with_separators(capsys):
+    """The header said "2000 out" and the turn "+ 2000 tokens" beside "100,000 tokens" and "2,000 answer"."""
+    assert main(["show", "glm-5.3-flash-nvfp4-redhat", "--output-tokens", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "100,000 tokens, 95% reuse, 2,000 out" in out and "+ 2,000 tokens / " in out and "2000" not in out
+
+
 @pytest.mark.parametrize(("argv", "command", "extra"), [
     (["rank", "--bogus"], "rank", "--bogus"),
     (["--catalog", "x.toml", "show", "glm-5.3-flash-nvfp4-redhat", "two"], "show", "two"),
@@ -113,3 +136,16 @@ def test_a_reader_that_stops_early_ends_the_pipe_quietly(isolated_home):
     script = "import sys; from sparkadvisor.cli import main; sys.exit(main(['coverage']))"
     result = subprocess.run(f"{sys.executable} -c \"{script}\" | head -1", shell=True, capture_output=True, text=True)
     assert result.stdout.count("\n") == 1 and "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_the_app_without_a_terminal_says_so_instead_of_drawing_into_a_file(isolated_home):
+    """`sparkadvisor > out.txt 2>&1` (cron, a script, ssh without -t) started the app: it drew its screen into
+    the file and waited for keys that could never come."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "sparkadvisor"], stdin=subprocess.DEVNULL, capture_output=True,
+                            text=True, timeout=20)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("sparkadvisor: the app needs a terminal, and stdin or stderr is not one; for text, "
+                             "run `sparkadvisor rank` (every command: `sparkadvisor --help`)\n")

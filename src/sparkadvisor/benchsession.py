@@ -152,4 +152,4 @@ def spec_text(spec: BenchSpec) -> str:
     """The prompt the bench sends, in words."""
     return (f"prompts of exactly {spec.context_tokens:,} tokens (token ids from vLLM's /tokenize); a warm one "
             f"shares its first {spec.shared_tokens:,} with the cold one before it and adds {spec.new_tokens:,}; "
-            f"{spec.output_tokens} output tokens; {spec.repetitions} repetition{'s' * (spec.repetitions > 1)}")
+            f"{spec.output_tokens:,} output tokens; {spec.repetitions} repetition{'s' * (spec.repetitions > 1)}")

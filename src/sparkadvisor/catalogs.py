@@ -115,6 +115,20 @@ def load_index(extra: Sequence[Path] = (), include_user: bool = True) -> Catalog
     return index
 
 
+def catalog_builds_of(repo: str) -> tuple[str, ...]:
+    """Ids of the builds of `repo` (in any case) in the catalog in use, bundled or updated, without
+    the user's own: an import of one of them would rank a bare copy beside the curated build."""
+    wanted = repo.lower()
+    return tuple(b.id for b in load_index(include_user=False).catalog.builds if b.repo.lower() == wanted)
+
+
+def already_in_catalog(repo: str, builds: Sequence[str], force_words: str) -> str:
+    """The sentence that refuses an import of a repo the catalog has (`force_words` says how to insist)."""
+    named = ", ".join(builds)
+    return (f"{repo} is already in the catalog as build{'s' * (len(builds) > 1)} {named}, with its recipes, "
+            f"measurements and sources (sparkadvisor show {builds[0]}); {force_words} to import it again beside it")
+
+
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, at most MAX_CATALOG_BYTES of them (`check /dev/zero` must end)."""
     try:
@@ -156,7 +170,7 @@ def _merged(files: Sequence[Path], texts: Sequence[bytes]) -> Catalog:
             continue
         catalog = overlay if catalog is None else merge(catalog, overlay)
     if catalog is not None and not problems:
-        texts_by_name = {str(path): raw.decode("utf-8") for path, raw in zip(files, texts, strict=True)}
+        texts_by_name = {str(path): _decode(path, raw) for path, raw in zip(files, texts, strict=True)}
         problems += check_references(catalog, str(files[-1]), texts_by_name)
     if problems or catalog is None:
         raise CatalogError(problems)
@@ -164,8 +178,9 @@ def _merged(files: Sequence[Path], texts: Sequence[bytes]) -> Catalog:
 
 
 def _decode(path: Path, raw: bytes) -> str:
+    """The file's text; a leading byte-order mark (Windows editors write one) is dropped."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise CatalogError([Problem(str(path), None, "", f"is not UTF-8 text (byte {error.start})")]) from None
 

@@ -26,6 +26,31 @@ def positive_int(text: str) -> int:
     return value
 
 
+MAX_TOKENS = 100_000_000
+"""The most tokens a prompt or an answer may be: ten times the longest context window in the catalog
+(Llama 4 Scout's 10M); past it no figure means anything and floats lose whole tokens."""
+
+MAX_STREAMS = 256
+"""The most concurrent streams: vLLM's default --max-num-seqs."""
+
+
+def _count_up_to(most: int, unit: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at most {most:,} {unit}")
+        return value
+
+    return parse
+
+
+token_count = _count_up_to(MAX_TOKENS, "tokens")
+"""An argparse type: a whole number of tokens from 1 to MAX_TOKENS."""
+
+stream_count = _count_up_to(MAX_STREAMS, "streams")
+"""An argparse type: a whole number of streams from 1 to MAX_STREAMS."""
+
+
 def number_above_zero(most: float, unit: str = "") -> Callable[[str], float]:
     """An argparse type: a number more than 0 and at most `most` (`unit` names it in messages)."""
     what = f" {unit}" if unit else ""

@@ -70,6 +70,32 @@ def test_mutated_catalogs_give_problems_not_tracebacks(line, replacement):
         assert all(str(p).startswith("mutated.toml") for p in error.problems)
 
 
+@pytest.mark.parametrize(("text", "words"), [
+    # A month 13 passed `check` and `catalog update` would compare it as a date.
+    ('catalog_date = "2026-13-45"\n', 'cat.toml:1: catalog_date: should be a date written YYYY-MM-DD, in quotes '
+                                      "(got '2026-13-45')"),
+    # The pattern itself was the message: "String should match pattern '^\\d{4}-\\d{2}-\\d{2}$'".
+    ('catalog_date = "Dec 1 2026"\n',
+     "catalog_date: should be a date written YYYY-MM-DD, in quotes (got 'Dec 1 2026')"),
+    # TOML's own date type came out as Python: "(got datetime.date(2026, 12, 1))".
+    ("catalog_date = 2026-12-01\n", 'catalog_date: should be text in quotes (got the TOML date 2026-12-01; '
+                                    'write "2026-12-01")'),
+])
+def test_a_bad_date_says_what_a_date_looks_like(text, words, tmp_path, capsys):
+    path = tmp_path / "cat.toml"
+    path.write_text(text)
+    code, err = check(path, capsys)
+    assert code == 1 and words in err and "pattern" not in err and "datetime" not in err
+
+
+def test_a_catalog_saved_with_a_byte_order_mark_reads(tmp_path, capsys):
+    """Windows editors (Notepad) start UTF-8 files with a BOM; tomllib called that 'invalid statement' at line 1."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + (DATA / "user_addition.toml").read_bytes())
+    assert main(["check", str(path)]) == 0
+    assert "bom.toml: ok (" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("written", "said"), [
     ("my repo", "'my repo' is not a Hugging Face repo id; give it as OWNER/NAME (letters, digits and '_', with "
                 "single '-' or '.' between them), e.g. openai/gpt-oss-120b"),

@@ -104,17 +104,17 @@ def semantics(argv: list[str]) -> tuple[str | None, list[tuple[str, tuple[str, .
 def bash_words(script: str, *names: str) -> list[list[str]]:
     """Each named bash array (or variable) as the script's settings block defines it."""
     settings_block = script[script.index("set -euo pipefail"):script.index("say() {")]
-    prints = "".join(f'printf "%s\\0" "${{{n}[@]}}"; printf "\\1\\0";' for n in names)
+    # Each array's length, then its words: a value may hold any character but NUL, so no marker
+    # between arrays is safe (hypothesis found a '\x01' parser name splitting a '\1' marker's groups).
+    prints = "".join(f'w=("${{{n}[@]}}"); printf "%s\\0" "${{#w[@]}}" "${{w[@]}}";' for n in names)
     out = subprocess.run(["bash", "-c", settings_block + prints], capture_output=True, timeout=20,
                          env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}, check=True).stdout
     words = out.decode("utf-8", "surrogateescape").split("\0")[:-1]
-    groups, current = [], []
-    for word in words:
-        if word == "\1":
-            groups.append(current)
-            current = []
-        else:
-            current.append(word)
+    groups = []
+    while words:
+        count, words = int(words[0]), words[1:]
+        groups.append(words[:count])
+        words = words[count:]
     return groups
 
 
@@ -176,6 +176,12 @@ def test_every_format_refuses_together_or_carries_the_values(values):
 @pytest.mark.parametrize("value", NASTY)
 def test_each_known_injection_round_trips_or_is_refused_everywhere(value):
     check_all_formats(hostile_plan(glm_plan(), dict.fromkeys(FIELDS, value)))
+
+
+def test_a_control_character_in_a_value_stays_inside_its_word():
+    """The case hypothesis found: a parser name of '\\x01' beside values of '-'."""
+    values = dict.fromkeys(FIELDS, "-") | {"reasoning": "\x01"}
+    check_all_formats(hostile_plan(glm_plan(), values))
 
 
 def test_the_reported_injection_cannot_add_keys():

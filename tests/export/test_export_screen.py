@@ -24,6 +24,8 @@ async def test_export_screen_shows_and_writes(index, tmp_path):
         screen.query_one("#export-folder", Input).value = str(tmp_path / "out")
         screen.action_write()
         assert (tmp_path / "out" / "plan.json").exists()
+        await pilot.pause()
+        assert f"Wrote 1 file to {tmp_path / 'out'}" in [n.message for n in app._notifications]  # not "1 file(s)"
         screen.action_write()
         await pilot.pause()
         assert any("already exists" in n.message for n in app._notifications)

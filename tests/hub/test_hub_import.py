@@ -282,6 +282,26 @@ def test_tables_written_inline_are_refused_not_rewritten(hub, capsys):
     assert catalog_text() == inline
 
 
+def test_the_summary_counts_one_shard_as_one_file(hub, capsys):
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
+    assert cli.main(["import", "meta/plain"]) == 0
+    assert "bytes, 1 safetensors file), format bf16" in capsys.readouterr().out  # was "1 safetensors files"
+
+
+def test_a_repo_the_catalog_already_has_is_named_and_imported_only_with_force(hub, capsys):
+    """README's own example, `import openai/gpt-oss-120b`, added a second row for the bundled build with none of
+    its recipes, score or caveats, and made `show openai/gpt-oss-120b` ambiguous."""
+    hub.repos["openai/gpt-oss-120b"] = repos.make_repo(*repos.llama_8b())
+    assert cli.main(["import", "openai/gpt-oss-120b"]) == 2
+    assert capsys.readouterr().err == (
+        "sparkadvisor: openai/gpt-oss-120b is already in the catalog as build gpt-oss-120b-mxfp4, with its "
+        "recipes, measurements and sources (sparkadvisor show gpt-oss-120b-mxfp4); pass --force to import it "
+        "again beside it\n")
+    assert cli.main(["import", "OpenAI/GPT-OSS-120B"]) == 2  # a repo id in any case is the same repo
+    assert catalog_text() is None and hub.requests == []
+    assert cli.main(["import", "openai/gpt-oss-120b", "--force"]) == 0
+
+
 def test_a_table_to_replace_that_is_written_inline_is_refused_with_its_line(hub):
     from sparkadvisor.usercatalog import UserCatalogError
 

@@ -42,6 +42,11 @@ async def test_the_dialog_reports_a_failure_then_imports_and_returns_the_build_i
         await until(pilot, lambda: status.has_class("error"))
         assert str(status.render()).startswith("no model repo openai/missing on http://127.0.0.1:")
         assert app.results == []
+        screen.query_one("#hub-import-repo", Input).value = "openai/gpt-oss-120b"
+        await pilot.press("enter")
+        await until(pilot, lambda: "already in the catalog" in str(status.render()))
+        assert str(status.render()).startswith("openai/gpt-oss-120b is already in the catalog as build "
+                                               "gpt-oss-120b-mxfp4") and "tick Force" in str(status.render())
         screen.query_one("#hub-import-repo", Input).value = "openai/oss-moe"
         await pilot.press("enter")
         assert app.screen is screen and "Reading" in str(status.render())

@@ -136,6 +136,10 @@ async def test_a_takes_digits_typed_at_once_and_marks_bad_input(make_app) -> Non
         assert field.has_class("-invalid")
         assert "'lots' is not a whole number" in str(editor.query_one("#context_tokens-error", Label).render())
         assert "50,000 tokens" in str(main.query_one("#cluster-header").render())
+        field.value = "99999999999999999999999"
+        await pilot.pause()
+        assert "must be at most 100,000,000 tokens" in str(editor.query_one("#context_tokens-error", Label).render())
+        assert "50,000 tokens" in str(main.query_one("#cluster-header").render())
         editor.query_one("#kv_cache_dtype", Input).value = "fp4-ish"
         await pilot.pause()
         assert "not a KV dtype" in str(editor.query_one("#kv_cache_dtype-error", Label).render())
@@ -377,12 +381,17 @@ async def test_v_shows_every_column_and_scrolls_with_rank_model_build_fixed(make
 async def test_space_marks_and_c_compares(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        first, second = (app.screen.ranking.by_id[b].plan.build.repo for b in row_ids(app.screen.table)[:2])
+        builds = row_ids(app.screen.table)[:2]
+        reasons = [app.screen.ranking.by_id[b].reason for b in builds]
+        first, second = (app.screen.ranking.by_id[b].plan.build.repo for b in builds)
         await pilot.press("space", "down", "c")
         assert type(app.screen).__name__ == "CompareScreen"
         text = app.screen.query_one("#compare-document").text
         assert first == "RedHatAI/GLM-5.3-Flash-NVFP4" and first in text and second in text
         assert "1st token, cold" in text and "source: " in text
+        words = " ".join(text.split())
+        for build, reason in zip(builds, reasons, strict=True):  # each reason whole, not only its clipped cell
+            assert f"why {build}: {' '.join(reason.split())}" in words, build
 
 
 async def test_e_exports_the_highlighted_build_with_the_real_ranking(make_app) -> None:
@@ -424,7 +433,8 @@ async def test_question_mark_opens_help_with_the_legend(make_app) -> None:
         text = " ".join(" ".join(str(s.render()).split()) for s in app.screen.query("Static"))
         for words in ("Switch between the agentic", "[measured]", "✖", "▲", "•", "679k*", "fits +X GiB",
                       "57.54↑", "outside the predicted low-high range", "Home End g G",
-                      "[assumed] this project's assumption; the assumptions dialog (key a) edits it"):
+                      "[assumed] this project's assumption; the assumptions dialog (key a) edits it",
+                      "b Bench Measure the served build on your cluster"):
             assert words in text, words
         legend = app.screen.query_one("Legend")
         lines = [line for line in str(legend.render()).splitlines() if line.strip()]
@@ -432,6 +442,14 @@ async def test_question_mark_opens_help_with_the_legend(make_app) -> None:
         assert any(line.startswith(" " * 28) for line in lines), "a long text wraps under itself"
         await pilot.press("question_mark")
         assert type(app.screen).__name__ == "MainScreen"
+
+
+def test_a_basis_meaning_wraps_under_itself_in_a_narrow_help() -> None:
+    """At 80 columns "[estimated] ... calibrated on measured" went on with "recipes" at the left edge."""
+    from sparkadvisor.tui.screens.help import basis_legend
+
+    lines = str(basis_legend()._content(66)).splitlines()  # the help's text width at 80 columns
+    assert len(lines) > 6 and all(line.startswith(("[", " " * 12)) for line in lines), lines
 
 
 async def test_tab_moves_focus_and_the_focused_pane_has_the_heavy_border(make_app) -> None:

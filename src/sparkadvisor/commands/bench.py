@@ -22,6 +22,7 @@ from sparkadvisor.commands.common import (
     scenario,
 )
 from sparkadvisor.commands.probe import _token
+from sparkadvisor.inputs import MAX_STREAMS
 from sparkadvisor.urls import url_option
 
 if TYPE_CHECKING:
@@ -38,8 +39,9 @@ def streams_list(text: str) -> tuple[int, ...]:
         values = tuple(sorted({positive_int(part.strip()) for part in text.split(",") if part.strip()}))
     except argparse.ArgumentTypeError:
         values = ()
-    if not values or values[-1] > 256:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of stream counts from 1 to 256 such as 1,4,8")
+    if not values or values[-1] > MAX_STREAMS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of stream counts from 1 to {MAX_STREAMS} "
+                                         "such as 1,4,8")
     return values
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sparkadvisor.inputs import fraction, number_above_zero, positive_int, share
+from sparkadvisor.inputs import fraction, number_above_zero, positive_int, share, stream_count, token_count
 
 TYPE_CHECKING = False
 """typing.TYPE_CHECKING without importing typing: `--help` imports only argparse (mypy reads the name)."""
@@ -69,9 +69,9 @@ def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", 
     parser.add_argument("--hardware", default="dgx-spark", help="hardware id (default: dgx-spark)")
     parser.add_argument("--nodes", type=positive_int, default=2, help="nodes in the cluster (default: 2)")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="agentic", help="default: agentic")
-    parser.add_argument("--context", type=positive_int, help="prompt tokens per turn")
+    parser.add_argument("--context", type=token_count, help="prompt tokens per turn")
     parser.add_argument("--prefix-reuse", type=share, help="share of the prompt reused from the last turn")
-    parser.add_argument("--output-tokens", type=positive_int, help="tokens written per turn")
+    parser.add_argument("--output-tokens", type=token_count, help="tokens written per turn")
     parser.add_argument("--gpu-memory-utilization", type=fraction, help="override every recipe's value")
     parser.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), metavar="DTYPE",
                         help=f"override the KV cache dtype ({', '.join(sorted(KV_DTYPE_BYTES))})")
@@ -79,7 +79,7 @@ def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", 
                         help=f"engine for builds without a recipe ({', '.join(ENGINES)}; default: vllm, "
                              "or the build's own)")
     if streams:
-        parser.add_argument("--streams", type=positive_int, default=1,
+        parser.add_argument("--streams", type=stream_count, default=1,
                             help="sequences decoding at once; speeds are per stream, with the aggregate (default: 1)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--eager", dest="enforce_eager", action="store_const", const=True,

@@ -12,7 +12,8 @@ from sparkadvisor.core.safetext import safe_text
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("repo", metavar="ORG/NAME", help="Hugging Face repo id, e.g. openai/gpt-oss-120b")
     parser.add_argument("--revision", help="branch, tag or commit (default: main)")
-    parser.add_argument("--force", action="store_true", help="replace a model or build with the same id")
+    parser.add_argument("--force", action="store_true", help="replace a model or build with the same id; import a repo "
+                        "the catalog already has")
     parser.add_argument("--timeout", type=number_above_zero(3600, "seconds"), default=60.0, metavar="SECONDS",
                         help="give up when the whole import (model info, files, retries) takes longer (default: 60)")
     parser.add_argument("--json", action="store_true", help="print what was added as JSON")
@@ -27,6 +28,11 @@ def run(args: argparse.Namespace) -> int:
         from sparkadvisor.core.schema import repo_id_problem
 
         raise UsageError(repo_id_problem(args.repo))
+    if not args.force:
+        from sparkadvisor.catalogs import already_in_catalog, catalog_builds_of
+
+        if builds := catalog_builds_of(args.repo):
+            raise UsageError(already_in_catalog(args.repo, builds, "pass --force"))
     progress = _progress if sys.stderr.isatty() and not args.json else None
     try:
         imported = import_repo(args.repo, args.revision, force=args.force, timeout_s=args.timeout, progress=progress)
@@ -55,7 +61,7 @@ def _clear_progress(progress: object) -> None:
 
 
 def _print_summary(imported: object) -> None:
-    from sparkadvisor.core.units import fmt_size
+    from sparkadvisor.core.units import fmt_size, plural
     from sparkadvisor.usercatalog import Imported
 
     assert isinstance(imported, Imported)
@@ -66,7 +72,7 @@ def _print_summary(imported: object) -> None:
     lines = [
         f"Imported {files.repo} at {files.commit[:12]} as build {imported.build.id} (model {imported.model.id}).",
         f"  weights   {fmt_size(d.weight_bytes, 'GB', 2)} exactly ({d.weight_bytes:,} bytes, "
-        f"{len(files.shards)} safetensors files), format {d.format} ({d.quantizer})",
+        f"{plural(len(files.shards), 'safetensors file')}), format {d.format} ({d.quantizer})",
         f"  params    {d.total_params / 1e9:.2f}B total, {active}{experts}",
         f"  KV cache  {'unknown' if kv is None else f'{kv / 1024:.1f} KiB per token'} (bf16, one rank)",
     ]

@@ -80,8 +80,8 @@ def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, t
             "url": info.url,
             "note": f"run on {today} against vLLM {info.version or '(version unknown)'} serving {info.served.id} "
                     f"(max_model_len {info.served.max_model_len or 'unknown'}); server settings: {', '.join(said)}; "
-                    f"{rest}; prompts of exactly {spec.context_tokens} tokens, warm ones sharing "
-                    f"{spec.shared_tokens}, {spec.output_tokens} output tokens"}
+                    f"{rest}; prompts of exactly {spec.context_tokens:,} tokens, warm ones sharing "
+                    f"{spec.shared_tokens:,}, {spec.output_tokens:,} output tokens"}
 
 
 def bench_measurements(found: list[Any], spec: Any, source_id: str, today: str) -> list[dict[str, Any]]:

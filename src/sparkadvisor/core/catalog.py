@@ -7,6 +7,7 @@ catalog sees every problem at once.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import typing
 from dataclasses import is_dataclass, replace
@@ -15,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.records import field_names, iter_tables, record
 from sparkadvisor.core.sanity import MAX_CATALOG_BYTES, MAX_NESTING, sanity_findings
-from sparkadvisor.core.schema import REPO_FIELDS, Catalog, Context, Recipe, repo_id_problem
+from sparkadvisor.core.schema import (
+    HF_REPO_ID,
+    PATTERN_WORDS,
+    REPO_FIELDS,
+    Catalog,
+    Context,
+    Recipe,
+    repo_id_problem,
+)
 from sparkadvisor.core.tomllines import TomlLines, index_lines
 
 if TYPE_CHECKING:
@@ -141,10 +150,17 @@ def _message(loc: tuple[Any, ...], item: Any) -> str:
         return f"unknown key {loc[-1]!r}; valid keys here are: {allowed}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r}"
-    if kind == "string_pattern_mismatch" and loc[-1] in REPO_FIELDS:
+    pattern = item.get("ctx", {}).get("pattern") if kind == "string_pattern_mismatch" else None
+    if pattern == HF_REPO_ID and loc[-1] in REPO_FIELDS:  # a patch's `repo` is a GitHub URL: its own words below
         return repo_id_problem(str(item.get("input")))
     if kind == "dataclass_type":
         return f"should be a table (got {_shown(item.get('input'))})"
+    value = item.get("input")
+    if kind == "string_type" and isinstance(value, dt.date | dt.time):
+        what = "time" if isinstance(value, dt.time) else "date"
+        return f'should be text in quotes (got the TOML {what} {value.isoformat()}; write "{value.isoformat()}")'
+    if pattern in PATTERN_WORDS:
+        return f"should be {PATTERN_WORDS[pattern]} (got {_shown(value)})"
     text = item["msg"].replace("Input should be", "should be").replace("a valid tuple", "a valid list")
     text = text.replace("Value error, ", "")
     if kind == "value_error":
@@ -154,7 +170,7 @@ def _message(loc: tuple[Any, ...], item: Any) -> str:
 
 def _shown(value: Any) -> str:
     """A value as a problem sentence quotes it: repr, cut short (a file can hold a huge one)."""
-    text = repr(value)
+    text = value.isoformat() if isinstance(value, dt.date | dt.time) else repr(value)
     return text if len(text) <= 80 else f"{text[:77]}..."
 
 

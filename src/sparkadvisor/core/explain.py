@@ -579,6 +579,6 @@ def _turn(plan: Plan) -> Step:
         return Step("turn", "time per turn", "Time per turn is unknown.", "unknown")
     w = plan.workload
     return Step("turn", "time per turn",
-                f"{fmt_seconds(plan.ttft_s)} + {w.output_tokens} tokens / {plan.decode_tok_s:.1f} tok/s = "
+                f"{fmt_seconds(plan.ttft_s)} + {w.output_tokens:,} tokens / {plan.decode_tok_s:.1f} tok/s = "
                 f"{fmt_seconds(plan.turn_s)} per turn.", "derived")
 

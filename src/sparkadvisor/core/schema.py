@@ -22,6 +22,25 @@ from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import checked, record
 from sparkadvisor.core.workload import WorkloadKind
 
+_MONTH = r"(0[1-9]|1[0-2])"
+DATE = rf"^\d{{4}}-{_MONTH}-(0[1-9]|[12]\d|3[01])$"
+MONTH_OR_DATE = rf"^\d{{4}}-{_MONTH}(-(0[1-9]|[12]\d|3[01]))?$"
+REPO_PATH = r"^[A-Za-z0-9._][A-Za-z0-9._/+-]*$"
+CONTAINER_PATH = r"^/[A-Za-z0-9._/+-]+$"
+SHORT_ID = r"^[a-z0-9][a-z0-9.-]*$"
+GITHUB_REPO = r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+COMMIT = r"^[0-9a-f]{40}$"
+PATTERN_WORDS = {
+    DATE: "a date written YYYY-MM-DD, in quotes",
+    MONTH_OR_DATE: "a date written YYYY-MM-DD or YYYY-MM, in quotes",
+    REPO_PATH: "a path inside the repository (letters, digits, . _ / + -, not starting with /)",
+    CONTAINER_PATH: "an absolute path (starting with /; letters, digits, . _ / + -)",
+    SHORT_ID: "lower-case letters, digits, dots and dashes, starting with a letter or digit",
+    GITHUB_REPO: "a GitHub repository URL, https://github.com/OWNER/NAME",
+    COMMIT: "a full commit id: 40 lower-case hex digits",
+}
+"""What each pattern a field must match is, in words: a problem says these, never the pattern."""
+
 HF_REPO_ID = r"^[A-Za-z0-9_](?:[-.]?[A-Za-z0-9_])*/[A-Za-z0-9_](?:[-.]?[A-Za-z0-9_])*$"
 """A Hugging Face repo id, OWNER/NAME: letters, digits, `_`, and single `-` or `.` between them
 (the hub refuses `--`, `..` and a name that starts or ends with `-` or `.`)."""
@@ -414,7 +433,7 @@ class Capability:
     agentic (Claude Code) workload a score run inside Claude Code ranks first within a capability tier."""
     reported_by: Literal["developer", "leaderboard", "third-party"] = "developer"
     """Who ran it: the model's developer (its card or blog), a public leaderboard, or someone else."""
-    date: str = checked(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    date: str = checked(pattern=MONTH_OR_DATE)
     """When the table was published, YYYY-MM-DD (or YYYY-MM)."""
     source: SourceRef
     """The card, blog or leaderboard page holding the table."""
@@ -556,9 +575,9 @@ class Speculative:
 class PatchFile:
     """One file a recipe bind-mounts over the image's own."""
 
-    path: str = checked(pattern=r"^[A-Za-z0-9._][A-Za-z0-9._/+-]*$")
+    path: str = checked(pattern=REPO_PATH)
     """Where it lives in the recipe repository, relative to its root."""
-    target: str = checked(pattern=r"^/[A-Za-z0-9._/+-]+$")
+    target: str = checked(pattern=CONTAINER_PATH)
     """The absolute path inside the container it replaces."""
 
 
@@ -566,13 +585,13 @@ class PatchFile:
 class Patch:
     """A patch to vLLM a recipe applies: where to get it and what breaks without it."""
 
-    id: str = checked(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    id: str = checked(pattern=SHORT_ID)
     """Short name, used in messages and file names."""
     title: str = checked(min_length=1)
     """What it is, in a few words."""
-    repo: str = checked(pattern=r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    repo: str = checked(pattern=GITHUB_REPO)
     """The recipe repository to clone."""
-    commit: str | None = checked(default=None, pattern=r"^[0-9a-f]{40}$")
+    commit: str | None = checked(default=None, pattern=COMMIT)
     """The commit the files were read at; None when nobody pinned one (the script then takes RECIPE_DIR as is)."""
     files: tuple[PatchFile, ...] = checked(min_length=1)
     """The files it bind-mounts."""
@@ -759,7 +778,7 @@ class Catalog:
 
     schema_version: Literal[1] = 1
     """Format version of this file."""
-    catalog_date: str | None = checked(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    catalog_date: str | None = checked(default=None, pattern=DATE)
     """When the catalog was last curated, YYYY-MM-DD: `catalog info` shows it, and `catalog update`
     installs a downloaded catalog only when it is at least as new as the one in use."""
     sources: dict[str, Source] = checked(default_factory=dict)

@@ -84,7 +84,7 @@ def render_md(launch: Launch, ranked: tuple[Ranked, ...], sources: Mapping[str, 
              f"- {plan.cluster.label}: {plan.cluster.usable_gib:.1f} GiB usable, "
              f"{hw.memory_bandwidth_gb_s:g} GB/s per node" + (f", link: {md_cell(hw.link.name)}" if hw.link else ""),
              f"- {w.label}: {w.context_tokens:,} tokens of prompt, {w.prefix_reuse:.0%} reused from the last turn, "
-             f"{w.output_tokens} tokens out; targets: first token <= {w.first_token_target_s:g} s, turn <= "
+             f"{w.output_tokens:,} tokens out; targets: first token <= {w.first_token_target_s:g} s, turn <= "
              f"{w.turn_target_s:g} s, decode >= {w.decode_target_tok_s:g} tok/s", "",
              "## The ranking at this moment", ""]
     lines += _table(ranked, plan.build.id) + ["", "## The arithmetic", ""]

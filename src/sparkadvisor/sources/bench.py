@@ -118,7 +118,7 @@ def check_fits(info: ServerInfo, spec: BenchSpec) -> None:
     needed = spec.context_tokens + spec.output_tokens
     if limit is not None and needed > limit:
         raise ContextTooLong(
-            f"a {spec.context_tokens:,}-token prompt plus {spec.output_tokens} output tokens exceeds the "
+            f"a {spec.context_tokens:,}-token prompt plus {spec.output_tokens:,} output tokens exceeds the "
             f"max_model_len of {limit:,} that vLLM serves {info.served.id} with; pass --context "
             f"{limit - spec.output_tokens} or less, or restart vLLM with a larger --max-model-len")
 

@@ -118,6 +118,12 @@ def run(catalog_paths: list[Path]) -> int:
     if not index.hardware:
         print("sparkadvisor: the catalog defines no hardware; add a [[hardware]] table.", file=sys.stderr)
         return 1
+    # Textual reads keys from stdin and draws on stderr: without a terminal there (cron, a script,
+    # `> out.txt 2>&1`, ssh without -t) it would draw into a file and wait for keys forever.
+    if not all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr)):
+        print("sparkadvisor: the app needs a terminal, and stdin or stderr is not one; for text, run "
+              "`sparkadvisor rank` (every command: `sparkadvisor --help`)", file=sys.stderr)
+        return 2
     app = SparkAdvisorApp(index, list(catalog_paths), load_state())
     app.run()
     return app.return_code or 0

@@ -30,6 +30,8 @@ class Command:
     """Palette action, e.g. "Toggle agentic / chat"."""
     show: bool = True
     """Shown in the footer."""
+    in_help: bool = True
+    """Listed in the help (2-4 are listed as the 1-4 row)."""
     key_display: str | None = None
     footer_rank: int = 5
     """Which footer keys a narrow screen keeps: lower first (help and quit are 0)."""
@@ -52,9 +54,12 @@ COMMANDS: tuple[Command, ...] = (
             "and re-rank every build at once.", "workload", "Toggle agentic / chat", footer_rank=1),
     Command("1", "nodes(1)", "Nodes", "Set the cluster size: 1 to 4 nodes.", "cluster", "1 node", key_display="1-4",
             footer_rank=1),
-    Command("2", "nodes(2)", "2 nodes", "A cluster of 2 nodes.", "cluster", "2 nodes", show=False),
-    Command("3", "nodes(3)", "3 nodes", "A cluster of 3 nodes.", "cluster", "3 nodes", show=False),
-    Command("4", "nodes(4)", "4 nodes", "A cluster of 4 nodes.", "cluster", "4 nodes", show=False),
+    Command("2", "nodes(2)", "2 nodes", "A cluster of 2 nodes.", "cluster", "2 nodes", show=False,
+            in_help=False),
+    Command("3", "nodes(3)", "3 nodes", "A cluster of 3 nodes.", "cluster", "3 nodes", show=False,
+            in_help=False),
+    Command("4", "nodes(4)", "4 nodes", "A cluster of 4 nodes.", "cluster", "4 nodes", show=False,
+            in_help=False),
     Command("enter", "open_build", "Open", "The highlighted build full-screen: the arithmetic, the 1-4 node "
             "sweep, caveats with sources, export (Esc returns).", "build", "Open highlighted build",
             key_display="⏎", footer_rank=2),

@@ -20,7 +20,7 @@ from textual.widgets import Input, Label, Static
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.workload import Settings, Workload
-from sparkadvisor.inputs import fraction, positive_int, share
+from sparkadvisor.inputs import fraction, share, token_count
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
 
@@ -44,9 +44,9 @@ class Field:
 
 
 FIELDS = (
-    Field("context_tokens", "Context (prompt tokens per turn)", positive_int),
+    Field("context_tokens", "Context (prompt tokens per turn)", token_count),
     Field("prefix_reuse", "Prefix reuse (0-1 or 95%)", share),
-    Field("output_tokens", "Output tokens per turn", positive_int),
+    Field("output_tokens", "Output tokens per turn", token_count),
     Field("gpu_memory_utilization", "gpu-memory-utilization (blank: per recipe)", fraction, optional=True),
     Field("kv_cache_dtype", "KV cache dtype (blank: per recipe)", kv_dtype, optional=True),
     Field("min_capability", "Minimum capability (e.g. 80%; blank: all)", share, optional=True),

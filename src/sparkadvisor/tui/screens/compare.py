@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COMPARE_ROWS, compare_cells
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.detail import caveats_content
@@ -55,7 +56,10 @@ class CompareScreen(EarlyKeys, ModalScreen[None]):
 
     def on_mount(self) -> None:
         document = self.query_one(Document)
-        words = [Content.assemble((f"{i.plan.model.name} · {i.plan.build.repo}: ", "bold")) +
+        # The why cell is clipped to its column: each reason whole below it, as the CLI prints them.
+        why = Content("\n").join(Content.assemble((f"why {i.plan.build.id}: ", "bold"), safe_text(i.reason))
+                                 for i in self.items)
+        words = [Content.assemble((safe_text(f"{i.plan.model.name} · {i.plan.build.repo}: "), "bold")) +
                  caveats_content(i, self.index) for i in self.items]
-        document.show([lambda width: compare_content(self.items, width), *words])
+        document.show([lambda width: compare_content(self.items, width), why, *words])
         self.ready()

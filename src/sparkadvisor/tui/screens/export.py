@@ -15,6 +15,7 @@ from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.core.units import plural
 from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, addresses, render
 from sparkadvisor.export.spec import CX7_NETDEV
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
@@ -132,4 +133,4 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         except (ExistingFiles, OSError) as error:
             self.notify(safe_text(error), title="Not written", severity="error", markup=False)
             return
-        self.notify(safe_text(f"Wrote {len(written)} file(s) to {folder}"), title="Exported", markup=False)
+        self.notify(safe_text(f"Wrote {plural(len(written), 'file')} to {folder}"), title="Exported", markup=False)

@@ -52,7 +52,7 @@ def _key_line(key: str, name: str, text: str) -> Row:
 
 def keys_content() -> list[Row]:
     """One row per key: the commands, then moving around."""
-    lines = [_key_line(c.key_display or c.key, c.footer, c.tooltip) for c in COMMANDS if c.show]
+    lines = [_key_line(c.key_display or c.key, c.footer, c.tooltip) for c in COMMANDS if c.in_help]
     lines += [_key_line(*move) for move in MOVES]
     return lines
 
@@ -82,28 +82,31 @@ class Legend(Static):
     """Rows of key, name and text in three columns; a long text wraps under itself (a hanging indent),
     re-wrapped when the dialog's width changes."""
 
-    def __init__(self, rows: list[Row]) -> None:
+    def __init__(self, rows: list[Row], key_cells: int = KEY_CELLS, name_cells: int = NAME_CELLS) -> None:
         self.rows = rows
+        self.key_cells, self.name_cells = key_cells, name_cells
         super().__init__(self._content(None))
 
     def _content(self, width: int | None) -> Content:
-        room = max(width - KEY_CELLS - NAME_CELLS, 24) if width else None
+        indent = self.key_cells + self.name_cells
+        room = max(width - indent, 24) if width else None
         lines = []
         for key, style, name, text in self.rows:
             parts = textwrap.wrap(text, room) if room else [text]
-            lines.append(Content.assemble((key.ljust(KEY_CELLS - 1) + " ", style),
-                                          (name.ljust(NAME_CELLS - 1) + " ", "bold"), parts[0] if parts else ""))
-            lines += [Content(" " * (KEY_CELLS + NAME_CELLS) + part) for part in parts[1:]]
+            name_cell = (name.ljust(self.name_cells - 1) + " ", "bold") if self.name_cells else ""
+            lines.append(Content.assemble((key.ljust(self.key_cells - 1) + " ", style), name_cell,
+                                          parts[0] if parts else ""))
+            lines += [Content(" " * indent + part) for part in parts[1:]]
         return Content("\n").join(lines)
 
     def on_resize(self) -> None:
         self.update(self._content(self.content_size.width))
 
 
-def basis_content() -> Content:
-    """The legend of the [basis] marks in the detail pane."""
-    return Content("\n").join(Content.assemble((f"[{name}]".ljust(12), BASIS_STYLE[name]), meaning)
-                              for name, meaning in BASIS_MEANING.items())
+def basis_legend() -> Legend:
+    """The legend of the [basis] marks in the detail pane; a long meaning wraps under itself."""
+    return Legend([(f"[{name}]", BASIS_STYLE[name], "", meaning) for name, meaning in BASIS_MEANING.items()],
+                  key_cells=12, name_cells=0)
 
 
 def files_content() -> Content:
@@ -129,7 +132,7 @@ class HelpScreen(EarlyKeys, ModalScreen[None]):
             yield Static("What the table shows", classes="help-heading")
             yield Legend(marks_content())
             yield Static("How each figure is known", classes="help-heading")
-            yield Static(basis_content())
+            yield basis_legend()
             yield Static("Files", classes="help-heading")
             yield Static(files_content())
         yield KeyFooter()

@@ -46,9 +46,10 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="hub-import"):
             yield Label("Import a Hugging Face repo (metadata only, no weights)", id="hub-import-title")
-            yield Input(placeholder="ORG/NAME, e.g. openai/gpt-oss-120b", id="hub-import-repo")
+            yield Input(placeholder="ORG/NAME, e.g. HuggingFaceTB/SmolLM3-3B", id="hub-import-repo")
             yield Input(placeholder="revision (default: main)", id="hub-import-revision")
-            yield Checkbox("Replace an earlier import with the same id", id="hub-import-force")
+            yield Checkbox("Force: replace an earlier import, or import a repo the catalog has",
+                           id="hub-import-force")
             yield ProgressBar(id="hub-import-progress", show_eta=False)
             yield Static("Enter to import, Esc to cancel.", id="hub-import-status", markup=False)
             with Horizontal(id="hub-import-buttons"):
@@ -92,6 +93,12 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
                 raise ImportCancelled
             self.post_message(self.Progress(what, done, total))
 
+        if not force:
+            from sparkadvisor.catalogs import already_in_catalog, catalog_builds_of
+
+            if builds := catalog_builds_of(repo):
+                self.post_message(self.Finished(None, already_in_catalog(repo, builds, "tick Force")))
+                return
         try:
             imported = import_repo(repo, revision, force=force, progress=progress)
         except ImportCancelled:
