@@ -50,7 +50,7 @@ class CompareScreen(EarlyKeys, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         document = Document(id="compare-document")
-        document.border_title = "Compare: " + " · ".join(i.plan.build.id for i in self.items)
+        document.border_title = Content(safe_text("Compare: " + " · ".join(i.plan.build.id for i in self.items)))
         yield document
         yield KeyFooter()
 
