@@ -85,6 +85,15 @@ class SparkAdvisorApp(App[int]):
                         severity="warning", timeout=12)
         if self._theme_missing:
             self.notify(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}.", severity="warning")
+        self._say_unsaved()
+
+    def _say_unsaved(self) -> None:
+        """What could not be saved (a read-only home: the catalog cache, the remembered choices), once each."""
+        from sparkadvisor.core.safetext import safe_text
+        from sparkadvisor.unsaved import take
+
+        for note in take():
+            self.notify(safe_text(note[:1].upper() + note[1:]), title="Not saved", severity="warning", timeout=12)
 
     def watch_theme(self, theme: str) -> None:
         self.remember(theme=theme)
@@ -108,6 +117,7 @@ class SparkAdvisorApp(App[int]):
         self.state = state
         if self.remember_choices:
             save_state(self.state)
+            self._say_unsaved()
 
 
 def run(catalog_paths: list[Path]) -> int:
