@@ -138,6 +138,19 @@ def test_a_hybrid_request_pays_a_state_page_per_speculative_token_and_padded_gro
     assert kv.request_bytes(262144, 2304, speculative_tokens=0) == full + 44 * page
 
 
+def test_under_pipeline_parallelism_the_pool_follows_the_most_loaded_stage(index):
+    # DeepSeek-V3.2's 61 layers on 3 stages are 20, 20 and 21 (vLLM get_pp_indices gives the remainder
+    # to the stages before the last); every stage is cut to the smallest block count among them
+    # (kv_cache_utils.get_kv_cache_configs), so a token costs the 21-layer stage's bytes on every rank.
+    per_layer = (512 + 64) * BF16 + 128 + 4
+    kv = kv_shape(index.models["deepseek-v3.2"].attention, "auto", 1, 3)
+    assert kv.bytes_per_token == pytest.approx(21 * per_layer)
+    assert kv.request_bytes(1000) == pytest.approx(21 * per_layer * 1008)
+    # A decode step runs the stages one after another, each reading its own layers: 61 in all.
+    assert 3 * kv.bytes_read(1000) == pytest.approx(61 * 1000 * per_layer)
+    assert kv_shape(index.models["llama-3.3-70b"].attention, "auto", 1, 5).bytes_per_token == 16 * 2 * 8 * 128 * BF16
+
+
 def test_sparse_attention_reads_a_bounded_number_of_rows(index):
     # A top-k layer reads at most k rows of the latent, but every indexer key to choose them.
     kv = shape(index, "deepseek-v3.2")

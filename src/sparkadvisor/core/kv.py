@@ -27,7 +27,14 @@
 - Linear-attention states at the dtypes vLLM keeps them (mamba_utils.py MambaStateDtypeCalculator):
   convolution state at the model dtype; KDA's recurrent state always FP32; Gated DeltaNet's and
   Mamba-2's recurrent state at --mamba-ssm-cache-dtype (default: the model dtype).
-Pipeline parallelism gives each rank 1/pp of the layers.
+Pipeline parallelism gives each rank its stage's layers: vLLM splits num_hidden_layers into pp
+stages of L // pp, the remainder one more each on the stages before the last (get_pp_indices), so
+the most-loaded stage holds ceil(L / pp). Each stage sizes its own pool from its own layers, and
+vLLM then cuts every rank to the smallest block count among them (kv_cache_utils.py
+get_kv_cache_configs: "Change the num_blocks of each rank to the smallest among all ranks"), so the
+pool follows the most-loaded stage: its share ceil(L / pp) / L of every layer type (the layer types
+taken as spread evenly over the stages). A decode step still reads each stage's own KV in turn
+(the per-stage average, `full_layer_share`, times pp).
 
 What one request costs in vLLM's pool (`request_bytes`, the divisor of the "GPU KV cache size"
 log line, which is int(max concurrency x max_model_len)) follows kv_cache_interface.py: a
@@ -122,6 +129,9 @@ class KvShape:
     """Padded over real full-attention layers (vLLM's group padding; 1 when none is added)."""
     sliding_pad: float = 1.0
     """Padded over real sliding layers."""
+    stage_over_average: float = 1.0
+    """Layers on the most-loaded pipeline stage (what the pool is sized by) over the stages' average
+    (what a decode step reads per stage); 1 without pipeline parallelism."""
 
     def request_bytes(self, max_model_len: int, block_tokens: int | None = None,
                       batched_tokens: int = VLLM_BATCHED_TOKENS, speculative_tokens: int = 0) -> float:
@@ -174,7 +184,7 @@ class KvShape:
             rows = ctx / ratio
             picked = min(rows, self.sparse_topk) if indexed and self.sparse_topk else rows
             compressed += layers * (picked * self.row_bytes + (rows * self.indexer_row_bytes if indexed else 0.0))
-        return full + window + compressed + self.state_bytes_per_sequence
+        return full + window + compressed + self.state_bytes_per_sequence / self.stage_over_average
 
     def _picked(self, ctx: int) -> float:
         return min(ctx, self.sparse_topk) if self.sparse_topk else ctx
@@ -209,13 +219,14 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
                                                   bool(attention.compressed))
     window = attention.sliding_window or 0 if attention.sliding_layers else 0
     compressed = tuple((c.layers / pp, c.ratio, c.indexed) for c in attention.compressed)
-    compressed_per_token = sum(layers * (per_layer + (indexer if indexed else 0.0)) / ratio
-                               for layers, ratio, indexed in compressed)
+    stage = stage_share(attention.layers, pp)
+    compressed_per_token = sum(c.layers * stage * (per_layer + (indexer if c.indexed else 0.0)) / c.ratio
+                               for c in attention.compressed)
     return KvShape(
-        bytes_per_token=full_layers * (full_row + indexer / attention.indexer_pool) / pp + compressed_per_token,
-        window_bytes_per_token=attention.sliding_layers * per_layer / pp,
+        bytes_per_token=full_layers * (full_row + indexer / attention.indexer_pool) * stage + compressed_per_token,
+        window_bytes_per_token=attention.sliding_layers * per_layer * stage,
         window_tokens=window,
-        state_bytes_per_sequence=linear_layers * state / pp,
+        state_bytes_per_sequence=linear_layers * state * stage,
         full_layers=math.ceil(full_layers / pp),
         sliding_layers=math.ceil(attention.sliding_layers / pp),
         linear_layers=math.ceil(linear_layers / pp),
@@ -231,10 +242,19 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         sliding_layer_share=attention.sliding_layers / pp,
         compressed=compressed,
         state_bytes_per_layer=state,
-        linear_slots=slots / pp,
+        linear_slots=slots * stage,
         full_pad=full_pad,
         sliding_pad=sliding_pad,
+        stage_over_average=stage * pp,
     )
+
+
+def stage_share(layers: int, pp: int) -> float:
+    """Share of the layers on the pipeline stage that bounds vLLM's pool: ceil(layers / pp) / layers
+    (1 without pipeline parallelism)."""
+    if pp <= 1 or layers <= 0:
+        return 1.0
+    return math.ceil(layers / pp) / layers
 
 
 def _group_padding(full: int, sliding: int, linear: int, own_allocator: bool) -> tuple[float, float, float]:

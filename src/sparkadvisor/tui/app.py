@@ -15,6 +15,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from sparkadvisor.core.index import CatalogIndex
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.workload import WORKLOADS
 from sparkadvisor.state import AppState, load_state, save_state
 from sparkadvisor.tui.model import Scenario
@@ -81,19 +82,20 @@ class SparkAdvisorApp(App[int]):
     def on_mount(self) -> None:
         if self.themes.problems:
             count = len(self.themes.problems)
-            self.notify("\n".join(self.themes.problems), title=f"{count} theme file(s) skipped",
-                        severity="warning", timeout=12)
+            self.notify(safe_text("\n".join(self.themes.problems), keep_newlines=True),
+                        title=f"{count} theme file(s) skipped", severity="warning", timeout=12, markup=False)
         if self._theme_missing:
-            self.notify(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}.", severity="warning")
+            self.notify(safe_text(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}."),
+                        severity="warning", markup=False)
         self._say_unsaved()
 
     def _say_unsaved(self) -> None:
         """What could not be saved (a read-only home: the catalog cache, the remembered choices), once each."""
-        from sparkadvisor.core.safetext import safe_text
         from sparkadvisor.unsaved import take
 
         for note in take():
-            self.notify(safe_text(note[:1].upper() + note[1:]), title="Not saved", severity="warning", timeout=12)
+            self.notify(safe_text(note[:1].upper() + note[1:]), title="Not saved", severity="warning", timeout=12,
+                        markup=False)
 
     def watch_theme(self, theme: str) -> None:
         self.remember(theme=theme)

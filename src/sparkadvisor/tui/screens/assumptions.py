@@ -19,6 +19,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.workload import Settings, Workload
 from sparkadvisor.inputs import fraction, share, token_count
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
@@ -104,11 +105,11 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
         with VerticalScroll(id="assumptions", can_focus=False):
             yield Static(f"{self.workload.label}: assumptions", id="assumptions-title")
             for field in FIELDS:
-                yield Label(field.label)
+                yield Label(field.label, markup=False)
                 suggester = SuggestFromList(list(KV_DTYPE_BYTES)) if field.key == "kv_cache_dtype" else None
                 yield Input(initial_text(self.workload, self.settings, self.min_capability, field.key), id=field.key,
                             suggester=suggester, compact=True)
-                yield Label("", id=f"{field.key}-error", classes="error")
+                yield Label("", id=f"{field.key}-error", classes="error", markup=False)  # it quotes what was typed
             yield Static("Esc or Enter closes. Every valid change re-ranks at once.", id="assumptions-help")
         yield KeyFooter()
 
@@ -120,7 +121,7 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
         values, errors = parse_fields(texts)
         for field in FIELDS:
             self.query_one(f"#{field.key}", Input).set_class(field.key in errors, "-invalid")
-            self.query_one(f"#{field.key}-error", Label).update(errors.get(field.key, ""))
+            self.query_one(f"#{field.key}-error", Label).update(safe_text(errors.get(field.key, "")))
         if errors:
             return
         changes = {k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens")}

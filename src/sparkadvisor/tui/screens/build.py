@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.content import Content
 from textual.screen import Screen
 
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import cluster_line, workload_line
 from sparkadvisor.tui.model import Ranking
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
@@ -38,8 +40,8 @@ class BuildScreen(EarlyKeys, Screen[None]):
 
     def compose(self) -> ComposeResult:
         document = Document(split_at=150, left_width=80, id="build-document")
-        document.border_title = f"{self.item.plan.build.id} · {cluster_line(self.ranking.cluster)}"
-        document.border_subtitle = workload_line(self.ranking.scenario.workload)
+        document.border_title = Content(safe_text(f"{self.item.plan.build.id} · {cluster_line(self.ranking.cluster)}"))
+        document.border_subtitle = Content(safe_text(workload_line(self.ranking.scenario.workload)))
         yield document
         yield KeyFooter()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
@@ -28,8 +29,9 @@ class ChoiceScreen(EarlyKeys, ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="choice"):
-            yield Label(self.title_text, id="choice-title")
-            yield OptionList(*(Option(label, id=key) for key, label in self.options), id="choice-list")
+            yield Label(self.title_text, id="choice-title", markup=False)
+            # Content, not a str: an option's str is parsed as markup (a hardware named "Box [/]").
+            yield OptionList(*(Option(Content(label), id=key) for key, label in self.options), id="choice-list")
         yield KeyFooter()
 
     def on_mount(self) -> None:

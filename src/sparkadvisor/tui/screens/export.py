@@ -58,7 +58,8 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export-box"):
-            yield Label(f"Export {self.plan.build.id} on {self.plan.cluster.label}", id="export-title")
+            yield Label(safe_text(f"Export {self.plan.build.id} on {self.plan.cluster.label}"), id="export-title",
+                        markup=False)
             with Horizontal(id="export-controls"):
                 yield Select([(f"{k}: {v}", k) for k, v in FORMATS.items()], value="sh", allow_blank=False,
                              id="export-format")

@@ -22,6 +22,7 @@ from textual import on, work
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Input
@@ -194,7 +195,9 @@ class MainScreen(Screen[None]):
             f"sorted by {LABELS[self.sort_column]} {'▼' if self.sort_reverse else '▲'}"
         views = [title, order] + (["by model"] if table.grouped else []) + (["wide"] if table.wide else []) \
             + ([f"capability >= {minimum:.0%}"] if minimum is not None else [])
-        table.border_title = " · ".join(views) + (f" · filter: {self.filter_text}" if self.filter_text else "")
+        # Content, not a str: a str title is parsed as markup, and a filter of "[/" would raise.
+        table.border_title = Content(" · ".join(views) + (f" · filter: {safe_text(self.filter_text)}"
+                                                         if self.filter_text else ""))
         self._show_detail(table.highlighted_build)
 
     def served_plans(self, served: ServedModel) -> tuple[list[Plan], Replan]:

@@ -41,7 +41,8 @@ class TextScreen(EarlyKeys, ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="text-box"):
-            yield Label(f"{self.title_text}  (Esc closes; select text to copy)", id="text-title")
+            yield Label(safe_text(f"{self.title_text}  (Esc closes; select text to copy)"), id="text-title",
+                        markup=False)
             yield TextArea(self.text, read_only=True, soft_wrap=True, id="text-body")
         yield KeyFooter()
 
