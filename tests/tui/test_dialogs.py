@@ -57,3 +57,20 @@ async def test_the_bench_progress_bar_stands_still_until_run_and_after_a_refusal
                 break
             await pilot.pause(0.05)
         assert "vLLM is down" in str(status.render()) and bar.total is not None
+
+
+async def test_the_export_preview_is_readable_at_80_by_24_and_pages_without_a_tab(make_app) -> None:
+    from textual.widgets import Select, TextArea
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        export = app.screen
+        preview = export.query_one("#export-text", TextArea)
+        assert isinstance(app.focused, Select)
+        assert preview.scrollable_content_region.height >= 10  # a recipe is read here before it is written
+        await pilot.press("pagedown")
+        assert preview.scroll_y > 0 and isinstance(app.focused, Select)
+        await pilot.press("pageup")
+        assert preview.scroll_y == 0
