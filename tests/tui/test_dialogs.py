@@ -30,6 +30,7 @@ async def test_the_bench_report_scrolls_with_the_keys_while_a_button_has_focus(m
         await pilot.pause()
         scroll = dialog.query_one("#bench-scroll", VerticalScroll)
         assert isinstance(app.focused, Button) and scroll.max_scroll_y > 0
+        assert scroll.scrollable_content_region.height >= 8  # the report is read here, a few lines at a time
         await pilot.press("down")
         assert scroll.scroll_y == 1
         await pilot.press("pagedown")
@@ -74,3 +75,19 @@ async def test_the_export_preview_is_readable_at_80_by_24_and_pages_without_a_ta
         assert preview.scroll_y > 0 and isinstance(app.focused, Select)
         await pilot.press("pageup")
         assert preview.scroll_y == 0
+
+
+async def test_the_import_dialog_shows_its_force_option_whole_and_no_pulse_at_80_by_24(make_app) -> None:
+    from rich.cells import cell_len
+    from textual.widgets import Checkbox
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("i")
+        await pilot.pause()
+        force = app.screen.query_one("#hub-import-force", Checkbox)
+        # The whole option (switch and label, as wide as they draw) inside the dialog, not cut at its border.
+        assert force.region.right <= force.parent.content_region.right
+        assert force.content_region.width >= 4 + cell_len(str(force.label))
+        bar = app.screen.query_one(ProgressBar)
+        assert bar.total is not None and bar.progress == 0
