@@ -84,3 +84,74 @@ async def test_an_assumption_typed_with_square_brackets_is_refused_in_words(make
         await type_at_once(app, pilot, *"[/")
         error = app.screen.query_one("#kv_cache_dtype-error", Label)
         assert str(error.render()).startswith("'[/' is not a KV dtype")
+
+
+WIDE_MODEL = '''
+[sources.wide]
+title = "A model card in Chinese"
+url = "https://example.org/wide"
+
+[[models]]
+id = "wide"
+name = "通义千问模型超长名字测试版本"
+family = "Test"
+source = "wide"
+
+[models.params]
+total_b = 8
+active_b = 8
+source = "wide"
+
+[models.attention]
+design = "gqa"
+layers = 32
+heads = 32
+kv_heads = 8
+head_dim = 128
+source = "wide"
+
+[[builds]]
+id = "wide-fp8"
+model = "wide"
+repo = "wide/repo"
+format = "fp8"
+source = "wide"
+'''
+
+
+async def test_a_name_in_double_width_characters_keeps_the_columns_in_line(make_app, tmp_path) -> None:
+    from rich.cells import cell_len
+
+    from .helpers import screen_lines
+
+    path = tmp_path / "wide.toml"
+    path.write_text(WIDE_MODEL, encoding="utf-8")
+    app = make_app(catalog_paths=[path])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await type_at_once(app, pilot, "slash", *"wide-fp8")
+        table = app.screen.table
+        header, row = screen_lines(table)[:2]
+        cells = table.ranking.cells["wide-fp8"]
+        assert "通义" in row and cell_len(row) == cell_len(header)
+        # Each column starts under its label, and the last figure on screen is whole.
+        assert cell_len(row[:row.index("fits")]) == header.index("fit")
+        assert row.rstrip().endswith(cells["ttft"])
+
+
+def test_compare_keeps_its_columns_in_line_with_double_width_names(tmp_path) -> None:
+    from rich.cells import cell_len
+
+    from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.tui.model import Scenario, compute_ranking
+    from sparkadvisor.tui.screens.compare import compare_content
+
+    path = tmp_path / "wide.toml"
+    path.write_text(WIDE_MODEL, encoding="utf-8")
+    ranking = compute_ranking(load_index([path], include_user=False), Scenario("dgx-spark", 2, AGENTIC))
+    items = [ranking.by_id["wide-fp8"], ranking.by_id["glm-5.3-flash-nvfp4-redhat"]]
+    lines = compare_content(items, 80).plain.split("\n")
+    model = next(line for line in lines if line.startswith("model"))
+    repo = next(line for line in lines if line.startswith("repo"))
+    assert "通义" in model and cell_len(model) == cell_len(repo)
+    assert cell_len(model[:model.index("GLM")]) == repo.index("RedHatAI")

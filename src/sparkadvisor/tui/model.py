@@ -10,6 +10,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from threading import Lock
 
+from rich.cells import cell_len
+
 from sparkadvisor.core.advisor import advise, evaluate_build
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster, Plan
@@ -86,11 +88,13 @@ def compute_ranking(index: CatalogIndex, scenario: Scenario) -> Ranking:
 
 
 def _widest(cells: dict[str, dict[str, str]]) -> dict[str, int]:
+    """Each column's widest cell in terminal cells (a CJK character takes two)."""
     widest: dict[str, int] = {}
     for row in cells.values():
         for column, text in row.items():
-            if len(text) > widest.get(column, 0):
-                widest[column] = len(text)
+            width = len(text) if text.isascii() else cell_len(text)  # isascii is O(1) on a str
+            if width > widest.get(column, 0):
+                widest[column] = width
     return widest
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
@@ -29,7 +30,16 @@ class BenchScreen(ModalScreen[str | None]):
     """Dismissed with the build id when a run was recorded (the app then reloads), else None."""
 
     CSS_PATH = "bench.tcss"
-    BINDINGS = [("escape", "close", "Close")]
+    BINDINGS = [
+        ("escape", "close", "Close"),
+        # The report scrolls with the keys whichever button has focus (a button takes none of them).
+        Binding("up", "scroll('scroll_up')", "Scroll up", show=False),
+        Binding("down", "scroll('scroll_down')", "Scroll down", show=False),
+        Binding("pageup", "scroll('scroll_page_up')", "Page up", show=False),
+        Binding("pagedown", "scroll('scroll_page_down')", "Page down", show=False),
+        Binding("home", "scroll('scroll_home')", "Top", show=False),
+        Binding("end", "scroll('scroll_end')", "Bottom", show=False),
+    ]
 
     @dataclass
     class Moved(Message):
@@ -58,18 +68,23 @@ class BenchScreen(ModalScreen[str | None]):
         with Vertical(id="bench"):
             yield Label("Bench the served build", id="bench-title")
             yield Static(safe_text(what), id="bench-what", markup=False)
-            yield ProgressBar(id="bench-progress", show_eta=False)
+            yield ProgressBar(total=1, id="bench-progress", show_eta=False)  # still at 0% until Run (None pulses)
             yield Static("Run to measure; Esc to close.", id="bench-status", markup=False)
             with VerticalScroll(id="bench-scroll"):
                 yield Static("", id="bench-results", markup=False)
             with Horizontal(id="bench-buttons"):
-                yield Button("Run", variant="primary", id="bench-run")
-                yield Button("Record", id="bench-record", disabled=True)
-                yield Button("Close", id="bench-close")
+                # Compact (one line each): at 80x24 the report keeps the rows tall buttons would take.
+                yield Button("Run", variant="primary", id="bench-run", compact=True)
+                yield Button("Record", id="bench-record", disabled=True, compact=True)
+                yield Button("Close", id="bench-close", compact=True)
         yield KeyFooter()  # the dialog's own keys, not the main screen's (which do nothing here)
 
     def on_mount(self) -> None:
         self.query_one("#bench-run", Button).focus()
+
+    def action_scroll(self, how: str) -> None:
+        """Scroll the report without taking the focus from the buttons."""
+        getattr(self.query_one("#bench-scroll", VerticalScroll), how)(animate=False)
 
     @on(Button.Pressed, "#bench-run")
     def start(self) -> None:
@@ -79,6 +94,7 @@ class BenchScreen(ModalScreen[str | None]):
         self.query_one("#bench-run", Button).disabled = True
         self.query_one("#bench-record", Button).disabled = True
         self.session = BenchSession(self.index, self.options)
+        self.query_one(ProgressBar).update(total=None, progress=0)  # pulses until the first step is known
         self._status("Connecting...")
         self.run_bench(self.session)
 
@@ -112,12 +128,14 @@ class BenchScreen(ModalScreen[str | None]):
     def on_bench_screen_finished(self, message: Finished) -> None:
         run = self.query_one("#bench-run", Button)
         run.disabled = False
+        bar = self.query_one(ProgressBar)
         if message.error is not None:
+            if bar.total is None:  # stopped before the first step: the bar stops pulsing
+                bar.update(total=1, progress=0)
             self._status(message.error, error=True)
             run.focus()
             return
-        bar = self.query_one(ProgressBar)
-        bar.update(progress=bar.total or 0)
+        bar.update(total=bar.total or 1, progress=bar.total or 1)
         self.query_one("#bench-results", Static).update(safe_text("\n".join(message.lines), keep_newlines=True))
         measured = self.session is not None and bool(self.session.rows())
         record = self.query_one("#bench-record", Button)

@@ -15,6 +15,7 @@ from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import COMPARE_ROWS, compare_cells
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
+from sparkadvisor.tui.widgets.candidates import fit_text
 from sparkadvisor.tui.widgets.detail import caveats_content
 from sparkadvisor.tui.widgets.document import Document
 from sparkadvisor.tui.widgets.footer import KeyFooter
@@ -28,10 +29,9 @@ def compare_content(items: Sequence[Ranked], width: int) -> Content:
     cells = [compare_cells(item) for item in items]
     lines = []
     for key, label in COMPARE_ROWS:
-        texts = [c[key] if len(c[key]) <= column else c[key][: column - 1] + "…" for c in cells]
         style = "bold" if key in ("model", "rank") else ""
         lines.append(Content.assemble((label.ljust(LABEL_WIDTH), "bold $primary"),
-                                      *((t.ljust(column + 2), style) for t in texts)))
+                                      *((fit_text(c[key], column) + "  ", style) for c in cells)))
     return Content("\n").join(lines)
 
 

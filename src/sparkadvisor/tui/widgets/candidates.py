@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -38,7 +39,13 @@ def column_edges(layout: Layout) -> list[int]:
 
 
 def fit_text(text: str, width: int, right: bool = False) -> str:
-    """`text` in exactly `width` cells: padded, or cut with an ellipsis."""
+    """`text` in exactly `width` terminal cells: padded, or cut with an ellipsis (a CJK character takes two)."""
+    if not text.isascii():
+        cells = cell_len(text)
+        if cells > width:
+            return set_cell_size(text, width - 1) + "…" if width else ""
+        pad = " " * (width - cells)
+        return pad + text if right else text + pad
     if len(text) > width:
         return text[: max(width - 1, 0)] + "…" if width else ""
     return text.rjust(width) if right else text.ljust(width)
