@@ -183,3 +183,16 @@ def json_str(text: str) -> str:
     import json
 
     return json.dumps(text)
+
+
+async def test_a_served_model_name_with_brackets_shows_in_the_status_tooltip_as_text(make_app) -> None:
+    from sparkadvisor.tui.widgets.probe_status import Part, ProbeStatus, StatusLine
+
+    app = make_app()
+    async with app.run_test(size=(120, 30), tooltips=True) as pilot:
+        status = app.screen.query_one(ProbeStatus)
+        status._show(StatusLine((Part("vLLM up · my [/]model[b]"),)))
+        await pilot.hover(status)
+        await pilot.pause(0.8)  # the tooltip shows after a pause
+        tooltip = app.screen.query_one("#textual-tooltip")
+        assert tooltip.display and "my [/]model[b]" in str(tooltip.render())
