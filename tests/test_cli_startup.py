@@ -74,6 +74,7 @@ def test_the_command_found_is_the_one_argparse_finds(argv, monkeypatch):
         raise Refused(parser.prog.removeprefix("sparkadvisor").strip() or None)
 
     monkeypatch.setattr(argparse.ArgumentParser, "error", refuse)
+    monkeypatch.setattr("sparkadvisor.argerrors.refuse", refuse)  # what the CLI's own parsers call
     try:
         expected = build_parser().parse_known_args(argv)[0].command
     except Refused as refused:

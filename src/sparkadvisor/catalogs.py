@@ -221,8 +221,11 @@ def _write_cache(cache: Path, digest: str, index: CatalogIndex) -> None:
     try:
         write_atomic(cache, json.dumps(record, ensure_ascii=False, separators=(",", ":")))
         _prune(cache.parent)
-    except OSError:
-        pass
+    except OSError as error:
+        from sparkadvisor.unsaved import not_saved
+
+        not_saved("the catalog cache", cache.parent, error,
+                  "every start reads and checks the catalog again, which is slower but loses nothing")
 
 
 def _prune(folder: Path) -> None:

@@ -115,6 +115,19 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        _say_unsaved()
+
+
+def _say_unsaved() -> None:
+    """What could not be saved (a read-only home), one line each on stderr, after the command's output."""
+    unsaved = sys.modules.get("sparkadvisor.unsaved")
+    if unsaved is None:
+        return
+    from sparkadvisor.core.safetext import safe_text
+
+    for note in unsaved.take():
+        print(f"sparkadvisor: {safe_text(note)}", file=sys.stderr)
 
 
 def _reader_left() -> int:

@@ -58,9 +58,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     is built (its module imported, its options added) and with `only=""` none is, so a single
     command starts without loading the rest. A subcommand not built is built when argparse
     dispatches to it (`Unbuilt`). `tophelp` lays out this parser's help without it."""
-    from sparkadvisor.commands.common import add_catalog_option
+    from sparkadvisor.commands.common import Parser, add_catalog_option
 
-    parser = argparse.ArgumentParser(prog=PROG, formatter_class=HelpFormatter, description=DESCRIPTION)
+    parser = Parser(prog=PROG, formatter_class=HelpFormatter, description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     add_catalog_option(parser, dest="catalog")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog,

@@ -56,9 +56,13 @@ def load_state(path: Path | None = None) -> AppState:
 
 
 def save_state(state: AppState, path: Path | None = None) -> None:
-    """Write the state atomically; a failure to write is ignored (state is a convenience)."""
+    """Write the state atomically; a failure to write is noted (`unsaved`), never raised (state is a
+    convenience)."""
     path = path or state_path()
     try:
         write_atomic(path, json.dumps(asdict(state), indent=2))
-    except OSError:
-        pass
+    except OSError as error:
+        from sparkadvisor.unsaved import not_saved
+
+        not_saved("your choices (theme, workload, hardware, nodes)", path, error,
+                  "the app keeps them until it quits, and the next start opens as this one did")

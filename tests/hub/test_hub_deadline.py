@@ -59,7 +59,7 @@ def test_the_timeout_must_be_a_positive_number(value, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["import", "meta/plain", f"--timeout={value}"])
     assert exit_info.value.code == 2
-    assert "argument --timeout" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(f"sparkadvisor: --timeout '{value}' ")
 
 
 @pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf")])

@@ -106,5 +106,12 @@ def test_an_unwritable_metadata_cache_does_not_stop_an_online_import(hub):
     hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
     paths.cache_dir().parent.mkdir(parents=True, exist_ok=True)
     paths.cache_dir().write_text("a file where the cache folder should be")
+    from sparkadvisor import unsaved
+
+    unsaved.take()
     assert import_repo("meta/plain").build.id == "plain-meta"
     assert paths.cache_dir().read_text() == "a file where the cache folder should be"
+    assert [n for n in unsaved.take() if "hub metadata" in n] == [
+        f"could not save the hub metadata read for meta/plain in {paths.cache_dir() / 'hub'} (a file stands where a "
+        f"folder should be: {paths.cache_dir()}); an offline import (HF_HUB_OFFLINE=1) of it needs the hub cache "
+        "instead; SPARKADVISOR_HOME=DIR puts what the app keeps in a folder it can write"]

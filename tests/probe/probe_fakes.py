@@ -27,7 +27,9 @@ class VllmState:
     root: str = "RedHatAI/GLM-5.3-Flash-NVFP4"
     max_model_len: int = 262144
     mode: str = "ok"
-    """ok, stall, error (500 everywhere), garbage (HTML everywhere), dead-engine (/health 503)."""
+    """ok, stall, error (500 everywhere), garbage (nginx's HTML welcome everywhere), web-ui (a sign-in page
+    titled 'Open WebUI' everywhere), login (a 302 to /login everywhere), other-json (200 with a JSON object that
+    is not vLLM's everywhere), dead-engine (/health 503)."""
     api_key: str | None = None
     hits: float = 100.0
     queries: float = 1000.0
@@ -123,6 +125,20 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         raise NotImplementedError
 
+    def _other_service(self, mode: str) -> None:
+        """What a port that is not vLLM or a gateway answers: a web UI, a login redirect, another JSON API."""
+        if mode == "login":
+            self.send_response(302)
+            self.send_header("Location", "/login?next=" + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        if mode == "other-json":
+            return self._send(200, json.dumps({"hello": "world"}))
+        page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Open WebUI</title></head>"
+                "<body><form action=\"/login\">Sign in</form></body></html>")
+        return self._send(200, page, "text/html; charset=utf-8")
+
 
 class _VllmHandler(_Handler):
     def _answer(self) -> None:
@@ -136,6 +152,8 @@ class _VllmHandler(_Handler):
             return self._send(500, f"Internal Server Error; you sent {auth}", "text/plain")
         if s.mode == "garbage":
             return self._send(200, f"<html><body>Welcome to nginx! {auth}</body></html>", "text/html")
+        if s.mode in ("web-ui", "login", "other-json"):
+            return self._other_service(s.mode)
         if s.api_key and self.path.startswith("/v1") and auth != f"Bearer {s.api_key}":
             return self._send(401, json.dumps({"error": f"Unauthorized, got {auth}"}))
         self._route(s)
@@ -162,6 +180,8 @@ class GatewayState:
     """A free-claude-code-like gateway: GET /health -> {"status": "healthy"}."""
 
     mode: str = "ok"
+    """ok, stall, error (502 everywhere), key (401 JSON everywhere, as LiteLLM's /health without a key),
+    web-ui (a sign-in page everywhere)."""
     release: threading.Event = field(default_factory=threading.Event)
 
 
@@ -173,6 +193,10 @@ class _GatewayHandler(_Handler):
             return
         if s.mode == "error":
             return self._send(502, "Bad Gateway", "text/plain")
+        if s.mode == "key":
+            return self._send(401, json.dumps({"error": {"message": "Authentication Error, No api key passed in."}}))
+        if s.mode == "web-ui":
+            return self._other_service(s.mode)
         if self.path == "/health":
             return self._send(200, json.dumps({"status": "healthy"}))
         self._send(404, "{}")

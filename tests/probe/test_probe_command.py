@@ -141,7 +141,7 @@ def test_a_dead_engine_is_named(capsys, settings_file) -> None:
 
 
 def test_garbage_is_not_taken_for_vllm(capsys, settings_file) -> None:
-    server = vllm_server(mode="garbage")
+    server = vllm_server(mode="other-json")
     try:
         code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
     finally:
@@ -151,6 +151,94 @@ def test_garbage_is_not_taken_for_vllm(capsys, settings_file) -> None:
                for t in texts(data, "critical"))
     assert any("/metrics: the /metrics answer holds no line in Prometheus text format" in t
                for t in texts(data, "warning"))
+
+
+WEB_UI_SENTENCE = ("vLLM is not at {url}: {url}/health answers with an HTML page titled 'Open WebUI' (HTTP 200), "
+                   "not vLLM's API, so a web UI, a login page or a proxy holds this port; check the host and port "
+                   "vLLM listens on (vllm serve --port, 8000 by default), or pass --vllm URL")
+
+
+def test_a_web_page_is_named_once_as_what_answers(capsys, settings_file) -> None:
+    """A web UI on the port given as vLLM and gateway: one sentence each naming the page, never "gateway up"."""
+    server = vllm_server(mode="web-ui")
+    try:
+        code, out, _ = probe(capsys, "--vllm", server.url, "--gateway", server.url,
+                             "--claude-settings", str(settings_file({})))
+        _, data = probe_json(capsys, "--vllm", server.url, "--gateway", server.url,
+                             "--claude-settings", str(settings_file({})))
+    finally:
+        server.close()
+    assert code == 1
+    assert (f"vLLM        NOT FOUND at {server.url}: an HTML page titled 'Open WebUI' (HTTP 200) answers there"
+            in out.splitlines())
+    assert (f"gateway     NOT FOUND at {server.url}: an HTML page titled 'Open WebUI' (HTTP 200) answers there"
+            in out.splitlines())
+    assert " up " not in out and "DOWN" not in out and "Prometheus" not in out and "model list" not in out
+    assert data["vllm_up"] is False and data["gateway_up"] is False
+    assert data["vllm_answered_by"] == data["gateway_answered_by"] == "an HTML page titled 'Open WebUI' (HTTP 200)"
+    assert texts(data, "critical")[:2] == [
+        WEB_UI_SENTENCE.format(url=server.url),
+        f"no gateway at {server.url}: {server.url}/health answers with an HTML page titled 'Open WebUI' (HTTP 200), "
+        "not a gateway's API, so a web UI, a login page or a proxy holds this port; check the port the gateway "
+        "listens on, or pass --gateway URL"]
+    assert not texts(data, "ok") and not texts(data, "warning")
+
+
+def test_claude_code_pointed_at_a_web_page_is_told_what_answers(capsys, settings_file) -> None:
+    server = vllm_server(mode="web-ui")
+    try:
+        _, data = probe_json(capsys, "--vllm", server.url, "--claude-settings",
+                             str(settings_file({"ANTHROPIC_BASE_URL": server.url})))
+    finally:
+        server.close()
+    assert texts(data, "critical")[:2] == [
+        WEB_UI_SENTENCE.format(url=server.url),
+        f"Claude Code points at {server.url}, where an HTML page titled 'Open WebUI' (HTTP 200) answers, not vLLM: "
+        "every agent request fails"]
+
+
+def test_a_login_redirect_is_not_vllm(capsys, settings_file) -> None:
+    server = vllm_server(mode="login")
+    try:
+        code, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file()))
+    finally:
+        server.close()
+    assert code == 1 and data["vllm_up"] is False
+    assert texts(data, "critical")[0].startswith(
+        f"vLLM is not at {server.url}: {server.url}/health answers with a redirect to /login?next=/health (HTTP 302), "
+        "not vLLM's API, so a web UI, a login page or a proxy holds this port;")
+
+
+def test_a_gateway_that_asks_for_a_key_is_up(capsys, vllm, settings_file) -> None:
+    gateway = gateway_server(mode="key")
+    try:
+        _, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings",
+                             str(settings_file({"ANTHROPIC_BASE_URL": gateway.url})))
+    finally:
+        gateway.close()
+    assert data["gateway_up"] is True and data["claude_code_target"] == "gateway"
+    assert (f"the gateway Claude Code points at is up at {gateway.url} (its {gateway.url}/health asks for a key: "
+            "HTTP 401)") in texts(data, "ok")
+    assert not any("--api-key" in t for t in texts(data, "critical"))
+
+
+def test_claude_code_is_never_told_to_use_a_dead_vllm(capsys, settings_file) -> None:
+    url = closed_port_url()
+    code, data = probe_json(capsys, "--vllm", url, "--claude-settings", str(settings_file({})))
+    assert code == 1 and data["claude_code_target"] == "cloud"
+    cloud = [t for t in texts(data, "critical") if t.startswith("Claude Code goes to the cloud")]
+    assert cloud == [f"Claude Code goes to the cloud: no ANTHROPIC_BASE_URL in {settings_file({})} or the "
+                     f"environment; nothing local answers to point it at yet: vLLM at {url} is down; start vLLM, "
+                     "or pass --vllm URL where it runs, and probe again for the address to give Claude Code"]
+
+
+def test_claude_code_is_told_the_address_that_answers(capsys, vllm, gateway, settings_file) -> None:
+    dead = closed_port_url()
+    _, to_gateway = probe_json(capsys, "--vllm", dead, "--gateway", gateway.url, "--claude-settings",
+                               str(settings_file({})))
+    _, to_vllm = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(settings_file({})))
+    assert any(f'add "ANTHROPIC_BASE_URL": "{gateway.url}" to the "env" of' in t for t in texts(to_gateway, "critical"))
+    assert any(f'add "ANTHROPIC_BASE_URL": "{vllm.url}" to the "env" of' in t for t in texts(to_vllm, "critical"))
 
 
 def test_the_token_is_sent_but_never_printed(capsys, monkeypatch, settings_file) -> None:

@@ -128,13 +128,25 @@ async def test_the_probe_can_be_switched_off(monkeypatch) -> None:
 
 
 async def test_a_port_that_is_not_vllm_is_down_in_the_line(settings_file) -> None:
-    server = vllm_server(mode="garbage")  # it answers (with HTML): a patient timeout, so it is not "did not answer"
+    server = vllm_server(mode="other-json")  # it answers: a patient timeout, so it is not "did not answer"
     status = ProbeStatus(server.url, poll_s=5, timeout_s=3.0, claude_settings=settings_file({}))
     try:
         async with StatusApp(status).run_test():
             await _wait_for(status, "down")
             assert f"vLLM down: {server.url}/v1/models did not return vLLM's model list" in status.status
             assert "so this port may not be vLLM" in status.status
+    finally:
+        server.close()
+
+
+async def test_a_web_page_is_named_in_the_line(settings_file) -> None:
+    server = vllm_server(mode="web-ui")
+    status = ProbeStatus(server.url, poll_s=5, timeout_s=3.0, claude_settings=settings_file({}))
+    try:
+        async with StatusApp(status).run_test():
+            await _wait_for(status, "down")
+            assert (f"vLLM down: {server.url} answers with an HTML page titled 'Open WebUI' (HTTP 200), not vLLM's API"
+                    in status.status)
     finally:
         server.close()
 

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         "in your data folder, keeping the one it replaces.")
     update.add_argument("--url", type=url_option,
                         help="where to fetch it (default: $SPARKADVISOR_CATALOG_URL, else the project's repository)")
-    update.add_argument("--timeout", type=number_above_zero(600, "s"), default=30.0, metavar="SECONDS",
+    update.add_argument("--timeout", type=number_above_zero(600, "seconds"), default=30.0, metavar="SECONDS",
                         help="give up when the download takes longer than this (default: 30)")
     update.add_argument("--force", action="store_true", help="install it even when it is older than the one in use")
     update.add_argument("--json", action="store_true", help="print the outcome as JSON")

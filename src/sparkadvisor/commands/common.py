@@ -12,14 +12,14 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
+    from typing import Any, NoReturn
 
     from sparkadvisor.core.index import CatalogIndex
     from sparkadvisor.core.plan import Cluster
     from sparkadvisor.core.workload import Settings, Workload
 
 
-__all__ = ["SubcommandParser", "UsageError", "add_catalog_option", "add_scenario_options", "find_build_id",
+__all__ = ["Parser", "SubcommandParser", "UsageError", "add_catalog_option", "add_scenario_options", "find_build_id",
            "fraction", "load", "number_above_zero", "positive_int", "print_json", "scenario", "share"]
 
 
@@ -27,10 +27,19 @@ class UsageError(Exception):
     """Bad input named in one sentence (exit code 2)."""
 
 
-class SubcommandParser(argparse.ArgumentParser):
-    """A subcommand's parser: an argument it does not know is refused under its own usage
-    (argparse hands it back for the top-level parser to refuse under the top-level usage,
-    which names no option of the command that was run)."""
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, refusing bad input in one sentence (`argerrors`) instead of the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        from sparkadvisor.argerrors import refuse
+
+        refuse(self, message)
+
+
+class SubcommandParser(Parser):
+    """A subcommand's parser: an argument it does not know is refused by it, naming its options
+    (argparse hands it back for the top-level parser to refuse, which knows no option of the
+    command that was run)."""
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         parsed, extras = super().parse_known_args(args, namespace)

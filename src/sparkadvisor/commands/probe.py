@@ -138,7 +138,8 @@ def _json(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], find
         "served_models": [m.id for m in vllm.models],
         "max_model_len": served.max_model_len if served else None,
         "messages_ok": vllm.messages_ok,
-        "gateway_url": report.gateway.url, "gateway_up": report.gateway.up,
+        "vllm_answered_by": vllm.other,
+        "gateway_url": report.gateway.url, "gateway_up": report.gateway.up, "gateway_answered_by": report.gateway.other,
         "claude_code_target": report.claude_target, "claude_code_base_url": report.claude.base_url,
         "claude_code_settings_source": report.claude.source,
         **_metrics_json(metrics),
@@ -188,10 +189,11 @@ def _print(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], fin
 def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -> list[str]:
     vllm, gateway = report.vllm, report.gateway
     served = ", ".join(m.id for m in vllm.models) or "nothing"
-    lines = [f"vLLM        {'up' if vllm.up else 'DOWN'} at {vllm.url}" + (f" · {vllm.version}" if vllm.version else "")
-             + (f" · serves {served}" if vllm.up else "")]
+    lines = [f"vLLM        {_state(vllm.up, vllm.other)} at {vllm.url}" + (f" · {vllm.version}" if vllm.version else "")
+             + (f" · serves {served}" if vllm.up else "") + (f": {vllm.other} answers there" if vllm.other else "")]
     if gateway.url:
-        lines.append(f"gateway     {'up' if gateway.up else 'DOWN'} at {gateway.url}")
+        lines.append(f"gateway     {_state(gateway.up, gateway.other)} at {gateway.url}"
+                     + (f": {gateway.other} answers there" if gateway.other else ""))
     claude = report.claude
     where = f"{claude.base_url}, from {claude.source}" if claude.base_url else f"no ANTHROPIC_BASE_URL in {claude.path}"
     lines.append(f"Claude Code -> {report.claude_target} ({where})")
@@ -204,6 +206,11 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -
         lines.append(f"plans       {', '.join(p.build.id for p in plans)} on {plans[0].cluster.label}, "
                      f"{plans[0].workload.label}: vLLM's answers fit each of them")
     return lines
+
+
+def _state(up: bool | None, other: str | None) -> str:
+    """up, DOWN (nothing answers, or it fails), or NOT FOUND (something else answers there)."""
+    return "up" if up else "NOT FOUND" if other else "DOWN"
 
 
 def _metrics_line(m: Any) -> str:

@@ -88,8 +88,8 @@ def claude_findings(settings: ClaudeSettings, target: Target, vllm: VllmState, g
     url = settings.base_url
     if target == "cloud":
         how = f"ANTHROPIC_BASE_URL is {url}" if url else f"no ANTHROPIC_BASE_URL in {settings.path} or the environment"
-        findings.append(Finding("critical", f"Claude Code goes to the cloud: {how}; add \"ANTHROPIC_BASE_URL\": "
-                                f"\"{gateway.url or vllm.url}\" to the \"env\" of {settings.path}"))
+        advice = _where_to_point(settings, vllm, gateway)
+        findings.append(Finding("critical", f"Claude Code goes to the cloud: {how}; {advice}"))
         return findings
     findings += _target_up(url or "", target, vllm, gateway)
     if (url or "").rstrip("/").endswith("/v1"):
@@ -102,6 +102,16 @@ def claude_findings(settings: ClaudeSettings, target: Target, vllm: VllmState, g
     if target == "vllm":
         findings += _direct_model_names(settings, vllm)
     return findings
+
+
+def _where_to_point(settings: ClaudeSettings, vllm: VllmState, gateway: GatewayState) -> str:
+    """The address to give Claude Code: only one the probe found answering (the gateway first)."""
+    local = gateway.url if gateway.up else vllm.url if vllm.up else None
+    if local:
+        return f"add \"ANTHROPIC_BASE_URL\": \"{local}\" to the \"env\" of {settings.path}"
+    found = f"{vllm.url} answers with {vllm.other}, not vLLM" if vllm.other else f"vLLM at {vllm.url} is down"
+    return (f"nothing local answers to point it at yet: {found}; start vLLM, or pass --vllm URL where it runs, "
+            "and probe again for the address to give Claude Code")
 
 
 def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState) -> list[Finding]:
@@ -117,6 +127,11 @@ def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState)
         return [Finding("ok", f"Claude Code points at {name} ({url}), which is up")]
     if target == "gateway" and gateway.inferred:
         return []
+    other = vllm.other if target == "vllm" else gateway.other
+    if other:
+        what = "vLLM" if target == "vllm" else "a gateway"
+        return [Finding("critical", f"Claude Code points at {url}, where {other} answers, not {what}: every agent "
+                                    "request fails")]
     return [Finding("critical", f"Claude Code points at {name} ({url}), which is down: every agent request fails")]
 
 

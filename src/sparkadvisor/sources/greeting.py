@@ -2,12 +2,14 @@
 
 An HTTP server waits for the request; SSH, SMTP, FTP and many databases greet first.
 When an HTTP request gets no answer, a greeting on the same port means the URL points at
-another kind of service, which deserves its own sentence.
+another kind of service, which deserves its own sentence. An HTML page or a redirect where
+an API should answer means a web UI, a login page or a proxy holds the port: its own sentence too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from urllib.parse import urlsplit
 
 from sparkadvisor.core.safetext import safe_text
@@ -43,3 +45,22 @@ def not_http_sentence(url: str, first_bytes: bytes) -> str:
     kind = " (an SSH server)" if first_bytes.startswith(b"SSH-") else ""
     return (f"{url} is not an HTTP server: it greets with '{safe_text(line[:60])}'{kind}; check the host and port "
             "vLLM listens on")
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+
+
+def web_page(status: int | None, content_type: str, location: str, text: str) -> str | None:
+    """What answered, when it is a web page or a redirect to one rather than an API (vLLM and the
+    gateways answer JSON or plain text and never redirect): "an HTML page titled 'Sign in'
+    (HTTP 200)", "a redirect to /login (HTTP 302)"; None for anything else."""
+    if status is not None and 300 <= status < 400:
+        where = f" to {safe_text(location[:80])}" if location else ""
+        return f"a redirect{where} (HTTP {status})"
+    head = text.lstrip()[:15].lower()
+    if "html" not in content_type.lower() and not head.startswith(("<!doctype html", "<html")):
+        return None
+    found = _TITLE.search(text[:8192])
+    title = " ".join(found.group(1).split())[:60] if found else ""
+    named = f" titled '{safe_text(title)}'" if title else ""
+    return f"an HTML page{named} (HTTP {status})"

@@ -76,7 +76,11 @@ def save(repo: str, revision: str, commit: str, config_text: str, index_text: st
     try:
         write_atomic(path, json.dumps(record, separators=(",", ":")))
         write_atomic(pointer_path(repo, revision), commit + "\n")
-    except OSError:
+    except OSError as error:
+        from sparkadvisor.unsaved import not_saved
+
+        not_saved(f"the hub metadata read for {repo}", folder(), error,
+                  "an offline import (HF_HUB_OFFLINE=1) of it needs the hub cache instead")
         return None
     return path
 

@@ -24,7 +24,7 @@ import httpx
 from sparkadvisor.core.checkup import Finding, ServedModel, Target, claude_target, same_service
 from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape, parse_prometheus, window
 from sparkadvisor.sources.claude import ClaudeSettings, claude_findings, read_claude_settings
-from sparkadvisor.sources.greeting import listen_while_waiting, not_http_sentence
+from sparkadvisor.sources.greeting import listen_while_waiting, not_http_sentence, web_page
 from sparkadvisor.urls import redact_urls
 
 
@@ -52,6 +52,9 @@ class Answer:
     text: str = ""
     problem: str | None = None
     """Why nothing usable came back (connection refused, timeout), in words."""
+    content_type: str = ""
+    location: str = ""
+    """The Location header of a redirect."""
 
     @property
     def reached(self) -> bool:
@@ -68,6 +71,10 @@ class Answer:
         flat = " ".join(self.text.split())
         return flat[:80] + ("..." if len(flat) > 80 else "")
 
+    def web_page(self) -> str | None:
+        """"an HTML page titled 'Sign in' (HTTP 200)" when a web page or a redirect answered, else None."""
+        return web_page(self.status, self.content_type, self.location, self.text)
+
 
 async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: float, **kwargs: Any) -> Answer:
     """One request bounded by `timeout_s` in total; every failure becomes an `Answer.problem`.
@@ -78,7 +85,8 @@ async def fetch(client: httpx.AsyncClient, method: str, url: str, timeout_s: flo
     try:
         async with asyncio.timeout(timeout_s):
             response = await client.request(method, url, **kwargs)
-            return Answer(url, response.status_code, response.text)
+            return Answer(url, response.status_code, response.text, content_type=response.headers.get(
+                "content-type", ""), location=response.headers.get("location", ""))
     except (TimeoutError, httpx.TimeoutException):
         first_bytes = listener.result() if listener.done() and not listener.cancelled() else None
         if first_bytes:
@@ -132,6 +140,8 @@ class VllmState:
     messages_ok: bool | None = None
     """The one-token /v1/messages request worked; None when not asked."""
     findings: tuple[Finding, ...] = ()
+    other: str | None = None
+    """What answers at the URL instead of vLLM ("an HTML page titled 'Sign in' (HTTP 200)"), when something does."""
 
 
 async def probe_vllm(config: ProbeConfig) -> VllmState:
@@ -144,14 +154,29 @@ async def probe_vllm(config: ProbeConfig) -> VllmState:
         if not health.reached:
             return VllmState(base, False, findings=(Finding("critical", f"vLLM is down: {health.problem}; "
                                                             "start it, or pass --vllm URL"),))
+        if (page := health.web_page()) is not None:
+            return _not_vllm(base, health.url, page)
         version, models, metrics = await asyncio.gather(
             fetch(client, "GET", f"{base}/version", config.timeout_s),
             fetch(client, "GET", f"{base}/v1/models", config.timeout_s),
             _metrics(client, base, config))
+        if (page := models.web_page()) is not None:
+            return _not_vllm(base, models.url, page)
         state = _vllm_state(base, health, version, models, metrics, config)
         if config.messages and state.models:
             state = await _messages(client, base, state, config)
     return state
+
+
+def not_vllm_sentence(base: str, url: str, page: str) -> str:
+    """One sentence for a port where a web page answers instead of vLLM's API."""
+    return (f"vLLM is not at {base}: {url} answers with {page}, not vLLM's API, so a web UI, a login page or a "
+            "proxy holds this port; check the host and port vLLM listens on (vllm serve --port, 8000 by default), "
+            "or pass --vllm URL")
+
+
+def _not_vllm(base: str, url: str, page: str) -> VllmState:
+    return VllmState(base, False, findings=(Finding("critical", not_vllm_sentence(base, url, page)),), other=page)
 
 
 def _client(config: ProbeConfig, headers: Mapping[str, str]) -> httpx.AsyncClient:
@@ -269,6 +294,8 @@ class GatewayState:
     inferred: bool = False
     """The URL came from Claude Code's ANTHROPIC_BASE_URL, not --gateway."""
     findings: tuple[Finding, ...] = ()
+    other: str | None = None
+    """What answers at the URL instead of a gateway (a web page), when something does."""
 
 
 async def probe_gateway(url: str | None, timeout_s: float, inferred: bool = False) -> GatewayState:
@@ -281,11 +308,26 @@ async def probe_gateway(url: str | None, timeout_s: float, inferred: bool = Fals
         if answer.status in (404, 405):
             answer = await fetch(client, "GET", f"{base}/", timeout_s)
     where = "the gateway Claude Code points at" if inferred else "the gateway"
+    page = answer.web_page()
+    if page is not None:
+        finding = Finding("critical", _not_gateway(base, answer.url, page, inferred))
+        return GatewayState(base, False, inferred, (finding,), other=page)
     if answer.ok:
         return GatewayState(base, True, inferred, (Finding("ok", f"{where} is up at {base}"),))
+    if answer.status in (401, 403):
+        return GatewayState(base, True, inferred, (Finding("ok", f"{where} is up at {base} (its {answer.url} asks "
+                                                                 f"for a key: HTTP {answer.status})"),))
     why = answer.problem or _http_problem(answer, answer.url, False)
     consequence = "; every agent request fails" if inferred else ""
     return GatewayState(base, False, inferred, (Finding("critical", f"{where} is down: {why}{consequence}"),))
+
+
+def _not_gateway(base: str, url: str, page: str, inferred: bool) -> str:
+    who = f"Claude Code points at {base}, but no gateway answers there" if inferred else f"no gateway at {base}"
+    fix = ("every agent request fails; check ANTHROPIC_BASE_URL and the port the gateway listens on" if inferred
+           else "check the port the gateway listens on, or pass --gateway URL")
+    return (f"{who}: {url} answers with {page}, not a gateway's API, so a web UI, a login page or a proxy holds "
+            f"this port; {fix}")
 
 
 # --- everything ---------------------------------------------------------------
@@ -369,9 +411,11 @@ async def quick_check(vllm_url: str, timeout_s: float, settings_path: Path | Non
         models, metrics = await asyncio.gather(fetch(client, "GET", f"{base}/v1/models", timeout_s),
                                                scrape(client, base, timeout_s))
     found: list[Finding] = []
-    served = _served_models(models, found, config)
+    page = health.web_page() or models.web_page()
+    served = _served_models(models, found, config) if page is None else ()
     up = health.ok and (bool(served) or models.status in (401, 403))
-    problem = None if up else (found[0].text if found else f"/health answered HTTP {health.status}")
+    problem = None if up else (f"{base} answers with {page}, not vLLM's API" if page else
+                               found[0].text if found else f"/health answered HTTP {health.status}")
     target_up = await _target_up_now(target, settings.base_url, up, timeout_s)
     return QuickCheck(base, up, problem, served[0] if served else None,
                       metrics if isinstance(metrics, Scrape) else None, time.monotonic(), target, target_up)

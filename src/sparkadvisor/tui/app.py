@@ -87,6 +87,15 @@ class SparkAdvisorApp(App[int]):
         if self._theme_missing:
             self.notify(safe_text(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}."),
                         severity="warning", markup=False)
+        self._say_unsaved()
+
+    def _say_unsaved(self) -> None:
+        """What could not be saved (a read-only home: the catalog cache, the remembered choices), once each."""
+        from sparkadvisor.unsaved import take
+
+        for note in take():
+            self.notify(safe_text(note[:1].upper() + note[1:]), title="Not saved", severity="warning", timeout=12,
+                        markup=False)
 
     def watch_theme(self, theme: str) -> None:
         self.remember(theme=theme)
@@ -110,6 +119,7 @@ class SparkAdvisorApp(App[int]):
         self.state = state
         if self.remember_choices:
             save_state(self.state)
+            self._say_unsaved()
 
 
 def run(catalog_paths: list[Path]) -> int:
