@@ -30,6 +30,7 @@ async def test_the_bench_report_scrolls_with_the_keys_while_a_button_has_focus(m
         await pilot.pause()
         scroll = dialog.query_one("#bench-scroll", VerticalScroll)
         assert isinstance(app.focused, Button) and scroll.max_scroll_y > 0
+        assert scroll.scrollable_content_region.height >= 8  # the report is read here, a few lines at a time
         await pilot.press("down")
         assert scroll.scroll_y == 1
         await pilot.press("pagedown")
@@ -57,3 +58,36 @@ async def test_the_bench_progress_bar_stands_still_until_run_and_after_a_refusal
                 break
             await pilot.pause(0.05)
         assert "vLLM is down" in str(status.render()) and bar.total is not None
+
+
+async def test_the_export_preview_is_readable_at_80_by_24_and_pages_without_a_tab(make_app) -> None:
+    from textual.widgets import Select, TextArea
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        export = app.screen
+        preview = export.query_one("#export-text", TextArea)
+        assert isinstance(app.focused, Select)
+        assert preview.scrollable_content_region.height >= 10  # a recipe is read here before it is written
+        await pilot.press("pagedown")
+        assert preview.scroll_y > 0 and isinstance(app.focused, Select)
+        await pilot.press("pageup")
+        assert preview.scroll_y == 0
+
+
+async def test_the_import_dialog_shows_its_force_option_whole_and_no_pulse_at_80_by_24(make_app) -> None:
+    from rich.cells import cell_len
+    from textual.widgets import Checkbox
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("i")
+        await pilot.pause()
+        force = app.screen.query_one("#hub-import-force", Checkbox)
+        # The whole option (switch and label, as wide as they draw) inside the dialog, not cut at its border.
+        assert force.region.right <= force.parent.content_region.right
+        assert force.content_region.width >= 4 + cell_len(str(force.label))
+        bar = app.screen.query_one(ProgressBar)
+        assert bar.total is not None and bar.progress == 0

@@ -73,9 +73,10 @@ class BenchScreen(ModalScreen[str | None]):
             with VerticalScroll(id="bench-scroll"):
                 yield Static("", id="bench-results", markup=False)
             with Horizontal(id="bench-buttons"):
-                yield Button("Run", variant="primary", id="bench-run")
-                yield Button("Record", id="bench-record", disabled=True)
-                yield Button("Close", id="bench-close")
+                # Compact (one line each): at 80x24 the report keeps the rows tall buttons would take.
+                yield Button("Run", variant="primary", id="bench-run", compact=True)
+                yield Button("Record", id="bench-record", disabled=True, compact=True)
+                yield Button("Close", id="bench-close", compact=True)
         yield KeyFooter()  # the dialog's own keys, not the main screen's (which do nothing here)
 
     def on_mount(self) -> None:

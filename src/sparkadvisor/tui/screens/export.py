@@ -43,6 +43,10 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="export.close", tooltip="Close the export window"),
         Binding("ctrl+s", "write", "Write", id="export.write", tooltip="Write the files into the folder"),
+        # The preview pages whichever field has focus (no field takes these keys).
+        Binding("pagedown", "page(1)", "Page", key_display="PgDn", id="export.page_down",
+                tooltip="Page down the preview"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="export.page_up", tooltip="Page up the preview"),
     ]
 
     def __init__(self, index: CatalogIndex, plan: Plan, ranked: tuple[Ranked, ...]):
@@ -61,30 +65,36 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
             yield Label(safe_text(f"Export {self.plan.build.id} on {self.plan.cluster.label}"), id="export-title",
                         markup=False)
             with Horizontal(id="export-controls"):
+                # Compact controls, one line each: at 80x24 the preview keeps ~15 lines to read the recipe in.
                 yield Select([(f"{k}: {v}", k) for k, v in FORMATS.items()], value="sh", allow_blank=False,
-                             id="export-format")
+                             id="export-format", compact=True)
                 yield Select([("native launcher", "native"), ("Ray launcher", "ray")], value="native",
-                             allow_blank=False, id="export-launcher")
+                             allow_blank=False, id="export-launcher", compact=True)
             with Horizontal(id="export-addresses"):
-                yield Input(placeholder="head addr", id="export-head",
+                yield Input(placeholder="head addr", id="export-head", compact=True,
                             tooltip="The head node's address as Claude Code and the workers reach it "
                                     "(empty: a named placeholder)")
-                yield Input(placeholder="worker addrs", id="export-workers",
+                yield Input(placeholder="worker addrs", id="export-workers", compact=True,
                             tooltip="Each worker's ConnectX-7 address, rank 1 first, comma-separated")
-                yield Input(placeholder=f"NIC {CX7_NETDEV}", id="export-nic",
+                yield Input(placeholder=f"NIC {CX7_NETDEV}", id="export-nic", compact=True,
                             tooltip="The ConnectX-7 netdev NCCL uses (the '(Up)' one in ibdev2netdev)")
-                yield Input(placeholder="gateway URL", id="export-gateway",
+                yield Input(placeholder="gateway URL", id="export-gateway", compact=True,
                             tooltip="A gateway Claude Code talks to instead of vLLM")
             with Horizontal(id="export-target"):
-                yield Input(str(default_folder(self.plan)), id="export-folder")
-                yield Checkbox("overwrite", id="export-force")
-                yield Button("Write", id="export-write", variant="primary")
+                yield Input(str(default_folder(self.plan)), id="export-folder", compact=True)
+                yield Checkbox("overwrite", id="export-force", compact=True)
+                yield Button("Write", id="export-write", variant="primary", compact=True)
             yield TextArea("", read_only=True, soft_wrap=False, id="export-text")
         yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_text()
         self.ready()
+
+    def action_page(self, pages: int) -> None:
+        """Page the preview without taking the focus from the field being filled in."""
+        preview = self.query_one("#export-text", TextArea)
+        (preview.scroll_page_down if pages > 0 else preview.scroll_page_up)(animate=False)
 
     def on_select_changed(self, _: Select.Changed) -> None:
         self.refresh_text()

@@ -48,9 +48,8 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
             yield Label("Import a Hugging Face repo (metadata only, no weights)", id="hub-import-title")
             yield Input(placeholder="ORG/NAME, e.g. HuggingFaceTB/SmolLM3-3B", id="hub-import-repo")
             yield Input(placeholder="revision (default: main)", id="hub-import-revision")
-            yield Checkbox("Force: replace an earlier import, or import a repo the catalog has",
-                           id="hub-import-force")
-            yield ProgressBar(id="hub-import-progress", show_eta=False)
+            yield Checkbox("Force: replace an import, or add a repo the catalog has", id="hub-import-force")
+            yield ProgressBar(total=1, id="hub-import-progress", show_eta=False)  # still until Import (None pulses)
             yield Static("Enter to import, Esc to cancel.", id="hub-import-status", markup=False)
             with Horizontal(id="hub-import-buttons"):
                 yield Button("Import", variant="primary", id="hub-import-go")
@@ -77,6 +76,7 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
             return
         revision = self.query_one("#hub-import-revision", Input).value.strip() or None
         self.query_one("#hub-import-go", Button).disabled = True
+        self.query_one(ProgressBar).update(total=None, progress=0)  # pulses until the first file is counted
         self._status(f"Reading {repo}...")
         self.run_import(repo, revision, self.query_one("#hub-import-force", Checkbox).value)
 
@@ -118,6 +118,7 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
             self.dismiss(message.build_id)
             return
         self.query_one("#hub-import-go", Button).disabled = False
+        self.query_one(ProgressBar).update(total=1, progress=0)
         self._status(message.text, error=True)
 
     @on(Button.Pressed, "#hub-import-cancel")

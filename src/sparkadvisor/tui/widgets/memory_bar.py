@@ -55,6 +55,21 @@ def bar_content(budget: Budget, width: int) -> Content:
     bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths, strict=True)))
     title = f"Memory per node: {usable:.1f} GiB; vLLM takes {budget.utilization:g} = " \
             f"{budget.engine_bytes / GiB:.1f} GiB"
-    legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {p.gib:.1f}")
-                               for p in segments) + " GiB"
-    return Content("\n").join([Content.assemble((title, "bold")), bar, legend])
+    legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {_amount(p, budget)}")
+                               for p in segments if p.label != "free" or budget.left_bytes >= 0) + " GiB"
+    return Content("\n").join([Content.assemble((title, "bold")), bar, legend + _shortfall(budget)])
+
+
+def _amount(part: Part, budget: Budget) -> str:
+    """The part's GiB; "none" for a KV cache with no room at all (a 0.0 would read as a figure)."""
+    return "none" if part.label == "KV" and budget.kv_bytes <= 0 else f"{part.gib:.1f}"
+
+
+def _shortfall(budget: Budget) -> Content:
+    """What does not fit, in the words of the arithmetic's fit step; empty when it all fits."""
+    if budget.left_bytes < 0:
+        return Content.assemble(" · ", (f"weights exceed vLLM's {budget.engine_bytes / GiB:.1f} GiB by "
+                                        f"{-budget.left_bytes / GiB:.1f} GiB", "bold $error"))
+    if budget.kv_bytes <= 0:
+        return Content.assemble(" · ", ("no room left for the KV cache", "bold $error"))
+    return Content("")

@@ -1,0 +1,25 @@
+"""The per-node memory bar says what does not fit: no KV cache is "none", never a 0.0 that reads
+as a figure, and weights beyond vLLM's share say by how much."""
+
+from __future__ import annotations
+
+from sparkadvisor.core.advisor import evaluate_build
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.workload import AGENTIC
+from sparkadvisor.tui.widgets.memory_bar import bar_content
+
+
+def legend(index, build_id: str, nodes: int) -> str:
+    plan = evaluate_build(index, index.builds[build_id], Cluster(index.hardware["dgx-spark"], nodes), AGENTIC)
+    return bar_content(plan.budget, 72).plain.split("\n")[2]
+
+
+def test_weights_beyond_vllms_share_say_by_how_much(index) -> None:
+    text = legend(index, "qwen3.5-397b-a17b-q8-unsloth", 2)
+    assert "KV none" in text and "KV 0.0" not in text and "free 0.0" not in text
+    assert "weights exceed vLLM's 103.4 GiB by 92.9 GiB" in text
+
+
+def test_a_build_that_fits_keeps_its_figures(index) -> None:
+    text = legend(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    assert text == "█ weights 92.2 ▓ KV 6.0 ▒ runtime 6.7 ░ free 16.7 GiB"
