@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import unicodedata
 from collections.abc import Sequence
 
 from sparkadvisor.core.records import record
@@ -99,13 +100,28 @@ def markdown_lines(listing: Listing) -> list[str]:
     return head + body + tail
 
 
+def cell_width(text: str) -> int:
+    """The terminal cells `text` takes: two for a wide (CJK) character, none for a combining mark."""
+    if text.isascii():  # O(1) on a str: nearly every cell
+        return len(text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+def _pad(text: str, width: int, right: bool = False) -> str:
+    """`text` padded with spaces to `width` cells, on the left when `right`."""
+    fill = " " * max(width - cell_width(text), 0)
+    return fill + text if right else text + fill
+
+
 def natural_widths(listing: Listing, cells: list[list[str]]) -> list[int]:
-    """Each column's width: its longest cell or its heading."""
-    return [max([len(listing.columns[i]), *(len(row[i]) for row in cells)]) for i in range(len(listing.columns))]
+    """Each column's width in terminal cells: its longest cell or its heading."""
+    return [max([cell_width(listing.columns[i]), *(cell_width(row[i]) for row in cells)])
+            for i in range(len(listing.columns))]
 
 
 def _aligned(cells: Sequence[str], widths: Sequence[int], numeric: frozenset[int]) -> str:
-    parts = [c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=False))]
+    parts = [_pad(c, w, i in numeric) for i, (c, w) in enumerate(zip(cells, widths, strict=False))]
     return GAP.join(parts).rstrip()
 
 
@@ -146,10 +162,15 @@ def terminal_widths(listing: Listing, natural: Sequence[int], width: int) -> lis
 
 
 def _cut(text: str, width: int, first_word: bool = False) -> str:
-    if len(text) <= width:
+    if cell_width(text) <= width:
         return text
     word = text.split(" ", 1)[0]
-    return word if first_word and len(word) <= width else text[: width - 1] + "…"
+    if first_word and cell_width(word) <= width:
+        return word
+    kept = text[: width - 1]
+    while cell_width(kept) > width - 1:  # a double-width character takes two of the cells
+        kept = kept[:-1]
+    return kept + "…"
 
 
 def _print_on_terminal(listing: Listing) -> None:
@@ -184,7 +205,7 @@ def _styled_row(row: Sequence[str], widths: Sequence[int], numeric: frozenset[in
     for i, (cell, width) in enumerate(zip(row, widths, strict=False)):
         if i:
             line.append(TERMINAL_GAP)
-        padded = cell.rjust(width) if i in numeric else cell.ljust(width)
+        padded = _pad(cell, width, i in numeric)
         line.append(padded, styles[i] if i < len(styles) and styles[i] else "")
     line.rstrip()
     return line

@@ -47,7 +47,7 @@ def check_url(text: str, where: str) -> str:
     host, port = _host_port(parts.netloc.rpartition("@")[2])
     if not host or not _HOST.fullmatch(host):
         raise UrlError(f"{start} names no valid host; give one {EXAMPLE}")
-    if port and not (port.isdigit() and 1 <= int(port) <= 65535):
+    if port and not (port.isdecimal() and 1 <= int(port) <= 65535):
         raise UrlError(f"{start} has port {safe_text(port)}, which is not a number from 1 to 65535; "
                        f"give a URL {EXAMPLE}")
     return urlunsplit(parts._replace(scheme=parts.scheme.lower()))

@@ -86,6 +86,25 @@ def test_deepseek_v4_caches_compressed_rows_and_a_window(index):
     assert kv.bytes_per_sequence(1000) == pytest.approx(1000 * kv.bytes_per_token + 43 * 128 * row)
 
 
+def test_deepseek_v4_pays_for_its_layer_types_in_whole_kv_cache_groups(index):
+    # vLLM groups DeepSeek-V4-Flash's caches by spec: 43 sliding-window layers, 21 ratio-4 rows, the
+    # 21 indexer keys beside them and 20 ratio-128 rows. The group size is the smallest count, 20
+    # (43 is not under 1.5 x 20), so the types take 60, 40, 40 and 20 slots and a request pays for the
+    # padding (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size).
+    kv = shape(index, "deepseek-v4-flash-0731", tp=2)
+    row, key = 584, 132
+    assert kv.padded_bytes_per_token == pytest.approx(40 * (row + key) / 4 + 20 * row / 128)
+    request = kv.request_bytes(1_048_576, 256, 8192)
+    window = 60 * row * (-(-(128 - 1 + 8192) // 256) + 1) * 256
+    assert request == pytest.approx(kv.padded_bytes_per_token * 1_048_576 + window)
+    # tonyd2wild's two-Spark boots (TP=2, --block-size 256, --max-model-len 1048576, 8192 batched tokens,
+    # the 584-byte envelope): "Available KV cache memory: 14.48 GiB" -> "GPU KV cache size: 2,044,166
+    # tokens", and 10.58 GiB -> 1,533,940 on vLLM 0.25.2. Unpadded, a request would be 3.96 GiB and
+    # the pools 1.8x these.
+    for available_gib, logged in ((14.48, 2_044_166), (10.58, 1_533_940)):
+        assert available_gib * 2**30 / request * 1_048_576 == pytest.approx(logged, rel=0.02)
+
+
 def test_fp8_ds_mla_keeps_scales_and_a_bf16_rope_part(index):
     # vLLM's sparse-MLA layout: 512 FP8 + 4 FP32 scales + 64 BF16 = 656 bytes, plus the indexer's 132.
     kv = shape(index, "deepseek-v3.2", dtype="fp8_ds_mla")

@@ -228,3 +228,11 @@ def test_the_measurement_nearest_the_depth_is_the_one_scaled(index) -> None:
     at_bench_chunk = replace(recipe, extra_args=("-ub", "2048"))
     assert prefill(facts.model, at_bench_chunk, 1, 8192 + 2048, 2048, c, facts.build.format,
                    facts.weights.transformer_bytes)[:3] == (row.value, "measured", row)
+
+
+def test_a_launch_flag_of_superscript_digits_is_no_chunk_size():
+    # "²".isdigit() is True but int("²") fails: a hostile recipe argument must fall back, not raise.
+    from sparkadvisor.core.speed import prefill_chunk
+
+    assert prefill_chunk("vllm", ("--max-num-batched-tokens=²",), 100_000) == 8192
+    assert prefill_chunk("vllm", ("--max-num-batched-tokens=4096",), 100_000) == 4096

@@ -155,3 +155,44 @@ def test_compare_keeps_its_columns_in_line_with_double_width_names(tmp_path) -> 
     repo = next(line for line in lines if line.startswith("repo"))
     assert "通义" in model and cell_len(model) == cell_len(repo)
     assert cell_len(model[:model.index("GLM")]) == repo.index("RedHatAI")
+
+
+async def test_a_theme_named_with_quotes_and_brackets_is_listed_and_chosen_from_the_palette(make_app) -> None:
+    from sparkadvisor import paths
+
+    folder = paths.config_dir() / "themes"
+    folder.mkdir(parents=True)
+    name = "Bob's [b]theme[/b] [/]"
+    dark = (Path(__file__).resolve().parents[2] / "themes" / "dark.toml").read_text(encoding="utf-8")
+    (folder / "bob.toml").write_text(
+        "\n".join(f"name = {json_str(name)}" if line.startswith("name =") else line for line in dark.splitlines()),
+        encoding="utf-8")
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"bob")
+        await pilot.pause(0.2)
+        options = app.screen.query_one("CommandList")
+        assert str(options.get_option_at_index(0).prompt).startswith(f"theme: {name}")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.theme == name
+
+
+def json_str(text: str) -> str:
+    import json
+
+    return json.dumps(text)
+
+
+async def test_a_served_model_name_with_brackets_shows_in_the_status_tooltip_as_text(make_app) -> None:
+    from sparkadvisor.tui.widgets.probe_status import Part, ProbeStatus, StatusLine
+
+    app = make_app()
+    async with app.run_test(size=(120, 30), tooltips=True) as pilot:
+        status = app.screen.query_one(ProbeStatus)
+        status._show(StatusLine((Part("vLLM up · my [/]model[b]"),)))
+        await pilot.hover(status)
+        await pilot.pause(0.8)  # the tooltip shows after a pause
+        tooltip = app.screen.query_one("#textual-tooltip")
+        assert tooltip.display and "my [/]model[b]" in str(tooltip.render())

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def port(text: str) -> int:
     """An argparse type: a TCP port."""
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    if not text.isdecimal() or not 1 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
     return int(text)
 

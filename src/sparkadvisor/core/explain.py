@@ -311,8 +311,9 @@ def _request_text(plan: Plan) -> str:
     blocks = -(-length // block)
     rows = " and ".join(n for n, has in (("full-attention", kv.full_layer_share), ("compressed", kv.compressed),
                                           ("indexer", kv.indexer_row_bytes)) if has) or "full-attention"
-    parts = [f"{rows} rows {kv.bytes_per_token * kv.full_pad / 1024:.2f} KiB x {blocks:,} "
-             f"blocks of {block:,} tokens = {kv.bytes_per_token * kv.full_pad * blocks * block / GiB:.3f} GiB"]
+    padded = " (layer types padded to whole KV-cache groups)" if kv.padded_bytes_per_token > kv.bytes_per_token else ""
+    parts = [f"{rows} rows {kv.padded_bytes_per_token / 1024:.2f} KiB{padded} x {blocks:,} "
+             f"blocks of {block:,} tokens = {kv.padded_bytes_per_token * blocks * block / GiB:.3f} GiB"]
     if kv.window_tokens:
         kept = min(kv.window_tokens - 1 + inputs.batched_tokens, length)
         window_blocks = -(-kept // block) + 1
@@ -323,10 +324,11 @@ def _request_text(plan: Plan) -> str:
     if kv.linear_slots:
         page = kv.page_bytes(inputs.block_tokens)
         pp = plan.fit.pp
-        # Under pipeline parallelism the slots are the whole model's, shared by the stages: a stage
-        # holds whole layers, so a fraction is the mean a stage carries, said as one.
-        slots = f"{kv.linear_slots * pp:g} layer slots (layers padded to whole KV-cache groups)" + (
-            f" / {pp} pipeline stages = {kv.linear_slots:.2f} a stage on average" if pp > 1 else "")
+        # Under pipeline parallelism the pool is sized by the most-loaded stage: its share of the whole
+        # model's slots (layer types taken as spread evenly), said as a fraction.
+        whole = kv.linear_slots * pp / kv.stage_over_average
+        slots = f"{whole:g} layer slots (layers padded to whole KV-cache groups)" + (
+            f", {kv.linear_slots:.2f} on the most-loaded of {pp} pipeline stages" if pp > 1 else "")
         parts.append(f"linear-attention states {slots} x {page / 2**20:.2f} MiB pages x (1 + "
                      f"{inputs.speculative_tokens} speculative tokens) = "
                      f"{kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")

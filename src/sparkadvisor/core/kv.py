@@ -43,7 +43,12 @@ max_num_batched_tokens, max_model_len) tokens in blocks, plus one; a linear laye
 request plus one per speculative token (MambaSpec with num_speculative_blocks), its state padded
 to the attention page (the attention block grows until its page holds the state), and each layer
 type padded to a whole number of KV-cache groups (kv_cache_utils.py: the group size is the
-smallest layer count, or the largest when that is under 1.5 times the smallest).
+smallest layer count, or the largest when that is under 1.5 times the smallest). DeepSeek-V4's
+caches are such types too: its sliding-window layers, each compression ratio's rows and the
+indexer keys (V4-Flash: 43, 21, 20 and 21 layers in groups of 20, so 60, 40, 20 and 40 slots);
+with that padding a 1M-token request on two Sparks costs 7.37 GiB, against 7.43 and 7.23 GiB in
+two public boot logs (tonyd2wild/DeepSeek-v4-Flash-0731-DSpark-1M-NVFP4-KV-2x-DGX-Spark:
+14.48 GiB -> 2,044,166 tokens; 10.58 GiB -> 1,533,940), where unpadded it would be 3.96 GiB.
 
 What a decode step reads is bounded where the attention is: a top-k sparse layer reads at most
 `sparse_topk` rows (plus every indexer key, which is how it chooses them), a sliding layer its
@@ -129,6 +134,10 @@ class KvShape:
     """Padded over real full-attention layers (vLLM's group padding; 1 when none is added)."""
     sliding_pad: float = 1.0
     """Padded over real sliding layers."""
+    compressed_bytes_per_token: float = 0.0
+    """The compressed layers' rows and indexer keys in `bytes_per_token` (DeepSeek-V4)."""
+    compressed_pad: float = 1.0
+    """Padded over real compressed bytes: each ratio and the indexer keys are their own layer types."""
     stage_over_average: float = 1.0
     """Layers on the most-loaded pipeline stage (what the pool is sized by) over the stages' average
     (what a decode step reads per stage); 1 without pipeline parallelism."""
@@ -138,13 +147,19 @@ class KvShape:
         """Bytes vLLM reserves for one request of `max_model_len` on this rank when it sizes its pool
         (the module docstring gives the rules and their sources)."""
         block = self.block_tokens(block_tokens)
-        full = self.bytes_per_token * self.full_pad * math.ceil(max_model_len / block) * block
+        full = self.padded_bytes_per_token * math.ceil(max_model_len / block) * block
         window = 0.0
         if self.window_tokens:
             kept = min(self.window_tokens - 1 + batched_tokens, max_model_len)
             window = self.window_bytes_per_token * self.sliding_pad * (math.ceil(kept / block) + 1) * block
         state = self.linear_slots * self.page_bytes(block_tokens) * (1 + speculative_tokens)
         return full + window + state
+
+    @property
+    def padded_bytes_per_token(self) -> float:
+        """`bytes_per_token` with each layer type padded to whole KV-cache groups, as a request pays it."""
+        return ((self.bytes_per_token - self.compressed_bytes_per_token) * self.full_pad
+                + self.compressed_bytes_per_token * self.compressed_pad)
 
     def block_tokens(self, block_tokens: int | None = None) -> int:
         """The attention block vLLM uses: the recipe's --block-size (else 16), grown for a hybrid
@@ -215,13 +230,18 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
     indexer = _indexer_bytes(attention.indexer_head_dim)
     ssm_bytes = FP32_BYTES if ssm_cache_dtype in ("float32", "fp32") else STATE_BYTES
     state = _linear_state_bytes(attention.linear, tp, ssm_bytes) if attention.linear else 0.0
-    slots, full_pad, sliding_pad = _group_padding(full_layers, attention.sliding_layers, linear_layers,
-                                                  bool(attention.compressed))
+    indexed_layers = sum(c.layers for c in attention.compressed if c.indexed)
+    pads = _group_pads([full_layers, attention.sliding_layers, linear_layers, indexed_layers,
+                        *(c.layers for c in attention.compressed)])
+    full_pad, sliding_pad, linear_pad, indexer_pad = pads[:4]
     window = attention.sliding_window or 0 if attention.sliding_layers else 0
     compressed = tuple((c.layers / pp, c.ratio, c.indexed) for c in attention.compressed)
     stage = stage_share(attention.layers, pp)
-    compressed_per_token = sum(c.layers * stage * (per_layer + (indexer if c.indexed else 0.0)) / c.ratio
-                               for c in attention.compressed)
+    compressed_rows = [c.layers * stage / c.ratio for c in attention.compressed]
+    compressed_per_token = sum(rows * (per_layer + (indexer if c.indexed else 0.0))
+                               for rows, c in zip(compressed_rows, attention.compressed, strict=True))
+    compressed_padded = sum(rows * (per_layer * pad + (indexer * indexer_pad if c.indexed else 0.0))
+                            for rows, pad, c in zip(compressed_rows, pads[4:], attention.compressed, strict=True))
     return KvShape(
         bytes_per_token=full_layers * (full_row + indexer / attention.indexer_pool) * stage + compressed_per_token,
         window_bytes_per_token=attention.sliding_layers * per_layer * stage,
@@ -242,9 +262,11 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         sliding_layer_share=attention.sliding_layers / pp,
         compressed=compressed,
         state_bytes_per_layer=state,
-        linear_slots=slots * stage,
+        linear_slots=linear_layers * linear_pad * stage,
         full_pad=full_pad,
         sliding_pad=sliding_pad,
+        compressed_bytes_per_token=compressed_per_token,
+        compressed_pad=compressed_padded / compressed_per_token if compressed_per_token else 1.0,
         stage_over_average=stage * pp,
     )
 
@@ -257,22 +279,20 @@ def stage_share(layers: int, pp: int) -> float:
     return math.ceil(layers / pp) / layers
 
 
-def _group_padding(full: int, sliding: int, linear: int, own_allocator: bool) -> tuple[float, float, float]:
-    """(padded linear layers, full padding factor, sliding padding factor) by vLLM's hybrid grouping:
-    every layer type is cut into groups of one size, the last group of a type padded. DeepSeek-V4's
-    compressed layout has its own allocator, so nothing is padded there."""
-    counts = [n for n in (full, sliding, linear) if n > 0]
-    if own_allocator or len(counts) < 2:
-        return float(linear), 1.0, 1.0
-    size = min(counts)
-    if max(counts) < 1.5 * size:
-        size = max(counts)
-
-    def padded(n: int) -> int:
-        return math.ceil(n / size) * size
-
-    return (float(padded(linear)) if linear else 0.0, padded(full) / full if full else 1.0,
-            padded(sliding) / sliding if sliding else 1.0)
+def _group_pads(counts: list[int]) -> list[float]:
+    """Padded over real layers of each layer type (1 for a type with none) by vLLM's hybrid grouping
+    (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): every type is cut into groups of one
+    size, the smallest type's layer count (the largest's when that is under 1.5 times the smallest),
+    the last group of a type padded, and every group costs a request its blocks. The types are the
+    layers' distinct cache specs: full attention, sliding window, linear state and, for DeepSeek-V4,
+    each compression ratio and the indexer keys beside the ratio-4 rows."""
+    present = [n for n in counts if n > 0]
+    if len(present) < 2:
+        return [1.0] * len(counts)
+    size = min(present)
+    if max(present) < 1.5 * size:
+        size = max(present)
+    return [math.ceil(n / size) * size / n if n else 1.0 for n in counts]
 
 
 def _kv_heads_per_rank(attention: Attention, tp: int) -> int:

@@ -190,7 +190,7 @@ def _label_bool(text: str | None) -> bool | None:
 
 
 def _label_int(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    return int(text) if text and text.isdecimal() else None
 
 
 def _label_float(text: str | None) -> float | None:

@@ -536,7 +536,7 @@ def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float
 
 def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
     value = launch_flag(args, names)
-    return int(value) if value and value.isdigit() else None
+    return int(value) if value and value.isdecimal() else None
 
 
 def launch_flag(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:

@@ -270,13 +270,13 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
         "the recipe's --max-model-len" if recipe is not None and recipe.max_model_len
         else "the model's native context" if window else "unknown",
         "the recipe's --block-size" if recipe is not None and recipe.block_size else "vLLM's default",
-        "the recipe's --max-num-batched-tokens" if batched and batched.isdigit()
+        "the recipe's --max-num-batched-tokens" if batched and batched.isdecimal()
         else "vLLM's API-server default",
         "the recipe's speculative tokens" if spec else "no speculation",
         "the recipe's --mamba-ssm-cache-dtype" if ssm else "the model dtype",
     )
     return PoolInputs(max_model_len=window, block_tokens=recipe.block_size if recipe else None,
-                      batched_tokens=int(batched) if batched and batched.isdigit() else VLLM_BATCHED_TOKENS,
+                      batched_tokens=int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS,
                       speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", origins=origins)
 
 

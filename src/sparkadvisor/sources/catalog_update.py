@@ -121,7 +121,7 @@ def download(url: str, timeout_s: float, clock: Callable[[], float] = time.monot
         raise UpdateError(f"could not reach {httpx.URL(url).host} ({_reason(error)})") from None
     except httpx.HTTPError as error:
         raise UpdateError(f"the download from {url} failed ({_reason(error)})") from None
-    if expected is not None and expected.isdigit() and int(expected) != received:
+    if expected is not None and expected.isdecimal() and int(expected) != received:
         raise UpdateError(f"the download from {url} ended after {received:,} of {int(expected):,} bytes")
     return body
 

@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
+from textual.markup import escape
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -115,7 +118,7 @@ class SparkCommands(Provider):
     async def discover(self) -> Hits:
         """Every command, before anything is typed."""
         for text, action, help_text in self._commands():
-            yield DiscoveryHit(text, self._runner(action), help=help_text)
+            yield DiscoveryHit(Content(text), self._runner(action), text=text, help=escape(help_text))
 
     async def search(self, query: str) -> Hits:
         """Commands matching the typed text."""
@@ -123,7 +126,18 @@ class SparkCommands(Provider):
         for text, action, help_text in self._commands():
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), self._runner(action), help=help_text)
+                yield Hit(score, highlight(matcher, text), self._runner(action), text=text, help=escape(help_text))
+
+
+def highlight(matcher: Matcher, text: str) -> Content:
+    """`text` with the matched characters marked, as text: `Matcher.highlight` reads it as markup, and a
+    user's theme named "Bob's [/]" would raise (the palette's help is escaped for the same reason)."""
+    content = Content(text)
+    _, offsets = matcher.fuzzy_search.match(matcher.query, text)
+    for offset in offsets:
+        if not text[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content
 
 
 def screen_commands(screen: Screen[object]) -> list[tuple[str, str, str]]:

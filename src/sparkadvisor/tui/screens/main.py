@@ -473,7 +473,8 @@ class MainScreen(Screen[None]):
         extras = [(f"sort: By {c.label}", f"sort_by('{c.key}')", f"Sort the table by {c.label}.") for c in COLUMNS]
         extras += [(f"workload: {w.label}", f"set_workload('{k}')", f"Rank for the {k} workload.")
                    for k, w in WORKLOADS.items()]
-        extras += [(f"theme: {name}", f"set_theme('{name}')", f"Switch to the {name} theme.")
+        # repr: a Python literal the action parser reads back, whatever quotes the name holds
+        extras += [(f"theme: {name}", f"set_theme({name!r})", f"Switch to the {name} theme.")
                    for name in self.spark.theme_names]
         return extras
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.cells import cell_len
 from rich.text import Text
 from textual import work
+from textual.content import Content
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -237,7 +238,7 @@ class ProbeStatus(Widget):
         self.status = line.text
         for severity in SEVERITIES:
             self.set_class(severity == line.severity, f"-{severity}")
-        self.tooltip = safe_text(redact_urls(line.text))
+        self.tooltip = Content(safe_text(redact_urls(line.text)))  # a str tooltip is markup: a served name may hold [/]
         self.refresh()
 
     def render(self) -> Text:
