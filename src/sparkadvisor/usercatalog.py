@@ -23,6 +23,7 @@ from sparkadvisor import paths
 from sparkadvisor.atomic import write_atomic
 from sparkadvisor.core.records import to_plain
 from sparkadvisor.core.schema import Build, Model, Size, Source
+from sparkadvisor.core.units import plural
 
 if TYPE_CHECKING:
     from sparkadvisor.core.derive import Derived
@@ -132,7 +133,8 @@ def entries(files: RepoFiles, derived: Derived, model_id: str, build_id: str,
     size = Size(value=derived.weight_bytes / 1e9, unit="GB", source=source_id,
                 mtp=derived.mtp_bytes / 1e9 if derived.mtp_bytes else None,
                 tables=derived.table_bytes / 1e9 if derived.table_bytes else None,
-                note=f"exactly {derived.weight_bytes:,} bytes in {len(files.shards)} safetensors files ({dtypes})")
+                note=f"exactly {derived.weight_bytes:,} bytes in {plural(len(files.shards), 'safetensors file')} "
+                     f"({dtypes})")
     build = Build(id=build_id, model=model_id, repo=files.repo, format=derived.format,  # type: ignore[arg-type]
                   quantizer=derived.quantizer, size=size, source=source_id)
     return source, model, build
@@ -327,7 +329,7 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     the same server settings (never changing what it holds), else to a new one."""
     from sparkadvisor.core.bench import figures
     from sparkadvisor.core.benchrecord import bench_measurements, bench_source, new_bench_recipe, server_recipe_settings
-    from sparkadvisor.core.tomledit import append_table, append_to_table, set_key
+    from sparkadvisor.core.tomledit import append_table, append_to_table, extend_array, set_key, written_as_key
 
     today = today or dt.date.today().isoformat()
     edit = _Edit()
@@ -351,14 +353,32 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
         new = True
     else:
         at, what = next(n for n, r in enumerate(recipes) if r is recipe), f"recipe {recipe.get('id')!r}"
+        table = ("recipes", at)
+        if isinstance(recipe.get("source"), list):  # grown in place: comments inside the array stay put
+            edit.change(extend_array, table, "source", [_toml_value(source_id)], what)
+        else:
+            edit.change(set_key, table, "source", _toml({"source": [*_as_list(recipe.get("source")), source_id]}),
+                        what)
         recipe["source"] = [*_as_list(recipe.get("source")), source_id]
+        if written_as_key(edit.text, table, "measurements"):  # `measurements = [{...}]`: inline tables added
+            edit.change(extend_array, table, "measurements", [_inline_table(m) for m in measurements], what)
+        else:
+            block = "\n".join(f"[[recipes.measurements]]\n{_toml(m)}" for m in measurements)
+            edit.change(append_to_table, table, block, what)
         recipe["measurements"] = [*recipe.get("measurements", []), *measurements]
-        edit.change(set_key, ("recipes", at), "source", _toml({"source": recipe["source"]}), what)
-        block = "\n".join(f"[[recipes.measurements]]\n{_toml(m)}" for m in measurements)
-        edit.change(append_to_table, ("recipes", at), block, what)
         new = False
     path = edit.write()
     return Recorded(recipe["id"], source_id, len(measurements), new, path)
+
+
+def _toml_value(value: Any) -> str:
+    """One value as tomli_w writes it (quoted and escaped by the serializer)."""
+    return _toml({"v": value}).split("=", 1)[1].strip()
+
+
+def _inline_table(table: dict[str, Any]) -> str:
+    """A flat table as a TOML inline table, each key and value written by tomli_w."""
+    return "{ " + ", ".join(_toml({k: v}).strip() for k, v in table.items()) + " }"
 
 
 def _free_id(wanted: str, taken: set[Any]) -> str:

@@ -104,3 +104,44 @@ def test_recording_keeps_the_users_comments_and_other_tables(standin, capsys):
     recipes = user_recipes()
     assert len(recipes) == 1 and len(recipes[0]["measurements"]) == 10 and len(recipes[0]["source"]) == 2
     assert main(["check", str(path)]) == 0
+
+
+def _recipe_source_line(text: str) -> tuple[int, int]:
+    start = text.index("\nsource = ", text.index("[[recipes]]")) + 1
+    return start, text.index("\n", start)
+
+
+def test_comments_inside_the_source_list_stay_where_the_user_wrote_them(standin, capsys):
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    path = paths.user_catalog_path()
+    text = path.read_text(encoding="utf-8")
+    start, end = _recipe_source_line(text)
+    first = tomllib.loads(text)["recipes"][0]["source"]  # one run: one source id
+    mine = f'source = [  # where these came from\n    "{first}",  # the first run\n    # more to come\n]'
+    path.write_text(text[:start] + mine + text[end:], encoding="utf-8")
+    capsys.readouterr()
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0, capsys.readouterr().err
+    second = path.read_text(encoding="utf-8")
+    added = user_recipes()[0]["source"][1]
+    assert (f'source = [  # where these came from\n    "{first}",  # the first run\n    # more to come\n'
+            f'    "{added}",\n]') in second
+
+
+def test_measurements_written_inline_grow_inline(standin, capsys):
+    """A user who keeps a recipe's measurements as one inline array: the next run is added to it, in place."""
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    path = paths.user_catalog_path()
+    text = path.read_text(encoding="utf-8")
+    recipe = tomllib.loads(text)["recipes"][0]
+    tables = text.index("[[recipes.measurements]]")
+    rows = "".join("  { " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in m.items()) + " },\n"
+                   for m in recipe["measurements"])
+    sub = text.index("\n[", text.index("[[recipes]]") + 5) + 1
+    inline = text[:sub] + "measurements = [  # mine, inline\n" + rows + "]\n\n" + text[sub:tables]
+    path.write_text(inline, encoding="utf-8")
+    assert main(["check", str(path)]) == 0
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    after = path.read_text(encoding="utf-8")
+    assert "measurements = [  # mine, inline\n" + rows in after
+    assert "[[recipes.measurements]]" not in after
+    assert len(user_recipes()[0]["measurements"]) == 10 and main(["check", str(path)]) == 0

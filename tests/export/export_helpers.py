@@ -26,6 +26,8 @@ CASES = {
 }
 """Golden cases: name -> (build, nodes, the recipe the plan must use)."""
 
+STANDIN_ADDRESS = "192.168.100.10"
+"""The address the `ip` stand-in says this machine has."""
 TOOLS = ("vllm", "docker", "ray", "hf", "nvidia-smi", "ibdev2netdev", "free", "swapon", "sysctl", "sync", "sudo",
          "ip", "curl")
 STANDIN = '''#!{python}
@@ -70,14 +72,18 @@ def make_standins(folder: Path) -> Path:
     return folder
 
 
-def run_with_standins(script: Path, tmp: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
-    """Run `script` with bash, the stand-ins first on PATH; return the result and every logged call."""
+def run_with_standins(script: Path, tmp: Path,
+                      **env: str | None) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+    """Run `script` with bash, the stand-ins first on PATH, HEAD_ADDR and NODE_ADDR set to the address the `ip`
+    stand-in reports (as a person sets them for a script exported without addresses); return the result and every
+    logged call."""
     bin_dir = make_standins(tmp / "standins")
     model_dir = tmp / "model"
     model_dir.mkdir(exist_ok=True)
     log = tmp / "calls.jsonl"
     full_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp), "STANDIN_LOG": str(log),
-                "STANDIN_MODEL_DIR": str(model_dir), **env}
+                "STANDIN_MODEL_DIR": str(model_dir), "HEAD_ADDR": STANDIN_ADDRESS, "NODE_ADDR": STANDIN_ADDRESS, **env}
+    full_env = {k: v for k, v in full_env.items() if v is not None}
     result = subprocess.run(["bash", str(script)], cwd=tmp, env=full_env, capture_output=True, text=True,
                             timeout=60, stdin=subprocess.DEVNULL)
     calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from sparkadvisor.export import ExportError, render
 from sparkadvisor.export.flags import accepted_options, long_name
+from sparkadvisor.export.spec import PLACEHOLDER_HOST
 
 NASTY = ["-", "--trust-remote-code", "--model=attacker/evil", "-5", "x\nmodel: attacker/evil-model",
          "x\ntrust-remote-code: true", "$(touch PWNED)", "`id`", "'; touch PWNED; '", '"quoted"', "a: b",
@@ -107,8 +108,9 @@ def bash_words(script: str, *names: str) -> list[list[str]]:
     # Each array's length, then its words: a value may hold any character but NUL, so no marker
     # between arrays is safe (hypothesis found a '\x01' parser name splitting a '\1' marker's groups).
     prints = "".join(f'w=("${{{n}[@]}}"); printf "%s\\0" "${{#w[@]}}" "${{w[@]}}";' for n in names)
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "HEAD_ADDR": PLACEHOLDER_HOST, "NODE_ADDR": "node-address"}
     out = subprocess.run(["bash", "-c", settings_block + prints], capture_output=True, timeout=20,
-                         env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}, check=True).stdout
+                         env=env, check=True).stdout
     words = out.decode("utf-8", "surrogateescape").split("\0")[:-1]
     groups = []
     while words:
@@ -119,8 +121,10 @@ def bash_words(script: str, *names: str) -> list[list[str]]:
 
 
 def uncompose(value: str) -> str:
-    """A compose string as compose interpolates it: `$$` is `$`, `${NAME:-default}` is the default."""
+    """A compose string as compose interpolates it: `$$` is `$`, `${NAME:-default}` is the default and a required
+    `${HEAD_ADDR:?...}` the address the JSON plan names."""
     value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+    value = re.sub(r"\$\{HEAD_ADDR:\?[^}]*\}", PLACEHOLDER_HOST, value)
     assert "${" not in value.replace("$$", ""), f"an unescaped interpolation in {value!r}"
     return value.replace("$$", "$")
 

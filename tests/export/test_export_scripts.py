@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from export_helpers import CASES, GOLDEN, plan_for, recipe_checkout, run_with_standins
+from export_helpers import CASES, GOLDEN, STANDIN_ADDRESS, plan_for, recipe_checkout, run_with_standins
 
 from sparkadvisor.export import ExportOptions, plan_json, render
 from sparkadvisor.export.spec import build_launch
@@ -39,13 +39,14 @@ def test_scripts_pass_bash_n_and_shellcheck(index, tmp_path):
 @pytest.mark.parametrize("launcher", ["native", "ray"])
 def test_head_script_runs_exactly_the_json_argv(index, tmp_path, launcher):
     plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
-    head = render("sh", plan, ExportOptions(launcher))[0]
+    options = ExportOptions(launcher, head_addr=STANDIN_ADDRESS)
+    head = render("sh", plan, options)[0]
     script = tmp_path / head.name
     script.write_text(head.text, encoding="utf-8")
-    result, calls = run_with_standins(script, tmp_path, IGNORE_CHECKS="1")
+    result, calls = run_with_standins(script, tmp_path, IGNORE_CHECKS="1", HEAD_ADDR=None, NODE_ADDR=None)
     assert result.returncode == 0, result.stderr
     serve = [c for c in calls if c[0] == "docker" and "serve" in c][-1]
-    expected = json.loads(render("json", plan, ExportOptions(launcher))[0].text)["nodes"][0]["vllm_argv"]
+    expected = json.loads(render("json", plan, options)[0].text)["nodes"][0]["vllm_argv"]
     assert serve[serve.index("serve") + 1:] == expected
     assert ["hf", "download", "RedHatAI/GLM-5.3-Flash-NVFP4", "--quiet"] in calls
     assert ["sudo", "sysctl", "-q", "-w", "vm.drop_caches=3"] in calls

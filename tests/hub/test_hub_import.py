@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import tomllib
 
 import pytest
 import repos
@@ -286,6 +287,8 @@ def test_the_summary_counts_one_shard_as_one_file(hub, capsys):
     hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b())
     assert cli.main(["import", "meta/plain"]) == 0
     assert "bytes, 1 safetensors file), format bf16" in capsys.readouterr().out  # was "1 safetensors files"
+    note = tomllib.loads(catalog_text())["builds"][0]["size"]["note"]
+    assert " bytes in 1 safetensors file (" in note  # the catalog's own note said "1 safetensors files" too
 
 
 def test_a_repo_the_catalog_already_has_is_named_and_imported_only_with_force(hub, capsys):

@@ -97,10 +97,22 @@ def _refused(message: str) -> int:
 
 
 def _placeholder_notice(args: argparse.Namespace, nodes: int) -> None:
-    if args.head_addr is None and (args.fmt in ("claude", "md") or nodes > 1) and not (
-            args.fmt == "claude" and args.gateway_url):
-        sys.stderr.write("sparkadvisor: no --head-addr: the files use a placeholder for the head node's address "
-                         "(scripts read $HEAD_ADDR); export again with --head-addr ADDR\n")
+    """Which addresses the files name by placeholder, and what that means for each format."""
+    from sparkadvisor.export.spec import PLACEHOLDER_HOST, worker_placeholder
+
+    head = args.head_addr is None and (args.fmt in ("claude", "md") or nodes > 1) and not (
+        args.fmt == "claude" and args.gateway_url)
+    workers = nodes > 1 and not args.worker_addrs and args.fmt not in ("claude", "md")
+    if not (head or workers):
+        return
+    given = [(o, v, a) for o, v, a, m in (("--head-addr", "HEAD_ADDR", "ADDR", head),
+                                          ("--worker-addrs", "NODE_ADDR", "ADDR,...", workers)) if m]
+    names = [PLACEHOLDER_HOST] * head + [worker_placeholder(r) for r in range(1, nodes)] * workers
+    what = "a placeholder that never resolves" if len(names) == 1 else "placeholders that never resolve"
+    unset = " and ".join(v for _, v, _ in given)
+    stops = f"; the scripts stop until {unset} {'is' if len(given) == 1 else 'are'} set" if args.fmt == "sh" else ""
+    sys.stderr.write(f"sparkadvisor: no {' or '.join(o for o, _, _ in given)}: the files name {', '.join(names)}, "
+                     f"{what}{stops}; export again with {' '.join(f'{o} {a}' for o, _, a in given)}\n")
 
 
 def _to_stdout(files: tuple[ExportFile, ...], fmt: str) -> int:

@@ -2,8 +2,9 @@
 
 Pure: text in, text out. Where things are comes from `core.tomllines` (the scanner that follows
 strings, comments and multi-line arrays); what is put in is TOML text a serializer made (the
-caller's `tomli_w`), so every value is quoted by the serializer. Comments inside what is
-replaced are kept, moved above the new text; everything outside it is kept byte for byte.
+caller's `tomli_w`), so every value is quoted by the serializer. An array that grows keeps its
+comments where they are (`extend_array`); comments inside a table or key that is replaced are
+kept, moved above the new text; everything outside it is kept byte for byte.
 The caller re-parses the result and checks it holds what it meant to write: these edits find
 places, they do not prove the outcome.
 """
@@ -63,6 +64,61 @@ def set_key(text: str, table: Loc, key: str, statement: str, what: str) -> str:
         raise EditError(f"{what} (line {header.line}) sets {key!r} with dotted keys rather than one `{key} = ...`")
     after = own[-1].end
     return text[:after] + "\n" + statement.rstrip("\n") + text[after:]
+
+
+def written_as_key(text: str, table: Loc, key: str) -> bool:
+    """True when the table at `table` sets `key` with `key = ...` (not as sub-tables of its own)."""
+    return any(not s.header and s.loc == (*table, key) for s in index_lines(text).statements)
+
+
+def extend_array(text: str, table: Loc, key: str, items: list[str], what: str) -> str:
+    """`items` (TOML values a serializer wrote) added at the end of the array `key = [...]` in the table at
+    `table`, in place: every comment inside the array stays where it is, and a multi-line array gets one
+    item a line, indented as its last item."""
+    lines = index_lines(text)
+    header = _header(lines, table, what)
+    found = [s for s in _table_statements(lines, header, nested=False) if not s.header and s.loc == (*table, key)]
+    if not found:
+        raise EditError(f"{what} (line {header.line}) does not set {key!r} with one `{key} = [...]`")
+    old, comments = found[0], _comment_spans(text, lines, found[0])
+    opening = _outside(text, comments, text.index("=", old.start) + 1, old.end, forward=True)
+    closing = _outside(text, comments, old.start, old.end, forward=False)
+    if opening is None or closing is None or text[opening] != "[" or text[closing] != "]":
+        raise EditError(f"{what} (line {old.line}) sets {key!r} to a value that is not an array")
+    last = _outside(text, comments, opening + 1, closing, forward=False)
+    if last is None:  # an empty array
+        return text[:closing] + ", ".join(items) + text[closing:]
+    trailing = text[last] == ","
+    line_start = _line_start(text, closing)
+    if "\n" in text[last:closing] and not text[line_start:closing].strip():
+        item_line = text[_line_start(text, last):]
+        indent = item_line[:len(item_line) - len(item_line.lstrip(" \t"))]
+        new = "".join(f"{indent}{item}{',' if trailing or n < len(items) - 1 else ''}\n"
+                      for n, item in enumerate(items))
+        comma = "" if trailing else ","
+        return text[:last + 1] + comma + text[last + 1:line_start] + new + text[line_start:]
+    added = ", ".join(items)
+    return text[:last + 1] + (f" {added}," if trailing else f", {added}") + text[last + 1:]
+
+
+def _comment_spans(text: str, lines: TomlLines, statement: Statement) -> list[tuple[int, int]]:
+    """Where each comment inside `statement` runs: from its `#` to the end of its line."""
+    spans = []
+    for at in lines.comments:
+        if statement.start <= at < statement.end:
+            stop = text.find("\n", at, statement.end)
+            spans.append((at, statement.end if stop < 0 else stop))
+    return spans
+
+
+def _outside(text: str, comments: list[tuple[int, int]], start: int, end: int, *, forward: bool) -> int | None:
+    """The first (or last) offset in [start, end) that is neither white space nor in a comment."""
+    positions = range(start, end) if forward else range(end - 1, start - 1, -1)
+    for at in positions:
+        if text[at] in " \t\r\n" or any(a <= at < b for a, b in comments):
+            continue
+        return at
+    return None
 
 
 def _header(lines: TomlLines, loc: Loc, what: str) -> Statement:

@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import json
 
-from sparkadvisor.export.spec import ExportFile, Launch
+from sparkadvisor.export.spec import PLACEHOLDER_HOST, ExportFile, Launch
 from sparkadvisor.export.text import comment, sh_arg
 
 TOKEN_VARIABLE = "VLLM_API_KEY"
 """The environment variable that holds the token on both sides (vLLM reads it too)."""
-PLACEHOLDER_HOST = "head-address-placeholder.invalid"
-"""Stands in for the head's address when none was given: the name says what it is, and the
-reserved .invalid domain (RFC 2606) never resolves, so Claude Code fails loudly instead of
-reaching some other machine or the example address."""
 
 
 def uses_placeholder(launch: Launch) -> bool:
@@ -31,7 +27,7 @@ def base_url(launch: Launch) -> str:
     gateway = launch.options.gateway_url
     if gateway:
         return gateway.rstrip("/")
-    host = PLACEHOLDER_HOST if uses_placeholder(launch) else launch.head.default
+    host = launch.head.default  # PLACEHOLDER_HOST when no --head-addr was given
     host = f"[{host}]" if ":" in host else host
     return f"http://{host}:{launch.options.port}"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from sparkadvisor.export.argv import Arg, EnvRef, Option, resolve
 from sparkadvisor.export.flags import long_name, option_name
-from sparkadvisor.export.spec import ADDRESS_PREFIX, CONTAINER_HF_HOME, ExportError, ExportFile, Launch, NodeLaunch
+from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportError, ExportFile, Launch, NodeLaunch, is_placeholder
 from sparkadvisor.export.text import comment
 from sparkadvisor.export.yamlout import dump
 
@@ -29,9 +29,10 @@ def _header(launch: Launch, node: NodeLaunch, what: str) -> list[str]:
     if len(launch.nodes) > 1:
         lines += comment(f"node {node.rank} of {len(launch.nodes)}, {node.host_hint}")
     lines += comment("No pre-flight checks run from this file: the sh export's scripts carry them.")
-    if launch.options.placeholder_head and len(launch.nodes) > 1:
-        lines += comment(f"{launch.head.default} and the other {ADDRESS_PREFIX}x addresses are examples: export "
-                         "again with --head-addr and --worker-addrs, or edit them here.")
+    stand_ins = [a for a in dict.fromkeys(n.address.default for n in launch.nodes) if is_placeholder(a)]
+    if stand_ins and len(launch.nodes) > 1:
+        lines += comment(f"{', '.join(stand_ins)}: placeholders that never resolve, not addresses; export again "
+                         "with --head-addr and --worker-addrs, or write the addresses in here.")
     return lines + [c for n in launch.notes if n.loud for c in comment("WARNING: " + n.text)]
 
 
@@ -76,7 +77,13 @@ def render_yaml(launch: Launch) -> tuple[ExportFile, ...]:
 
 
 def _compose_str(arg: Arg) -> str:
-    """A compose value: an EnvRef interpolates with its default, a literal has every `$` doubled."""
+    """A compose value: an EnvRef interpolates with its default, a literal has every `$` doubled. An
+    address nobody gave is required instead (`${HEAD_ADDR:?...}`: compose refuses to start without it);
+    the head's own address is HEAD_ADDR's."""
+    if isinstance(arg, EnvRef) and is_placeholder(arg.default):
+        name = arg.shell_default.removeprefix("$") if arg.shell_default == "$HEAD_ADDR" else arg.name
+        whose = "the head node's" if name == "HEAD_ADDR" else "this node's own"
+        return f"${{{name}:?set {name} to {whose} ConnectX-7 address}}"
     if isinstance(arg, EnvRef):
         return f"${{{arg.name}:-{arg.default}}}"
     return arg.replace("$", "$$")

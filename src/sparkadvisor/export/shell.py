@@ -12,7 +12,7 @@ from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
-from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note, PatchUse
+from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note, PatchUse, is_placeholder
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
 SIZE_TOLERANCE = 0.10
@@ -70,7 +70,8 @@ def _header(launch: Launch, node: NodeLaunch) -> list[str]:
     general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
     if general:
         lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
-    return lines + ["#", "# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh", ""]
+    example = f"HF_HOME=/data/hf ./{script_name(launch, node)}"
+    return lines + ["#", f"# Override any setting below from the environment, e.g. {example}", ""]
 
 
 def _steps(plan: Plan, key: str) -> list[str]:
@@ -79,11 +80,13 @@ def _steps(plan: Plan, key: str) -> list[str]:
 
 def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
     refs: dict[str, EnvRef] = {}
-    for arg in (*[v for _, v in node.env], *node.vllm_argv, *node.ray_argv, launch.head, node.address):
+    addresses = (launch.head, node.address) if len(launch.nodes) > 1 else ()
+    for arg in (*[v for _, v in node.env], *node.vllm_argv, *node.ray_argv, *addresses):
         if isinstance(arg, EnvRef):
             refs.setdefault(arg.name, arg)
     order = sorted(refs.values(), key=lambda r: (r.shell_default is not None, r.name != "HEAD_ADDR", r.name))
-    lines = [f'{r.name}="${{{r.name}:-{r.shell_default or r.default}}}"' for r in order]
+    lines = [_setting(r) for r in order]
+    lines += [c for r in order if _required(r) for c in _require(launch, node, r)]
     lines += ['HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"',
               'IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on',
               f"CONTAINER=sparkadvisor-vllm-node{node.rank}", f"IMAGE={sh_arg(launch.image)}",
@@ -96,6 +99,28 @@ def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
     if node.ray_argv:
         lines += [f"RAY_ARGS=({sh_words(node.ray_argv)})"]
     return lines
+
+
+def _required(ref: EnvRef) -> bool:
+    """An address nobody gave (a named placeholder): the script must not run until it is set."""
+    return ref.shell_default is None and is_placeholder(ref.default)
+
+
+def _setting(ref: EnvRef) -> str:
+    if _required(ref):
+        return f'{ref.name}="${{{ref.name}:-}}"  # required: no address was exported for it'
+    return f'{ref.name}="${{{ref.name}:-{ref.shell_default or ref.default}}}"'
+
+
+def _require(launch: Launch, node: NodeLaunch, ref: EnvRef) -> list[str]:
+    """Stop before anything runs while a required address is unset (IGNORE_CHECKS does not skip this)."""
+    script = script_name(launch, node)
+    if ref.name == "HEAD_ADDR":
+        what, option = "the head node's ConnectX-7 address", "--head-addr ADDR"
+    else:
+        what, option = f"this node's own ConnectX-7 address (worker {node.rank})", "--worker-addrs ADDR,..."
+    message = (f"{ref.name} is not set: run {ref.name}=ADDR ./{script} with {what}, or export again with {option}")
+    return [f'if [ -z "${ref.name}" ]; then printf \'%s\\n\' {sh_arg(message)} >&2; exit 2; fi']
 
 
 def _array(name: str, launch: Launch, options: tuple[Option, ...]) -> list[str]:
@@ -235,7 +260,8 @@ def _launch(launch: Launch, node: NodeLaunch) -> list[str]:
     port = launch.options.port
     lines = [c for n in notes_of(launch, "slow-cold-load") for c in comment(n.text)]
     if node.rank == 0:
-        lines.append(f'say "when it has loaded: curl -fsS http://$HEAD_ADDR:{port}/health"')
+        host = "$HEAD_ADDR" if len(launch.nodes) > 1 else "localhost"
+        lines.append(f'say "when it has loaded: curl -fsS http://{host}:{port}/health"')
     if not node.ray_argv:
         return lines + ['exec docker run --rm "${DOCKER_ARGS[@]}" --entrypoint vllm "$IMAGE" serve "${VLLM_ARGS[@]}"']
     lines += ['if ! docker run --rm --entrypoint ray "$IMAGE" --version >/dev/null; then',

@@ -32,8 +32,20 @@ LAUNCHERS: tuple[Launcher, ...] = ("native", "ray")
 ray: NVIDIA's playbook; Ray ships neither with vLLM 0.33 nor in NGC 26.05 (research/ecosystem.md)."""
 DEFAULT_IMAGE = f"vllm/vllm-openai:v{vllm_version()}"
 """Used when no recipe names an image: the vLLM whose flag list every export is checked against."""
-ADDRESS_PREFIX = "192.168.100."
-"""Example addresses on the ConnectX-7 link (node r at .10+r); scripts read HEAD_ADDR/NODE_ADDR."""
+PLACEHOLDER_HOST = "head-address-placeholder.invalid"
+"""Stands in for the head's address when none was given: the name says what it is, and the
+reserved .invalid domain (RFC 2606) never resolves, so what uses it fails loudly instead of
+reaching some other machine. The scripts refuse to run until HEAD_ADDR is set."""
+
+
+def worker_placeholder(rank: int) -> str:
+    """What stands in for worker `rank`'s address when --worker-addrs was not given."""
+    return f"worker-{rank}-address-placeholder.invalid"
+
+
+def is_placeholder(address: str) -> bool:
+    """True for a stand-in address (PLACEHOLDER_HOST, worker_placeholder), never a real one."""
+    return address.endswith("-address-placeholder.invalid")
 CX7_NETDEV = "enp1s0f1np1"
 """The first ConnectX-7 netdev (pick the "(Up)" one from ibdev2netdev); NVIDIA's playbook default."""
 ROCE_DEVICES = "rocep1s0f1,roceP2p1s0f1"
@@ -61,15 +73,15 @@ class ExportOptions:
     port: int = 8000
     """The API port on the head node."""
     head_addr: str | None = None
-    """The head node's address as Claude Code and the workers reach it; None keeps the example address."""
+    """The head node's address as Claude Code and the workers reach it; None: a named placeholder."""
     worker_addrs: tuple[str, ...] = ()
-    """Each worker's ConnectX-7 address, rank 1 first; empty keeps the example addresses."""
+    """Each worker's ConnectX-7 address, rank 1 first; empty: named placeholders."""
     nic: str | None = None
     """The ConnectX-7 netdev NCCL and Gloo use; None keeps NVIDIA's playbook default."""
 
     @property
     def placeholder_head(self) -> bool:
-        """True when no head address was given and the example one stands in."""
+        """True when no head address was given and PLACEHOLDER_HOST stands in."""
         return self.head_addr is None
 
 
@@ -156,7 +168,7 @@ def build_launch(plan: Plan, options: ExportOptions = DEFAULT_OPTIONS) -> Launch
     """The launch for a plan, or ExportError when the plan cannot run as computed."""
     _check(plan, options)
     nodes = plan.cluster.nodes
-    head = EnvRef("HEAD_ADDR", options.head_addr or f"{ADDRESS_PREFIX}10")
+    head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
     served = served_model_name(plan)
     common = model_options(plan, served)
     extra, dropped = extra_args(plan, common)
@@ -251,7 +263,11 @@ def _check_values(positional: list[str], launches: tuple[NodeLaunch, ...]) -> No
 def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: list[Option]) -> NodeLaunch:
     nodes = plan.cluster.nodes
     given = options.head_addr if rank == 0 else _worker_addr(options, rank)
-    address = EnvRef("NODE_ADDR", given or f"{ADDRESS_PREFIX}{10 + rank}")
+    if given:
+        address = EnvRef("NODE_ADDR", given)
+    else:  # the head is at HEAD_ADDR; a worker's own address has nothing to derive from
+        address = EnvRef("NODE_ADDR", head.default, "$HEAD_ADDR") if rank == 0 else \
+            EnvRef("NODE_ADDR", worker_placeholder(rank))
     role: Literal["head", "worker"] = "head" if rank == 0 else "worker"
     ray = options.launcher == "ray" and nodes > 1
     serve: tuple[Option, ...] = ()
@@ -265,10 +281,11 @@ def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: l
                     else ("start", "--block", "--address",
                           EnvRef("RAY_HEAD", f"{head.default}:{RAY_PORT}", f"$HEAD_ADDR:{RAY_PORT}"),
                           "--node-ip-address", address))
-    at = f"$HEAD_ADDR:{options.port}, example {head.default}" if options.placeholder_head else \
+    at = f"$HEAD_ADDR:{options.port}, the address you set" if options.placeholder_head else \
         f"{head.default}:{options.port}"
+    own = "at $NODE_ADDR, the address you set" if is_placeholder(address.default) else address.default
     hint = (f"spark-{rank + 1} (head: serves the API at {at})" if rank == 0
-            else f"spark-{rank + 1} (worker {rank}, {address.default})")
+            else f"spark-{rank + 1} (worker {rank}, {own})")
     return NodeLaunch(rank, role, hint, address, _env(nodes, ray, head, address, options), serve, ray_argv)
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # sparkadvisor export: GLM-5.3-Flash (RedHatAI/GLM-5.3-Flash-NVFP4) on 2 x DGX Spark, Agentic (Claude Code)
 # workload.
-# This script: node 0 of 2, spark-1 (head: serves the API at $HEAD_ADDR:8000, example 192.168.100.10). Run
-# each node's script on its own Spark; launcher: native.
+# This script: node 0 of 2, spark-1 (head: serves the API at $HEAD_ADDR:8000, the address you set). Run each
+# node's script on its own Spark; launcher: native.
 # Recipe: tonyd2wild: GLM-5.3-Flash NVFP4 + DFlash2, TP2 [glm-5.3-flash-tonyd2wild-tp2].
 #
 # The plan (the numbers sparkadvisor showed):
@@ -32,14 +32,15 @@
 # Caveats:
 #   slow-cold-load (info): a cold load takes about 15 minutes (shard loading dominates)
 #
-# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
+# Override any setting below from the environment, e.g. HF_HOME=/data/hf ./node0-head.sh
 
 set -euo pipefail
 
-HEAD_ADDR="${HEAD_ADDR:-192.168.100.10}"
+HEAD_ADDR="${HEAD_ADDR:-}"  # required: no address was exported for it
 CX7_NETDEV="${CX7_NETDEV:-enp1s0f1np1}"
 NCCL_IB_HCA="${NCCL_IB_HCA:-rocep1s0f1,roceP2p1s0f1}"
-NODE_ADDR="${NODE_ADDR:-192.168.100.10}"
+NODE_ADDR="${NODE_ADDR:-$HEAD_ADDR}"
+if [ -z "$HEAD_ADDR" ]; then printf '%s\n' 'HEAD_ADDR is not set: run HEAD_ADDR=ADDR ./node0-head.sh with the head node'"'"'s ConnectX-7 address, or export again with --head-addr ADDR' >&2; exit 2; fi
 HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"
 IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
 CONTAINER=sparkadvisor-vllm-node0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # sparkadvisor export: Qwen3.8-Flash-Next (nvidia/Qwen3.8-Flash-Next-NVFP4) on 2 x DGX Spark, Agentic (Claude
 # Code) workload.
-# This script: node 1 of 2, spark-2 (worker 1, 192.168.100.11). Run each node's script on its own Spark;
-# launcher: native.
+# This script: node 1 of 2, spark-2 (worker 1, at $NODE_ADDR, the address you set). Run each node's script on
+# its own Spark; launcher: native.
 # Recipe: tonyd2wild: Qwen3.8-Flash-Next NVFP4, TP2 SPEED profile [qwen3.8-flash-next-tonyd2wild-tp2].
 #
 # The plan (the numbers sparkadvisor showed):
@@ -34,14 +34,16 @@
 #   spec-decode-cache-miss (info): with MTP on, the first identical repeat of a request misses the prefix
 #   cache (hybrid state and MTP draft state are aligned differently); the second repeat hits
 #
-# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
+# Override any setting below from the environment, e.g. HF_HOME=/data/hf ./node1-worker.sh
 
 set -euo pipefail
 
-HEAD_ADDR="${HEAD_ADDR:-192.168.100.10}"
+HEAD_ADDR="${HEAD_ADDR:-}"  # required: no address was exported for it
 CX7_NETDEV="${CX7_NETDEV:-enp1s0f1np1}"
 NCCL_IB_HCA="${NCCL_IB_HCA:-rocep1s0f1,roceP2p1s0f1}"
-NODE_ADDR="${NODE_ADDR:-192.168.100.11}"
+NODE_ADDR="${NODE_ADDR:-}"  # required: no address was exported for it
+if [ -z "$HEAD_ADDR" ]; then printf '%s\n' 'HEAD_ADDR is not set: run HEAD_ADDR=ADDR ./node1-worker.sh with the head node'"'"'s ConnectX-7 address, or export again with --head-addr ADDR' >&2; exit 2; fi
+if [ -z "$NODE_ADDR" ]; then printf '%s\n' 'NODE_ADDR is not set: run NODE_ADDR=ADDR ./node1-worker.sh with this node'"'"'s own ConnectX-7 address (worker 1), or export again with --worker-addrs ADDR,...' >&2; exit 2; fi
 HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"
 IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
 CONTAINER=sparkadvisor-vllm-node1

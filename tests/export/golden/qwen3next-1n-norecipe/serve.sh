@@ -27,12 +27,10 @@
 #   100,000-token prompt): 40 s.
 #   3.0 s + 200 tokens / 34.2 tok/s = 8.9 s per turn.
 #
-# Override any setting below from the environment, e.g. HEAD_ADDR=10.0.0.1 ./script.sh
+# Override any setting below from the environment, e.g. HF_HOME=/data/hf ./serve.sh
 
 set -euo pipefail
 
-HEAD_ADDR="${HEAD_ADDR:-192.168.100.10}"
-NODE_ADDR="${NODE_ADDR:-192.168.100.10}"
 HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"
 IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
 CONTAINER=sparkadvisor-vllm-node0
@@ -89,5 +87,5 @@ DOCKER_ARGS=(
   -e HF_HUB_OFFLINE=1
 )
 
-say "when it has loaded: curl -fsS http://$HEAD_ADDR:8000/health"
+say "when it has loaded: curl -fsS http://localhost:8000/health"
 exec docker run --rm "${DOCKER_ARGS[@]}" --entrypoint vllm "$IMAGE" serve "${VLLM_ARGS[@]}"
