@@ -142,8 +142,9 @@ def test_a_terminal_gets_the_columns_that_fit_and_the_rest_named(capsys, monkeyp
 
 
 def test_an_hour_long_first_token_reads_in_hours_not_thousands_of_minutes(capsys):
+    # Builds that do not fit show - for both; a cold million-token prompt takes hours on those that do.
     rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "1", "--context", "1000000",
-                                               "--format", "tsv")), delimiter="\t"))
+                                               "--prefix-reuse", "0", "--format", "tsv")), delimiter="\t"))
     durations = [row[column] for row in rows for column in ("1st token", "turn") if row[column] != "-"]
     minutes = [int(m) for cell in durations for m in re.findall(r"^(\d+) min \d\d s$", cell)]
     assert minutes and max(minutes) < 60, "past an hour a duration is written in hours"
@@ -162,3 +163,19 @@ def test_linear_state_slots_under_pipeline_parallelism_are_the_most_loaded_stage
     assert main(["show", "glm-5.3-flash-nvfp4-redhat", "--nodes", "2"]) == 0
     assert "linear-attention states 44 layer slots (layers padded to whole KV-cache groups) x 2.07 MiB" \
            in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_build_that_does_not_fit_shows_no_speed_and_passes_no_speed_target(capsys):
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "1", "--format", "tsv")), delimiter="\t"))
+    glm = next(r for r in rows if r["model"] == "GLM-5.3-Flash" and r["build"] == "RedHatAI NVFP4")
+    assert glm["fit"] == "needs 2 nodes"
+    assert [glm[c] for c in ("tok/s", "1st token", "turn", "KV pool", "ceiling")] == ["-"] * 5
+    assert main(["show", "glm-5.3-flash-nvfp4-redhat", "--nodes", "1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "KV pool [derived] None: the weights do not fit on 1 node" in out
+    assert "expected decode [estimated] Not here: it does not fit on 1 node. If it did: One step:" in out
+    assert "no decode: it does not fit on 1 node (MISSED)" in out and "(met); no first token" in out
+    # On two nodes it fits, and the same figures are plain numbers again.
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "2", "--format", "tsv")), delimiter="\t"))
+    glm = next(r for r in rows if r["model"] == "GLM-5.3-Flash" and r["build"] == "RedHatAI NVFP4")
+    assert glm["fit"].startswith("fits") and re.fullmatch(r"\d+ \(\d+-\d+\)", glm["tok/s"])

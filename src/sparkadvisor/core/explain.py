@@ -55,7 +55,19 @@ def explain(plan: Plan) -> tuple[Step, ...]:
     steps += [_turn(plan), _targets(plan), _capability(plan)]
     steps += [Step("caveat", f"caveat: {badge(c)}", f"{c.explanation} ({c.severity})", "stated", c.severity)
               for c in by_severity(plan.caveats)]
+    if not plan.fits:
+        steps = [_as_if_it_fit(s, plan) if s.key in _SPEED_STEPS else s for s in steps]
     return tuple(s for s in steps if s is not None)
+
+
+_SPEED_STEPS = frozenset({"ceiling", "expected", "ttft", "turn"})
+"""The figures a build has only once it loads: the table shows - for them where it does not fit."""
+
+
+def _as_if_it_fit(step: Step, plan: Plan) -> Step:
+    nodes = plural(plan.cluster.nodes, "node")
+    return Step(step.key, step.title, f"Not here: it does not fit on {nodes}. If it did: {step.text}", step.basis,
+                step.severity)
 
 
 def _context(plan: Plan) -> Step:
@@ -279,7 +291,10 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
 def _pool(plan: Plan) -> Step:
     pool, w = plan.kv_pool_tokens, plan.workload
     measured = plan.kv_pool_measured
-    if pool is None:
+    if not plan.fits and measured is None:
+        text, basis = (f"None: the weights do not fit on {plural(plan.cluster.nodes, 'node')}, so vLLM has no "
+                       "memory left for a KV cache."), "derived"
+    elif pool is None:
         text, basis = "The KV pool is unknown.", "unknown"
     else:
         per_token = plan.kv_bytes_per_token or 0

@@ -51,7 +51,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("flags", "flags", help="one glyph per caveat severity present, then the most severe caveat"),
     Column("fit", "fit", help="fits with X GiB per node left, fits by a recipe, or the nodes it needs"),
     Column("expected", "tok/s", True, "expected decode speed, one stream, with its 80% range (from the model's "
-           "errors on measurements left out of its fit)"),
+           "errors on measurements left out of its fit); - where the build does not fit"),
     Column("ttft", "1st token", True, "time to the first token of a turn, with prefix caching as it runs"),
     Column("turn", "turn", True, "first token plus the output at the decode speed"),
     Column("kv_pool", "KV pool", True, "tokens the KV cache holds; * measured by a recipe"),
@@ -138,11 +138,12 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "flags": flags_cell(plan),
         "fit": fit_cell(ranked),
         "kv_pool": pool_text if plan.fits else "-",
-        "ceiling": _speed(d.ceiling_tok_s if d else None),
-        "expected": (f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})" if d else "unknown"),
+        "ceiling": _speed(d.ceiling_tok_s if d else None) if plan.fits else "-",
+        "expected": ((f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})" if d else "unknown")
+                     if plan.fits else "-"),
         "measured": measured_cell(plan),
-        "ttft": fmt_seconds(plan.ttft_s),
-        "turn": fmt_seconds(plan.turn_s),
+        "ttft": fmt_seconds(plan.ttft_s) if plan.fits else "-",
+        "turn": fmt_seconds(plan.turn_s) if plan.fits else "-",
         "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
 
@@ -150,8 +151,13 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
 def _decode_value(attribute: str) -> Callable[[Ranked], float | None]:
     def value(ranked: Ranked) -> float | None:
         d = ranked.plan.decode
-        return getattr(d, attribute) if d else None
+        return getattr(d, attribute) if d and ranked.plan.fits else None
     return value
+
+
+def _if_fits(figure: Callable[[Plan], float | None]) -> Callable[[Ranked], float | None]:
+    """A figure that only a build that loads has: sorted with the unknowns (its cell shows -) otherwise."""
+    return lambda ranked: figure(ranked.plan) if ranked.plan.fits else None
 
 
 def _kv_pool(ranked: Ranked) -> float | None:
@@ -171,8 +177,8 @@ SORT_KEYS: dict[str, Callable[[Ranked], float | str | None]] = {
     "flags": _flags,
     "fit": lambda r: r.plan.budget.left_bytes if r.plan.fits else None,
     "expected": _decode_value("expected_tok_s"),
-    "ttft": lambda r: r.plan.ttft_s,
-    "turn": lambda r: r.plan.turn_s,
+    "ttft": _if_fits(lambda plan: plan.ttft_s),
+    "turn": _if_fits(lambda plan: plan.turn_s),
     "kv_pool": _kv_pool,
     "ceiling": _decode_value("ceiling_tok_s"),
     "measured": lambda r: r.plan.decode_measured.value if r.plan.decode_measured else None,

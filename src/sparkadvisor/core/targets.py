@@ -114,8 +114,15 @@ def _recomputes_every_turn(plan: Plan) -> bool:
     return plan.workload.kind == "agentic" and not plan.first.prefix_caching
 
 
+def _not_here(plan: Plan) -> str:
+    """What a figure of a build that cannot load on these nodes says instead of a number."""
+    return f"it does not fit on {plural(plan.cluster.nodes, 'node')}"
+
+
 def _first_token(plan: Plan) -> Status:
     ttft = plan.first.ttft_s
+    if not plan.fits:
+        return "missed"
     if _recomputes_every_turn(plan):
         return "missed"
     if ttft is None:
@@ -125,6 +132,8 @@ def _first_token(plan: Plan) -> Status:
 
 def _first_token_text(plan: Plan, status: Status) -> str:
     ttft, target = plan.first.ttft_s, plan.workload.first_token_target_s
+    if not plan.fits:
+        return f"no first token: {_not_here(plan)}"
     if _recomputes_every_turn(plan):
         return (f"first token {fmt_seconds(ttft)}: prefix caching is off ({prefix_off_cite(plan)}), every turn "
                 f"recomputes {plan.first.uncached_tokens:,} tokens")
@@ -145,6 +154,8 @@ def prefix_off_cite(plan: Plan) -> str:
 
 def _turn(plan: Plan) -> Status:
     turn = plan.turn_s
+    if not plan.fits:
+        return "missed"
     if turn is None:
         return "unknown"
     return "missed" if turn > plan.workload.turn_target_s else "met"
@@ -152,6 +163,8 @@ def _turn(plan: Plan) -> Status:
 
 def _turn_text(plan: Plan, status: Status) -> str:
     turn, target = plan.turn_s, plan.workload.turn_target_s
+    if not plan.fits:
+        return f"no turns: {_not_here(plan)}"
     if status == "unknown":
         return "time per turn unknown"
     if status == "missed":
@@ -161,6 +174,8 @@ def _turn_text(plan: Plan, status: Status) -> str:
 
 def _decode(plan: Plan) -> Status:
     speed = plan.speed.tok_s
+    if not plan.fits:
+        return "missed"
     if speed is None:
         return "unknown"
     return "missed" if speed < plan.workload.decode_target_tok_s else "met"
@@ -168,6 +183,8 @@ def _decode(plan: Plan) -> Status:
 
 def _decode_text(plan: Plan, status: Status) -> str:
     speed, target = plan.speed.tok_s, plan.workload.decode_target_tok_s
+    if not plan.fits:
+        return f"no decode: {_not_here(plan)}"
     if status == "unknown":
         return "decode speed unknown"
     if status == "missed":
@@ -177,6 +194,8 @@ def _decode_text(plan: Plan, status: Status) -> str:
 
 def _sessions(plan: Plan) -> Status:
     sessions = plan.pool.sessions
+    if not plan.fits:
+        return "missed"
     if sessions is None:
         return "unknown"
     return "missed" if sessions == 0 else "met"
@@ -184,6 +203,8 @@ def _sessions(plan: Plan) -> Status:
 
 def _sessions_text(plan: Plan, status: Status) -> str:
     tokens, sessions = plan.workload.context_tokens, plan.pool.sessions
+    if not plan.fits:
+        return f"no room for one {tokens:,}-token session: {_not_here(plan)}"
     if status == "unknown":
         return f"room for a {tokens:,}-token session unknown (KV size unknown)"
     if status == "missed":
