@@ -91,3 +91,25 @@ async def test_the_import_dialog_shows_its_force_option_whole_and_no_pulse_at_80
         assert force.content_region.width >= 4 + cell_len(str(force.label))
         bar = app.screen.query_one(ProgressBar)
         assert bar.total is not None and bar.progress == 0
+
+
+async def test_the_assumptions_panel_shows_the_highlighted_builds_figures_as_you_type_at_80_columns(make_app) -> None:
+    from textual.widgets import Input, Static
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.screen
+        build = main.table.highlighted_build
+        before = main.ranking.cells[build]["ttft"]
+        await pilot.press("a")
+        await pilot.pause()
+        editor = app.screen
+        effect = editor.query_one("#assumptions-effect", Static)
+        # At 80 columns the panel covers the table's figures: it says them itself.
+        assert f"first token {before}" in str(effect.render())
+        editor.query_one("#context_tokens", Input).value = "20000"
+        await pilot.pause()
+        after = main.ranking.cells[build]["ttft"]
+        assert after != before and f"first token {after}" in str(effect.render())
+        panel = editor.query_one("#assumptions")
+        assert panel.scroll_y == 0 and effect.region.bottom <= panel.region.bottom  # on screen, not scrolled off

@@ -23,3 +23,10 @@ def test_weights_beyond_vllms_share_say_by_how_much(index) -> None:
 def test_a_build_that_fits_keeps_its_figures(index) -> None:
     text = legend(index, "glm-5.3-flash-nvfp4-redhat", 2)
     assert text == "█ weights 92.2 ▓ KV 6.0 ▒ runtime 6.7 ░ free 16.7 GiB"
+
+
+def test_a_build_a_recipe_runs_against_the_arithmetic_says_so_beside_the_shortfall(index) -> None:
+    plan = evaluate_build(index, index.builds["qwen3.5-397b-a17b-q8-unsloth"], Cluster(index.hardware["dgx-spark"], 2),
+                          AGENTIC)
+    text = bar_content(plan.budget, 72, by_recipe=True).plain.split("\n")[2]
+    assert "weights exceed vLLM's 103.4 GiB by 92.9 GiB in the arithmetic; the recipe runs it" in text

@@ -93,35 +93,50 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
     BINDINGS = [Binding("escape", "dismiss", "Close", id="assumptions.close", tooltip="Close; the valid values stay"),
                 Binding("tab", "app.focus_next", "Next field", id="assumptions.next", tooltip="The next field")]
 
-    def __init__(self, workload: Workload, settings: Settings, min_capability: float | None, on_change: OnChange):
+    def __init__(self, workload: Workload, settings: Settings, min_capability: float | None, on_change: OnChange,
+                 summary: Callable[[], str] | None = None):
         super().__init__()
         self.keep_early_keys()
         self.workload = workload
         self.settings = settings
         self.min_capability = min_capability
         self.on_change = on_change
+        self.summary = summary
+        """The highlighted build's figures now: at 80 columns this panel covers the table's."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="assumptions", can_focus=False):
             yield Static(f"{self.workload.label}: assumptions", id="assumptions-title")
+            yield Static("", id="assumptions-effect", markup=False)
             for field in FIELDS:
                 yield Label(field.label, markup=False)
                 suggester = SuggestFromList(list(KV_DTYPE_BYTES)) if field.key == "kv_cache_dtype" else None
                 yield Input(initial_text(self.workload, self.settings, self.min_capability, field.key), id=field.key,
                             suggester=suggester, compact=True)
-                yield Label("", id=f"{field.key}-error", classes="error", markup=False)  # it quotes what was typed
+                error = Label("", id=f"{field.key}-error", classes="error", markup=False)  # it quotes what was typed
+                error.display = False
+                yield error
             yield Static("Esc or Enter closes. Every valid change re-ranks at once.", id="assumptions-help")
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self._show_effect()
         self.ready()
+
+    def _show_effect(self) -> None:
+        effect = self.query_one("#assumptions-effect", Static)
+        effect.display = self.summary is not None
+        if self.summary is not None:
+            effect.update(safe_text(self.summary()))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         texts = {f.key: self.query_one(f"#{f.key}", Input).value for f in FIELDS}
         values, errors = parse_fields(texts)
         for field in FIELDS:
             self.query_one(f"#{field.key}", Input).set_class(field.key in errors, "-invalid")
-            self.query_one(f"#{field.key}-error", Label).update(safe_text(errors.get(field.key, "")))
+            error = self.query_one(f"#{field.key}-error", Label)
+            error.update(safe_text(errors.get(field.key, "")))
+            error.display = field.key in errors  # an empty one would take a line that 80x24 needs
         if errors:
             return
         changes = {k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens")}
@@ -132,6 +147,7 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
         if (workload, settings, minimum) != (self.workload, self.settings, self.min_capability):
             self.workload, self.settings, self.min_capability = workload, settings, minimum
             self.on_change(workload, settings, minimum)
+            self._show_effect()
 
     def on_input_submitted(self) -> None:
         self.dismiss()

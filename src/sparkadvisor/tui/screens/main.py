@@ -292,7 +292,18 @@ class MainScreen(Screen[None]):
         from sparkadvisor.tui.screens.assumptions import AssumptionsScreen
 
         self.app.push_screen(AssumptionsScreen(self.scenario.workload, self.scenario.settings,
-                                                 self.scenario.min_capability, self.set_assumptions))
+                                                 self.scenario.min_capability, self.set_assumptions,
+                                                 self.highlighted_summary))
+
+    def highlighted_summary(self) -> str:
+        """The highlighted build's decision in one line, for the assumptions panel that covers the table."""
+        build = self.table.highlighted_build
+        if build is None or build not in self.ranking.cells:
+            return "No build is highlighted."
+        c = self.ranking.cells[build]
+        place = f"rank {c['rank']}" if c["rank"] != "-" else "excluded"
+        return (f"{c['model']} {c['build']}: {place} · {c['fit']} · {c['expected']} tok/s · "
+                f"first token {c['ttft']} · turn {c['turn']}")
 
     # --- the view -------------------------------------------------------------------
 

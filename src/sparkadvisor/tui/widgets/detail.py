@@ -117,8 +117,8 @@ def sections(item: Ranked, plans: tuple[Ranked, ...],
     """(pictures, words, stacked): title, memory bar, sweep and speeds; caveats, the arithmetic
     and recipes; and in one column, the caveats right after the title."""
     title, caveats = title_content(item), caveats_content(item, index)
-    pictures: list[Section] = [partial(bar_content, item.plan.budget), sweep_content(plans, item.plan.cluster.nodes),
-                               speed_content(item)]
+    bar = partial(bar_content, item.plan.budget, by_recipe=item.plan.fit_by_recipe)
+    pictures: list[Section] = [bar, sweep_content(plans, item.plan.cluster.nodes), speed_content(item)]
     words: list[Section] = [steps_content(item), recipes_content(item, index)]
     return [title, *pictures], [caveats, *words], [title, caveats, *pictures, *words]
 

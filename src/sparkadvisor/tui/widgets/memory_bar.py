@@ -47,8 +47,9 @@ def segment_widths(values: list[float], width: int) -> list[int]:
     return cells
 
 
-def bar_content(budget: Budget, width: int) -> Content:
-    """The per-node memory of a plan in `width` cells: a title, the bar, and its legend."""
+def bar_content(budget: Budget, width: int, by_recipe: bool = False) -> Content:
+    """The per-node memory of a plan in `width` cells: a title, the bar, and its legend. `by_recipe`:
+    a recipe runs the build although the arithmetic says it does not fit (its shortfall is then a warning)."""
     segments = parts(budget)
     usable = budget.usable_bytes / GiB
     widths = segment_widths([p.gib for p in segments], max(width, 10))
@@ -57,7 +58,7 @@ def bar_content(budget: Budget, width: int) -> Content:
             f"{budget.engine_bytes / GiB:.1f} GiB"
     legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {_amount(p, budget)}")
                                for p in segments if p.label != "free" or budget.left_bytes >= 0) + " GiB"
-    return Content("\n").join([Content.assemble((title, "bold")), bar, legend + _shortfall(budget)])
+    return Content("\n").join([Content.assemble((title, "bold")), bar, legend + _shortfall(budget, by_recipe)])
 
 
 def _amount(part: Part, budget: Budget) -> str:
@@ -65,11 +66,14 @@ def _amount(part: Part, budget: Budget) -> str:
     return "none" if part.label == "KV" and budget.kv_bytes <= 0 else f"{part.gib:.1f}"
 
 
-def _shortfall(budget: Budget) -> Content:
+def _shortfall(budget: Budget, by_recipe: bool = False) -> Content:
     """What does not fit, in the words of the arithmetic's fit step; empty when it all fits."""
     if budget.left_bytes < 0:
-        return Content.assemble(" · ", (f"weights exceed vLLM's {budget.engine_bytes / GiB:.1f} GiB by "
-                                        f"{-budget.left_bytes / GiB:.1f} GiB", "bold $error"))
-    if budget.kv_bytes <= 0:
-        return Content.assemble(" · ", ("no room left for the KV cache", "bold $error"))
-    return Content("")
+        words = f"weights exceed vLLM's {budget.engine_bytes / GiB:.1f} GiB by {-budget.left_bytes / GiB:.1f} GiB"
+    elif budget.kv_bytes <= 0:
+        words = "no room left for the KV cache"
+    else:
+        return Content("")
+    if by_recipe:
+        return Content.assemble(" · ", (f"{words} in the arithmetic; the recipe runs it", "bold $warning"))
+    return Content.assemble(" · ", (words, "bold $error"))
