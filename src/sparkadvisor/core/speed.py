@@ -384,16 +384,46 @@ def link_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
     return (tp_us + pp_us) / 1e3
 
 
-def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float, float]:
-    """(weights, KV, draft milliseconds, routed experts touched) of one pass on one node."""
-    effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
-    params, touched = params_read_per_pass(inputs, inputs.tokens_verified, c.expert_spread)
-    read = params * inputs.stored_bits / 8 / inputs.tp / effective * 1e3
-    weights_ms = read * (1 + c.weight_penalty.get(inputs.weight_class, 0.0))
+@record(kw_only=False)
+class PassCost:
+    """What one decode pass costs beside reading the weights: the same for every weight format of a
+    model under one recipe, split, context and stream count (a ranking works it out once per model)."""
+
+    params_read: float
+    """Parameters the pass reads (the union of the experts a batch routes to)."""
+    experts_read: float
+    """Routed experts per layer it touches (0 for a dense model)."""
+    kv_ms: float
+    compute_ms: float
+    spec_ms: float
+    fixed_ms: float
+    allreduce_ms: float
+    tokens_per_pass: float
+    """Tokens one pass yields per stream."""
+
+
+def pass_cost(inputs: DecodeInputs, c: SpeedConstants) -> PassCost:
+    """The terms of a pass that the weights' format does not change."""
+    verified = inputs.tokens_verified
+    params, touched = params_read_per_pass(inputs, verified, c.expert_spread)
     # Pipeline stages run one after another for a single stream: each reads its own KV.
     kv_ms = inputs.kv_bytes_read * inputs.streams * inputs.pp / 1e9 * c.kv_ms_per_gb
+    compute = verified * 2 * inputs.active_params / inputs.tp / 1e9 * c.compute_ms_per_gflop
+    spec = inputs.drafter_steps * c.spec_ms_per_step if inputs.spec_tokens else 0.0
+    return PassCost(params, touched, kv_ms, compute, spec, fixed_ms(inputs, c), link_ms(inputs, c),
+                    tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance))
+
+
+def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants,
+            cost: PassCost | None = None) -> tuple[float, float, float, float]:
+    """(weights, KV, draft milliseconds, routed experts touched) of one pass on one node (`cost`: the
+    pass's `pass_cost`, when already worked out)."""
+    cost = cost if cost is not None else pass_cost(inputs, c)
+    effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
+    read = cost.params_read * inputs.stored_bits / 8 / inputs.tp / effective * 1e3
+    weights_ms = read * (1 + c.weight_penalty.get(inputs.weight_class, 0.0))
     draft_ms = inputs.draft_bytes_per_pass / effective * 1e3
-    return weights_ms, kv_ms, draft_ms, touched
+    return weights_ms, cost.kv_ms, draft_ms, cost.experts_read
 
 
 def fixed_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
@@ -402,15 +432,16 @@ def fixed_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
     return c.fixed_ms * inputs.pp + per_layer * (inputs.layers or 0)
 
 
-def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: SpeedConstants) -> DecodeEstimate:
+def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: SpeedConstants,
+                    cost: PassCost | None = None) -> DecodeEstimate:
     """The expected decode speed with its range, from the calibrated spread of the model's errors.
-    Without speculation the high end never passes the ceiling (nothing beats reading the weights)."""
+    Without speculation the high end never passes the ceiling (nothing beats reading the weights).
+    `cost` is the pass's `pass_cost`, when already worked out."""
     c = constants
-    weights, kv, draft, touched = read_ms(inputs, bandwidth_gb_s, c)
-    compute = inputs.tokens_verified * 2 * inputs.active_params / inputs.tp / 1e9 * c.compute_ms_per_gflop
-    spec = inputs.drafter_steps * c.spec_ms_per_step if inputs.spec_tokens else 0.0
-    fixed, allreduce = fixed_ms(inputs, c), link_ms(inputs, c)
-    tokens = tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance)
+    cost = cost if cost is not None else pass_cost(inputs, c)
+    weights, kv, draft, touched = read_ms(inputs, bandwidth_gb_s, c, cost)
+    compute, spec, fixed, allreduce = cost.compute_ms, cost.spec_ms, cost.fixed_ms, cost.allreduce_ms
+    tokens = cost.tokens_per_pass
     bits = ceiling_bits(inputs)
     ceiling = decode_ceiling(inputs.active_params, bits, inputs.tp, bandwidth_gb_s)
     step = weights + kv + draft + fixed + spec + compute + allreduce
@@ -690,9 +721,12 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
     """Each term of one prompt token's time, or None without a rate for its precision."""
     by_path = p.gflop_by_precision(c.expert_prefill_factor)
     rates = c.prefill_ms_per_gflop
-    if any(rates.get(path) is None for path in by_path):
-        return None
-    gemm_ms = sum(gflop * (rates[path] or 0.0) for path, gflop in by_path.items())
+    gemm_ms = 0.0
+    for path, gflop in by_path.items():  # one or two paths: a loop, not generators (once a build)
+        rate = rates.get(path)
+        if rate is None:
+            return None
+        gemm_ms += gflop * rate
     attention, indexer, logits_gb, unknown, link_ms = once(
         ("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s), _attention_terms,
         p.attention, p.attended_tokens, p.nodes, c.link_gb_s)

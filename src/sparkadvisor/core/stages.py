@@ -39,6 +39,7 @@ from sparkadvisor.core.speed import (
     estimate_decode,
     estimate_prefill,
     launch_flag,
+    pass_cost,
     prefill_chunk,
     prefill_inputs,
     weight_class,
@@ -427,7 +428,11 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
     inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, fit.tp, fit.pp, kv_read, streams)
     if inputs is not None and eager is not None:
         inputs = replace(inputs, eager=eager)
-    estimate = estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants) if inputs else None
+    estimate = None
+    if inputs is not None:  # what a pass costs beside the weights: once per model, recipe and split
+        cost = once(("decode pass", id(facts.model), id(recipe), fit.tp, fit.pp, kv_read, streams, inputs.eager,
+                     id(constants)), pass_cost, inputs, constants)
+        estimate = estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants, cost)
     same_mode = eager is None or recipe is None or eager == recipe.enforce_eager
     found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
     if not same_mode:
