@@ -85,3 +85,11 @@ def test_one_node_needs_no_address(tmp_path, capsys):
     assert 'say "when it has loaded: curl -fsS http://localhost:8000/health"' in script
     assert "no --head-addr" not in capsys.readouterr().err
     subprocess.run(["bash", "-n", str(tmp_path / "serve.sh")], check=True)
+
+
+def test_the_claude_check_asks_for_the_address_instead_of_checking_a_placeholder(tmp_path, capsys):
+    assert main([*GLM, "--format", "claude", "--out", str(tmp_path)]) == 0
+    result = subprocess.run(["bash", str(tmp_path / "claude-check.sh")], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"claude-settings.json points Claude Code at {PLACEHOLDER_HOST}, a placeholder: export "
+                             "again with --head-addr ADDR (or --gateway-url URL), then run this check\n")

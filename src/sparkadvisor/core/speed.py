@@ -419,10 +419,17 @@ def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants,
     """(weights, KV, draft milliseconds, routed experts touched) of one pass on one node (`cost`: the
     pass's `pass_cost`, when already worked out)."""
     cost = cost if cost is not None else pass_cost(inputs, c)
+    return _read_ms(cost, inputs.stored_bits, inputs.weight_class, inputs.draft_bytes_per_pass, inputs.tp,
+                    bandwidth_gb_s, c)
+
+
+def _read_ms(cost: PassCost, stored_bits: float, weight_class: str, draft_bytes: float, tp: int,
+             bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float, float]:
+    """`read_ms` from the pass cost and the fields of the inputs that the weights' format sets."""
     effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
-    read = cost.params_read * inputs.stored_bits / 8 / inputs.tp / effective * 1e3
-    weights_ms = read * (1 + c.weight_penalty.get(inputs.weight_class, 0.0))
-    draft_ms = inputs.draft_bytes_per_pass / effective * 1e3
+    read = cost.params_read * stored_bits / 8 / tp / effective * 1e3
+    weights_ms = read * (1 + c.weight_penalty.get(weight_class, 0.0))
+    draft_ms = draft_bytes / effective * 1e3
     return weights_ms, cost.kv_ms, draft_ms, cost.experts_read
 
 
@@ -437,12 +444,21 @@ def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: Spee
     """The expected decode speed with its range, from the calibrated spread of the model's errors.
     Without speculation the high end never passes the ceiling (nothing beats reading the weights).
     `cost` is the pass's `pass_cost`, when already worked out."""
-    c = constants
-    cost = cost if cost is not None else pass_cost(inputs, c)
-    weights, kv, draft, touched = read_ms(inputs, bandwidth_gb_s, c, cost)
+    cost = cost if cost is not None else pass_cost(inputs, constants)
+    return estimate_for_weights(inputs, cost, inputs.nominal_bits, inputs.stored_bits, inputs.weight_class,
+                                inputs.draft_bytes_per_pass, bandwidth_gb_s, constants)
+
+
+def estimate_for_weights(inputs: DecodeInputs, cost: PassCost, nominal_bits: float, stored_bits: float,
+                         weight_class: str, draft_bytes: float, bandwidth_gb_s: float,
+                         c: SpeedConstants) -> DecodeEstimate:
+    """`estimate_decode` for weights of their own format (nominal and stored bits, dequantization
+    path, drafter bytes per pass) with the rest of `inputs`: every build of a model shares `inputs`
+    and `cost` under one recipe, split, context and stream count, so a ranking makes them once."""
+    weights, kv, draft, touched = _read_ms(cost, stored_bits, weight_class, draft_bytes, inputs.tp, bandwidth_gb_s, c)
     compute, spec, fixed, allreduce = cost.compute_ms, cost.spec_ms, cost.fixed_ms, cost.allreduce_ms
     tokens = cost.tokens_per_pass
-    bits = ceiling_bits(inputs)
+    bits = min(nominal_bits, stored_bits)  # as `ceiling_bits`
     ceiling = decode_ceiling(inputs.active_params, bits, inputs.tp, bandwidth_gb_s)
     step = weights + kv + draft + fixed + spec + compute + allreduce
     expected = inputs.streams * tokens / step * 1e3

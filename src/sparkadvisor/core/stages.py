@@ -34,9 +34,11 @@ from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Model, Recip
 from sparkadvisor.core.speed import (
     DecodeEstimate,
     DecodeInputs,
+    PassCost,
     PrefillInputs,
     SpeedConstants,
     estimate_decode,
+    estimate_for_weights,
     estimate_prefill,
     launch_flag,
     pass_cost,
@@ -425,20 +427,42 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
     says otherwise, beside the recipe's measurement at those streams."""
     kv_read = _kv_read(pool, workload.context_tokens)
     streams = workload.streams
-    inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, fit.tp, fit.pp, kv_read, streams)
-    if inputs is not None and eager is not None:
-        inputs = replace(inputs, eager=eager)
+    mode = eager if eager is not None else bool(recipe and recipe.enforce_eager)
+    # The inputs and what a pass costs beside the weights: once per model, recipe and split in a ranking.
+    shared = once(("decode pass", id(facts.model), id(recipe), fit.tp, fit.pp, kv_read, streams, mode,
+                   id(constants)), _shared_decode, facts, recipe, fit.tp, fit.pp, kv_read, streams, mode, constants)
     estimate = None
-    if inputs is not None:  # what a pass costs beside the weights: once per model, recipe and split
-        cost = once(("decode pass", id(facts.model), id(recipe), fit.tp, fit.pp, kv_read, streams, inputs.eager,
-                     id(constants)), pass_cost, inputs, constants)
-        estimate = estimate_decode(inputs, hardware.memory_bandwidth_gb_s, constants, cost)
+    if shared is not None:
+        estimate = _estimate_for_build(facts, recipe, *shared, hardware.memory_bandwidth_gb_s, constants)
     same_mode = eager is None or recipe is None or eager == recipe.enforce_eager
     found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
     if not same_mode:
         found = None
     return DecodeSpeed(estimate=estimate, measured=found, tok_s=stream_speed(estimate, found, streams),
-                       eager=inputs.eager if inputs else bool(eager), streams=streams)
+                       eager=mode if shared is not None else bool(eager), streams=streams)
+
+
+def _shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv_read: float, streams: int,
+                   eager: bool, constants: SpeedConstants) -> tuple[DecodeInputs, PassCost] | None:
+    """This build's decode inputs in mode `eager` and their `pass_cost`, None without active parameters.
+    Only the weights' own fields differ between builds of the model (`_estimate_for_build`)."""
+    inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, tp, pp, kv_read, streams)
+    if inputs is None:
+        return None
+    if inputs.eager != eager:
+        inputs = replace(inputs, eager=eager)
+    return inputs, pass_cost(inputs, constants)
+
+
+def _estimate_for_build(facts: BuildFacts, recipe: Recipe | None, inputs: DecodeInputs, cost: PassCost,
+                        bandwidth_gb_s: float, constants: SpeedConstants) -> DecodeEstimate:
+    """The decode estimate of this build's weights, with the inputs and pass cost of the model's."""
+    weight_format, weights, active_b = facts.build.format, facts.weights, facts.model.params.active_b
+    spec = recipe.speculative if recipe else None
+    draft = (_draft_bytes(spec, weights, active_b / facts.model.params.total_b, inputs.tp)
+             if spec and active_b is not None else 0.0)
+    return estimate_for_weights(inputs, cost, FORMATS[weight_format].nominal_bits, weights.stored_bits,
+                                weight_class(weight_format), draft, bandwidth_gb_s, constants)
 
 
 def _kv_read(pool: KvPool, context_tokens: int) -> float:

@@ -72,5 +72,10 @@ def render_claude(launch: Launch) -> tuple[ExportFile, ...]:
     if uses_placeholder(launch):
         script += comment(f"{PLACEHOLDER_HOST} is a placeholder: export again with --head-addr ADDR (or set "
                           "ANTHROPIC_BASE_URL in the settings) before you rely on this.")
-    script += ["set -u", check_command(launch)]
+    if uses_placeholder(launch):  # a check of a name that never resolves would only say "NOT answering"
+        message = (f"claude-settings.json points Claude Code at {PLACEHOLDER_HOST}, a placeholder: export again "
+                   "with --head-addr ADDR (or --gateway-url URL), then run this check")
+        script += ["set -u", f"printf '%s\\n' {sh_arg(message)} >&2", "exit 2"]
+    else:
+        script += ["set -u", check_command(launch)]
     return (ExportFile("claude-settings.json", text), ExportFile("claude-check.sh", "\n".join(script) + "\n", True))

@@ -8,4 +8,5 @@
 # head-address-placeholder.invalid is a placeholder: export again with --head-addr ADDR (or set
 # ANTHROPIC_BASE_URL in the settings) before you rely on this.
 set -u
-if curl -fsS --max-time 120 http://head-address-placeholder.invalid:8000/v1/messages -H "content-type: application/json" -H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${VLLM_API_KEY:-no-token}" -d '{"model": "qwen3-next-80b-a3b-nvfp4", "max_tokens": 8, "messages": [{"role": "user", "content": "Say ok."}]}' | grep -q '"type": *"message"'; then echo 'the service answers'; else echo 'NOT answering at http://head-address-placeholder.invalid:8000/v1/messages: Claude Code would fail or fall back to the cloud' >&2; exit 1; fi
+printf '%s\n' 'claude-settings.json points Claude Code at head-address-placeholder.invalid, a placeholder: export again with --head-addr ADDR (or --gateway-url URL), then run this check' >&2
+exit 2
