@@ -127,12 +127,12 @@ def test_network_down_and_a_stalled_server(hub, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b(), shards=2)
     # The deadline covers the whole import, so it must leave the metadata and the first shard, which
-    # answer, room on a loaded machine; the stall outlasts it by far.
+    # answer, room on a loaded machine (1.5 s ran out on them under a full suite); the stall outlasts it by far.
     hub.stalls["00002-of-00002"] = 30
     with pytest.raises(HubError) as caught:
-        import_repo("meta/plain", timeout_s=1.5)
+        import_repo("meta/plain", timeout_s=4)
     assert str(caught.value) == (f"{hub.url} stopped answering while sending model-00002-of-00002.safetensors of "
-                                 "meta/plain (timed out: the import did not finish within 1.5 s); try again later, "
+                                 "meta/plain (timed out: the import did not finish within 4 s); try again later, "
                                  "or raise the timeout")
     assert catalog_text() is None
 

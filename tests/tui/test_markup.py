@@ -193,6 +193,9 @@ async def test_a_served_model_name_with_brackets_shows_in_the_status_tooltip_as_
         status = app.screen.query_one(ProbeStatus)
         status._show(StatusLine((Part("vLLM up · my [/]model[b]"),)))
         await pilot.hover(status)
-        await pilot.pause(0.8)  # the tooltip shows after a pause
         tooltip = app.screen.query_one("#textual-tooltip")
+        for _ in range(100):  # the tooltip shows after a pause, later on a loaded machine
+            await pilot.pause(0.1)
+            if tooltip.display:
+                break
         assert tooltip.display and "my [/]model[b]" in str(tooltip.render())
