@@ -61,9 +61,20 @@ def figures() -> dict[str, object]:
         "decode_range": {"below": round(vllm.decode_range(1)[0], 3), "above": round(vllm.decode_range(1)[1], 3)},
         "previous_decode_band": PREVIOUS_DECODE_BAND,
         "article": {"measured": ARTICLE_DECODE, "predicted": _r(article.predicted),
-                    "error_pct": _r(article.error_pct)},
+                    "error_pct": _r(article.error_pct), "read_bound_tok_s": _r(_read_bound(index))},
         "kv_pools": _pools(index),
     }
+
+
+def _read_bound(index) -> float | None:
+    """What a step of the article's stack without speculation cannot pass: its build's counted read at
+    rated bandwidth (None when the build has no counted read)."""
+    from sparkadvisor.core.speed import read_bound
+
+    recipe = next(r for r in index.catalog.recipes if r.id == ARTICLE_RECIPE)
+    hardware = index.hardware[recipe.hardware]
+    return read_bound(index.builds[recipe.build].decode_read, recipe.engine, recipe.tp,
+                      hardware.memory_bandwidth_gb_s)
 
 
 def _pools(index) -> list[dict[str, object]]:
@@ -142,6 +153,10 @@ def lines(f: dict) -> list[str]:
                f"(before: +-{f['previous_decode_band']:.0%}, x{before:.2f}; narrower: {_mark(span < before)})")
     out.append(f"article's stack        predicted {article['predicted']} vs {article['measured']} tok/s, "
                f"{article['error_pct']:+.1f}% (within 20%: {_mark(abs(article['error_pct']) <= 20)})")
+    if article["read_bound_tok_s"] is not None:
+        out.append(f"                       counted read: no step without speculation passes "
+                   f"{article['read_bound_tok_s']:.1f} tok/s at rated bandwidth; the article states no "
+                   "speculative configuration")
     recipes = {p["recipe"] for p in pools}
     failing = {p["recipe"] for p in pools if p not in pooled_ok}
     out.append(f"KV pools within 10%    {len(recipes - failing)}/{len(recipes)} recipes, every logged pool of each "

@@ -33,3 +33,24 @@ def test_tp_step_says_what_the_second_node_buys_and_costs(index) -> None:
 def test_first_token_with_reuse_and_uncached(index) -> None:
     text = _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["ttft"]
     assert "to the first token" in text and "Uncached (a cold 100,000-token prompt)" in text
+
+
+def test_counted_read_bounds_a_step_without_speculation() -> None:
+    """Split bytes divide by TP, replicated bytes do not; the bound is rated bandwidth over what one rank reads."""
+    from sparkadvisor.core.schema import DecodeRead
+    from sparkadvisor.core.speed import read_bound
+
+    read = DecodeRead(split_gb=10.0, replicated_gb=1.0, source="x")
+    assert read.per_rank_gb(1) == 11.0 and read.per_rank_gb(2) == 6.0 and read.per_rank_gb(4) == 3.5
+    assert read_bound(read, "vllm", 2, 273.0) == 273.0 / 6.0
+    assert read_bound(read, "llama.cpp", 2, 273.0) is None
+    assert read_bound(None, "vllm", 2, 273.0) is None
+
+
+def test_a_measurement_above_the_counted_read_is_said_to_speculate(index) -> None:
+    """DeepSeek-V4-Flash-0731 counted tensor by tensor reads more per node than active x average bits;
+    the article's 57.54 tok/s is above what that read allows without speculation, and show says so."""
+    steps = _steps(index, "deepseek-v4-flash-0731-stack", 2)
+    assert "Counted tensor by tensor" in steps["ceiling"] and "without speculative decoding" in steps["ceiling"]
+    assert "decodes speculatively" in steps["measured"]
+    assert "Counted tensor by tensor" not in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["ceiling"]

@@ -381,7 +381,8 @@ def _decode(plan: Plan) -> list[Step]:
     ceiling = Step("ceiling", "decode ceiling",
                    f"{p.active_b:g}B active x {bits:.3g} bits = {per_token:.1f} GB per token; / {plan.tp} = "
                    f"{per_token / plan.tp:.2f} GB per node; {hw.memory_bandwidth_gb_s:g} GB/s / "
-                   f"{per_token / plan.tp:.2f} GB = {d.ceiling_tok_s:.0f} tok/s ceiling (bandwidth only).", "derived")
+                   f"{per_token / plan.tp:.2f} GB = {d.ceiling_tok_s:.0f} tok/s ceiling (bandwidth only)."
+                   + _counted_text(plan), "derived")
     steps = [ceiling, Step("expected", "expected decode", _expected_text(plan), "estimated"),
              Step("constants", "whose constants", _constants_text(plan), "estimated")]
     if plan.tp > 1:
@@ -389,6 +390,25 @@ def _decode(plan: Plan) -> list[Step]:
     if plan.decode_measured is not None:
         steps.append(Step("measured", "measured decode", _measured_text(plan, plan.decode_measured), "measured"))
     return steps
+
+
+def _counted_text(plan: Plan) -> str:
+    """The build's read counted tensor by tensor, when someone counted it: the bound a step without
+    speculation cannot pass, beside what the expected step counts."""
+    d, read = plan.decode, plan.build.decode_read
+    if d is None or d.read_bound_tok_s is None or read is None:
+        return ""
+    per_rank = read.per_rank_gb(plan.tp)
+    modelled = (plan.model.params.active_b or 0) * plan.weights.stored_bits / 8 / plan.tp
+    return (f" Counted tensor by tensor ({read.note}), a token reads {read.split_gb:.2f} GB split {plan.tp} ways "
+            f"+ {read.replicated_gb:.2f} GB every rank keeps whole = {per_rank:.2f} GB per node: "
+            f"{plan.cluster.hardware.memory_bandwidth_gb_s:g} GB/s / {per_rank:.2f} GB = {d.read_bound_tok_s:.0f} "
+            f"tok/s without speculative decoding. The expected step below counts active x average stored bits "
+            f"({modelled:.2f} GB per node), as it does for every model.")
+
+
+def _speculates(plan: Plan) -> bool:
+    return bool(plan.recipe and plan.recipe.speculative)
 
 
 def _constants_text(plan: Plan) -> str:
@@ -423,8 +443,14 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
         return (head + f"the model's {expected:.0f} there leaves out the {d.tables} table every token reads (its bytes "
                 f"per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor "
                 f"fidelity` lists this row apart, never as a pass; {plan.efficiency:.0%} of the ceiling.")
-    return (head + f"the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
+    text = (head + f"the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
             f"predicted range; {plan.efficiency:.0%} of the ceiling.")
+    bound = d.read_bound_tok_s
+    if bound is not None and m.streams == 1 and not _speculates(plan) and m.value > bound:
+        text += (f" It is above the {bound:.0f} tok/s a step without speculation can reach reading the counted "
+                 f"bytes at rated bandwidth, so the measured stack decodes speculatively; the recipe states no "
+                 f"speculative configuration, so the model predicts it without one.")
+    return text
 
 
 def _expected_text(plan: Plan) -> str:

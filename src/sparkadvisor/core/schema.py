@@ -520,6 +520,30 @@ class Size:
 
 
 @record
+class DecodeRead:
+    """What one decode token reads, counted tensor by tensor (config.json shapes at the checkpoint's
+    stored precisions), split the way an engine's tensor parallelism splits it. The speed model's
+    step counts active parameters x average stored bits for every model alike; this count bounds
+    what a step without speculation can reach, so a measurement above the bound must speculate."""
+
+    split_gb: float = checked(gt=0)
+    """GB per token that tensor parallelism divides across the ranks (column and row-parallel
+    projections, routed experts, the vocabulary-parallel LM head)."""
+    replicated_gb: float = checked(default=0.0, ge=0)
+    """GB per token every rank reads whole (projections the engine keeps replicated)."""
+    engine: str = "vllm"
+    """Whose model code decides which projections are split and which replicated."""
+    note: str = ""
+    """What the count includes, in a sentence."""
+    source: SourceRef
+    """config.json for the shapes, the checkpoint's quantization, the engine's model code."""
+
+    def per_rank_gb(self, tp: int) -> float:
+        """GB one rank reads per token at tensor parallelism `tp`."""
+        return self.split_gb / tp + self.replicated_gb
+
+
+@record
 class Build:
     """A real set of weights on the hub: one model in one format."""
 
@@ -541,6 +565,8 @@ class Build:
     """Ids of caveats that apply to this build on every recipe."""
     bits_per_weight: float | None = checked(default=None, gt=0, le=32)
     """Average stored bits per weight when the build states it (EXL3 "4.0bpw")."""
+    decode_read: DecodeRead | None = None
+    """What a decode token reads, counted tensor by tensor, when someone has counted it."""
     source: SourceRef
     """The repo or its model card."""
 

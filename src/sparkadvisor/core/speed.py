@@ -38,7 +38,7 @@ from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import shape_for
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Attention, Hardware
+from sparkadvisor.core.schema import Attention, DecodeRead, Hardware
 
 DEFAULT_BANDWIDTH_FRACTION = 0.8
 """Share of rated bandwidth a decode step achieves when the hardware has no read test."""
@@ -316,6 +316,9 @@ class DecodeEstimate:
     """Per-token tables left out of the step (unknown bytes); "" for none."""
     experts_read: float = 0.0
     """Routed experts per layer one pass reads (0 for a dense model)."""
+    read_bound_tok_s: float | None = None
+    """What no single-stream step without speculation passes: the build's counted read per rank
+    (`schema.DecodeRead`) at rated bandwidth, nothing else; None when nobody counted it."""
 
     @property
     def step_ms(self) -> float:
@@ -358,6 +361,15 @@ def params_read_per_pass(inputs: DecodeInputs, tokens_verified: int, spread: flo
 def ceiling_bits(inputs: DecodeInputs) -> float:
     """Bits per active weight the ceiling assumes: the nominal bits, or fewer if the file stores fewer."""
     return min(inputs.nominal_bits, inputs.stored_bits)
+
+
+def read_bound(read: DecodeRead | None, engine: str, tp: int, bandwidth_gb_s: float) -> float | None:
+    """Tokens per second a step without speculation cannot pass: the bytes one rank reads per token,
+    counted tensor by tensor, at rated bandwidth. None when uncounted, or counted for another engine's
+    split of the projections."""
+    if read is None or read.engine != engine:
+        return None
+    return bandwidth_gb_s / read.per_rank_gb(tp)
 
 
 def decode_ceiling(active_params: float, bits: float, tp: int, bandwidth_gb_s: float) -> float:

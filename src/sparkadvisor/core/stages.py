@@ -44,6 +44,7 @@ from sparkadvisor.core.speed import (
     pass_cost,
     prefill_chunk,
     prefill_inputs,
+    read_bound,
     weight_class,
 )
 from sparkadvisor.core.units import GB, GiB
@@ -461,8 +462,10 @@ def _estimate_for_build(facts: BuildFacts, recipe: Recipe | None, inputs: Decode
     spec = recipe.speculative if recipe else None
     draft = (_draft_bytes(spec, weights, active_b / facts.model.params.total_b, inputs.tp)
              if spec and active_b is not None else 0.0)
-    return estimate_for_weights(inputs, cost, FORMATS[weight_format].nominal_bits, weights.stored_bits,
-                                weight_class(weight_format), draft, bandwidth_gb_s, constants)
+    estimate = estimate_for_weights(inputs, cost, FORMATS[weight_format].nominal_bits, weights.stored_bits,
+                                    weight_class(weight_format), draft, bandwidth_gb_s, constants)
+    bound = read_bound(facts.build.decode_read, constants.engine, inputs.tp, bandwidth_gb_s)
+    return estimate if bound is None else replace(estimate, read_bound_tok_s=bound)
 
 
 def _kv_read(pool: KvPool, context_tokens: int) -> float:
