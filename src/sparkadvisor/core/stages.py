@@ -255,6 +255,8 @@ class KvPool:
     """The engine settings the pool was sized with."""
     request_bytes: float | None = None
     """What vLLM reserves per request of max_model_len on one rank (None without config facts)."""
+    bytes_read: float = 0.0
+    """KV bytes one rank reads per decoded token at the workload's context (`kv_bytes_read`)."""
 
 
 def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
@@ -287,29 +289,31 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
                 workload: Workload) -> KvPool:
     """The pool this fit leaves, at the workload's context."""
     context, dtype = workload.context_tokens, fit.kv_cache_dtype
-    inputs, shape, request, sequence = once(("pool per request", id(facts.model), id(recipe), dtype, fit.tp, fit.pp,
-                                             context), _per_request, facts, recipe, dtype, fit.tp, fit.pp, context)
+    inputs, shape, request, sequence, read = once(("pool per request", id(facts.model), id(recipe), dtype, fit.tp,
+                                                   fit.pp, context), _per_request, facts, recipe, dtype, fit.tp,
+                                                  fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
     return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
                   pool_tokens=pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
                   measured=measured(recipe, "kv_pool_tokens"),
                   sessions=_sessions(shape, per_token, kv_bytes, context, sequence),
-                  inputs=inputs, request_bytes=request)
+                  inputs=inputs, request_bytes=request,
+                  bytes_read=read if shape is not None else kv_bytes_read(None, per_token, context))
 
 
 def _per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
-                 context_tokens: int) -> tuple[PoolInputs, KvShape | None, float | None, float | None]:
+                 context_tokens: int) -> tuple[PoolInputs, KvShape | None, float | None, float | None, float]:
     """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
-    context): what the pool's arithmetic reads from the model and the recipe alone, the same for every
-    build of the model (`facts` is read for its model only)."""
+    context, bytes a decode step reads at the context): what the pool's arithmetic reads from the model
+    and the recipe alone, the same for every build of the model (`facts` is read for its model only)."""
     attention = facts.model.attention
     inputs = pool_inputs(facts, recipe)
     shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype) if attention else None
     if shape is None:
-        return inputs, None, None, None
+        return inputs, None, None, None, 0.0
     sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens)
-    return inputs, shape, _request_bytes(shape, inputs), sequence
+    return inputs, shape, _request_bytes(shape, inputs), sequence, shape.bytes_read(context_tokens)
 
 
 def _request_bytes(shape: KvShape | None, inputs: PoolInputs) -> float | None:
@@ -425,7 +429,7 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
                  workload: Workload, constants: SpeedConstants, eager: bool | None = None) -> DecodeSpeed:
     """The decode estimate at the workload's context and streams, in the recipe's mode unless `eager`
     says otherwise, beside the recipe's measurement at those streams."""
-    kv_read = _kv_read(pool, workload.context_tokens)
+    kv_read = pool.bytes_read
     streams = workload.streams
     mode = eager if eager is not None else bool(recipe and recipe.enforce_eager)
     # The inputs and what a pass costs beside the weights: once per model, recipe and split in a ranking.
@@ -463,13 +467,6 @@ def _estimate_for_build(facts: BuildFacts, recipe: Recipe | None, inputs: Decode
              if spec and active_b is not None else 0.0)
     return estimate_for_weights(inputs, cost, FORMATS[weight_format].nominal_bits, weights.stored_bits,
                                 weight_class(weight_format), draft, bandwidth_gb_s, constants)
-
-
-def _kv_read(pool: KvPool, context_tokens: int) -> float:
-    """`kv_bytes_read` of the pool at the context: from its shape once per model in a ranking."""
-    if pool.shape is None:
-        return kv_bytes_read(None, pool.bytes_per_token, context_tokens)
-    return once(("kv read", id(pool.shape), context_tokens), KvShape.bytes_read, pool.shape, context_tokens)
 
 
 DEFAULT_DECODE_CONTEXT = 2_000
