@@ -30,20 +30,25 @@ from sparkadvisor.core.memory import (
     valid_parallelism,
 )
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Model, Recipe, Speculative
+from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
 from sparkadvisor.core.speed import (
     DecodeEstimate,
     DecodeInputs,
+    AttentionTerms,
     PassCost,
     PrefillInputs,
     SpeedConstants,
+    attention_terms,
+    dense_and_expert_params,
     estimate_decode,
     estimate_for_weights,
     estimate_prefill,
+    inputs_for_weights,
     launch_flag,
     pass_cost,
     prefill_chunk,
     prefill_inputs,
+    prefill_kv_gb,
     weight_class,
 )
 from sparkadvisor.core.units import GB, GiB
@@ -603,34 +608,63 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     prompt length, so its depth is unknown), and otherwise scaled by the model's ratio of its own
     estimates here and there (attention FLOPs, the indexer's scoring, K/V reads and the weights per
     chunk all move with depth): basis "scaled"."""
-    p = model.params
     extra = recipe.extra_args if recipe else ()
-
-    def inputs_at(attended: float, chunk: int | None) -> PrefillInputs | None:
-        if p.active_b is None:
-            return None
-        return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
-                              weight_format, model.attention, attended, engine=constants.engine,
-                              kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes, chunk_tokens=chunk,
-                              extra_args=extra)
-
-    # New tokens attend to the cached prefix plus, on average, half of themselves.
-    attended = context_tokens - uncached / 2
-    point = inputs_at(attended, prefill_chunk(constants.engine, extra, uncached))
+    # What every build of the model shares here: once per model, recipe and depth in a ranking.
+    shared = once(("prefill", id(model), id(recipe), nodes, context_tokens, uncached, kv_cache_dtype, id(constants)),
+                  _model_prefill, model, recipe, nodes, context_tokens, uncached, kv_cache_dtype, constants)
+    attended, figures, terms = shared
+    point = None if figures is None else inputs_for_weights(*figures, weight_format, constants.engine, weight_bytes,
+                                                            extra)
     measurement = _nearest_prefill(recipe, attended)
     if measurement is not None:
         depth = measured_attended(measurement)
-        there = None if depth is None else inputs_at(depth, prefill_chunk(constants.engine, extra,
-                                                                          measurement.context_tokens,
-                                                                          measurement.chunk_tokens))
+        there = None if depth is None else _prefill_point(model, nodes, depth, prefill_chunk(
+            constants.engine, extra, measurement.context_tokens, measurement.chunk_tokens), constants, weight_format,
+            weight_bytes, kv_cache_dtype, extra)
         scale = _depth_scale(point, there, constants)
         if scale is None:
             return measurement.value, "measured", measurement, point
         return measurement.value * scale, "scaled", measurement, point
     if point is None:
         return None, "unknown", None, None
-    rate = estimate_prefill(point, constants)
+    rate = estimate_prefill(point, constants, terms)
     return rate, ("estimated" if rate else "unknown"), None, point
+
+
+ModelPrefill = tuple[int, float, float, Attention | None, float, float, int | None]
+"""(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens): the leading
+arguments of `inputs_for_weights`."""
+
+
+def _model_prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
+                   kv_cache_dtype: str, constants: SpeedConstants) -> tuple[float, ModelPrefill | None,
+                                                                            AttentionTerms | None]:
+    """(attended tokens, the leading arguments of `inputs_for_weights`, `attention_terms`) of `prefill`:
+    what the model, the recipe and the depth decide whatever the build's format (None without active
+    parameters)."""
+    p = model.params
+    # New tokens attend to the cached prefix plus, on average, half of themselves.
+    attended = context_tokens - uncached / 2
+    if p.active_b is None:
+        return attended, None, None
+    chunk = prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached)
+    dense, expert = dense_and_expert_params(p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token)
+    kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype)
+    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk)
+    return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s)
+
+
+def _prefill_point(model: Model, nodes: int, attended: float, chunk: int | None, constants: SpeedConstants,
+                   weight_format: str, weight_bytes: float, kv_cache_dtype: str,
+                   extra: tuple[str, ...]) -> PrefillInputs | None:
+    """What one prompt token computes at `attended` depth for this build, None without active parameters."""
+    p = model.params
+    if p.active_b is None:
+        return None
+    return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
+                          weight_format, model.attention, attended, engine=constants.engine,
+                          kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes, chunk_tokens=chunk,
+                          extra_args=extra)
 
 
 def measured_attended(m: Measurement) -> float | None:
