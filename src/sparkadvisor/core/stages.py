@@ -127,39 +127,68 @@ class Fit:
 def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
            settings: Settings) -> Fit:
     """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
-    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
-    budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
+    tp, pp, reason, kv_cache_dtype, terms = once(("fit", id(facts.model), id(recipe), id(hardware), nodes,
+                                                  id(settings)), _split_and_terms, facts, hardware, nodes, recipe,
+                                                 settings)
+    budget = node_budget(hardware, terms.weights_per_node(facts.weights), terms.utilization, terms.kv_pinned_gib,
+                         terms.reserve, terms.weights_loaded_gib is not None)
+    # A recipe's measured decode proves it runs only with the recipe's own memory settings.
+    by_recipe = not budget.fits and terms.runs_as_measured
+    fits = budget.fits or by_recipe
     needed = _nodes_needed(facts, hardware, settings, nodes, fits, budget)
     return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
-               nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
-                                                                                 else "auto"))
+               nodes_needed=needed, kv_cache_dtype=kv_cache_dtype)
 
 
-def _fits(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
-          ranks: int) -> tuple[Budget, bool, bool]:
-    """(budget, fits, fits only by a measured recipe). A recipe's measured decode proves it runs
-    only with the recipe's own memory settings, not under a user's override."""
-    budget = node_budget(hardware, *_node_share(facts, hardware, recipe, settings, ranks),
-                         weights_loaded=_loaded_gib(recipe, ranks) is not None)
-    by_recipe = not budget.fits and _runs_as_measured(recipe, settings)
-    return budget, budget.fits or by_recipe, by_recipe
+@record(kw_only=False)
+class NodeTerms:
+    """What a node's budget is drawn up with beside the build's own weights, under one recipe, split and
+    the user's settings: the same for every build of a model (a ranking works it out once per model)."""
+
+    ranks: int
+    """tp x pp."""
+    utilization: float
+    """--gpu-memory-utilization in force (`utilization`)."""
+    kv_pinned_gib: float | None
+    """The recipe's pinned KV cache per node, unless the user sets the utilization."""
+    reserve: Reserve
+    """What vLLM keeps beside weights and KV (`reserve_for`)."""
+    weights_loaded_gib: float | None
+    """The recipe's logged weights per rank, when it splits over exactly these ranks."""
+    streams_tables: bool
+    """The recipe keeps the per-token tables on disk."""
+    runs_as_measured: bool
+    """A measured decode shows the recipe runs, with its own memory settings (no override)."""
+
+    def weights_per_node(self, weights: Weights) -> float:
+        """The weights a node holds: the recipe's logged per-rank figure when it has one, else the stored share."""
+        loaded = self.weights_loaded_gib
+        return loaded * GiB if loaded is not None else weights.resident_bytes(self.streams_tables) / self.ranks
+
+
+def node_terms(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
+               ranks: int) -> NodeTerms:
+    """The budget's terms on `ranks` under `recipe` (`facts` is read for its model only)."""
+    return NodeTerms(ranks, utilization(settings, recipe, hardware),
+                     recipe.kv_cache_gib if recipe and settings.gpu_memory_utilization is None else None,
+                     reserve_for(facts, recipe, settings, ranks), _loaded_gib(recipe, ranks),
+                     bool(recipe and recipe.streams_tables), _runs_as_measured(recipe, settings))
+
+
+def _split_and_terms(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
+                     settings: Settings) -> tuple[int, int, str, str, NodeTerms]:
+    """(tp, pp, why, --kv-cache-dtype in force, the budget's terms) of a fit: what the model, the recipe
+    and the settings decide whatever the build's weights."""
+    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
+    kv_cache_dtype = settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe else "auto")
+    return tp, pp, reason, kv_cache_dtype, node_terms(facts, hardware, recipe, settings, tp * pp)
 
 
 def _fits_at(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings, ranks: int) -> bool:
-    """`_fits(...)[1]` without the budget record."""
-    return (node_fits(hardware, *_node_share(facts, hardware, recipe, settings, ranks))
-            or _runs_as_measured(recipe, settings))
-
-
-def _node_share(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
-                ranks: int) -> tuple[float, float, float | None, Reserve]:
-    """(weights per node, utilization, pinned KV GiB, reserve) the budget is drawn up with. The
-    weights are the recipe's logged per-rank figure when it has one, else the stored share."""
-    streams = bool(recipe and recipe.streams_tables)
-    pinned = recipe.kv_cache_gib if recipe and settings.gpu_memory_utilization is None else None
-    loaded = _loaded_gib(recipe, ranks)
-    weights = loaded * GiB if loaded is not None else facts.weights.resident_bytes(streams) / ranks
-    return weights, utilization(settings, recipe, hardware), pinned, reserve_for(facts, recipe, settings, ranks)
+    """Whether the build fits on `ranks` under `recipe`, as `fit_on` judges it, without the budget record."""
+    terms = node_terms(facts, hardware, recipe, settings, ranks)
+    return (node_fits(hardware, terms.weights_per_node(facts.weights), terms.utilization, terms.kv_pinned_gib,
+                      terms.reserve) or terms.runs_as_measured)
 
 
 def _loaded_gib(recipe: Recipe | None, ranks: int) -> float | None:
