@@ -74,6 +74,8 @@ class Plan:
     """A caveat that rules the build out for this workload."""
     constants: SpeedConstants
     """The calibrated speed constants the estimates used."""
+    turn_s: float | None
+    """First token plus the answer at the decode speed a turn is costed at (`turn_seconds`)."""
     statuses: tuple[Status, ...] = ()
     """Each of the workload's targets (`core.targets.TARGET_KEYS`): met, missed or unknown. Judged on
     the plan's own figures when the plan is made."""
@@ -127,14 +129,6 @@ class Plan:
     def short_bytes(self) -> float:
         """How far the whole build, split over the nodes, exceeds each node's usable memory."""
         return short_bytes(self.weights, self.fit)
-
-    @property
-    def turn_s(self) -> float | None:
-        """First token plus the answer at the decode speed a turn is costed at."""
-        speed, ttft = self.speed.tok_s, self.first.ttft_s
-        if ttft is None or not speed:
-            return None
-        return ttft + self.workload.output_tokens / speed
 
     @property
     def cold_ttft_s(self) -> float | None:
@@ -205,7 +199,16 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
                         weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype)
     return Plan(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
                 weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
-                disqualified_by=_disqualifier(caveats, workload), constants=constants)
+                disqualified_by=_disqualifier(caveats, workload), constants=constants,
+                turn_s=turn_seconds(first, speed, workload))
+
+
+def turn_seconds(first: FirstToken, speed: DecodeSpeed, workload: Workload) -> float | None:
+    """First token plus the answer at the decode speed a turn is costed at."""
+    tok_s, ttft = speed.tok_s, first.ttft_s
+    if ttft is None or not tok_s:
+        return None
+    return ttft + workload.output_tokens / tok_s
 
 
 def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | None:
