@@ -52,7 +52,7 @@ class Cluster:
         return self.nodes * self.hardware.usable_memory_gib
 
 
-@record
+@record(kw_only=False)
 class Plan:
     """Everything the advisor knows about one build on one cluster for one workload."""
 
@@ -197,10 +197,12 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
                         constants=constants, weight_format=build.format,
                         weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype)
-    return Plan(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
-                weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
-                disqualified_by=_disqualifier(caveats, workload), constants=constants,
-                turn_s=turn_seconds(first, speed, workload))
+    # A ranking makes several records a build, so they are made positionally, in their fields' order: a
+    # keyword call to a class packs the keywords into a dict first, which doubles what making one costs.
+    # build, model, cluster, workload, recipe, weights, fit, pool, speed, first, caveats, disqualified_by,
+    # constants, turn_s.
+    return Plan(build, facts.model, cluster, workload, recipe, facts.weights, fit, pool, speed, first, caveats,
+                _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload))
 
 
 def turn_seconds(first: FirstToken, speed: DecodeSpeed, workload: Workload) -> float | None:

@@ -104,7 +104,7 @@ def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recip
 # --- fit ----------------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class Fit:
     """Does the build run on these nodes, and what does each node's memory hold?"""
 
@@ -136,8 +136,7 @@ def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe 
     by_recipe = not budget.fits and terms.runs_as_measured
     fits = budget.fits or by_recipe
     needed = _nodes_needed(facts, hardware, settings, nodes, fits, budget)
-    return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
-               nodes_needed=needed, kv_cache_dtype=kv_cache_dtype)
+    return Fit(tp, pp, reason, budget, fits, by_recipe, needed, kv_cache_dtype)  # positional: see plan.evaluate
 
 
 @record(kw_only=False)
@@ -269,7 +268,7 @@ class PoolInputs:
     """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
 
 
-@record
+@record(kw_only=False)
 class KvPool:
     """The KV cache: what a token costs, how many tokens and sessions the pool holds."""
 
@@ -328,12 +327,11 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
                                                   fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
-    return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
-                  pool_tokens=pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
-                  measured=measured(recipe, "kv_pool_tokens"),
-                  sessions=_sessions(shape, per_token, kv_bytes, context, sequence),
-                  inputs=inputs, request_bytes=request,
-                  bytes_read=read if shape is not None else kv_bytes_read(None, per_token, context))
+    # Positional (see plan.evaluate): shape, basis, bytes_per_token, pool_tokens, measured, sessions, inputs,
+    # request_bytes, bytes_read.
+    return KvPool(shape, basis, per_token, pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
+                  measured(recipe, "kv_pool_tokens"), _sessions(shape, per_token, kv_bytes, context, sequence),
+                  inputs, request, read if shape is not None else kv_bytes_read(None, per_token, context))
 
 
 def _per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
@@ -434,7 +432,7 @@ def recipe_kv_read(facts: BuildFacts, recipe: Recipe, hardware: Hardware, contex
 # --- decode -------------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class DecodeSpeed:
     """Tokens per second for one stream: the model's estimate and the recipe's measurement."""
 
@@ -476,8 +474,9 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
     found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
     if not same_mode:
         found = None
-    return DecodeSpeed(estimate=estimate, measured=found, tok_s=stream_speed(estimate, found, streams),
-                       eager=mode if shared is not None else bool(eager), streams=streams)
+    # Positional (see plan.evaluate): estimate, measured, tok_s, eager, streams.
+    return DecodeSpeed(estimate, found, stream_speed(estimate, found, streams),
+                       mode if shared is not None else bool(eager), streams)
 
 
 def _shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv_read: float, streams: int,
@@ -576,7 +575,7 @@ def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: i
 # --- first token --------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class FirstToken:
     """The wait before the first token: what prefix caching saves, and the prefill rate."""
 
@@ -612,9 +611,10 @@ def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tup
     rate, basis, measurement, point = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
                                               weight_format, weight_bytes, kv_cache_dtype)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
-    return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
-                      prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement, prefill_inputs=point,
-                      ttft_s=ttft.value if ttft else (uncached / rate if rate else None), ttft_measured=ttft)
+    # Positional (see plan.evaluate): prefix_caching, prefix_caching_note, uncached_tokens, prefill_tok_s,
+    # prefill_basis, prefill_measured, prefill_inputs, ttft_s, ttft_measured.
+    return FirstToken(prefix_on, note, uncached, rate, basis, measurement, point,
+                      ttft.value if ttft else (uncached / rate if rate else None), ttft)
 
 
 def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
