@@ -31,6 +31,7 @@ from sparkadvisor.core.memory import (
 )
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
+from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.speed import (
     DecodeEstimate,
     DecodeInputs,
@@ -255,7 +256,7 @@ class PoolInputs:
     """The engine settings vLLM sizes its pool with, and where each came from."""
 
     max_model_len: int | None
-    """--max-model-len: the recipe's, else the model's native context (None: unknown)."""
+    """--max-model-len: the recipe's, else the model's native context (None: unknown); the usable context."""
     block_tokens: int | None
     """--block-size as the recipe sets it (None: vLLM's default, grown for hybrids)."""
     batched_tokens: int
@@ -284,7 +285,7 @@ class KvPool:
     """The recipe's measured pool, when it logged one."""
     sessions: int | None
     """Sequences of the workload's context that fit in the KV cache."""
-    inputs: PoolInputs | None = None
+    inputs: PoolInputs
     """The engine settings the pool was sized with."""
     request_bytes: float | None = None
     """What vLLM reserves per request of max_model_len on one rank (None without config facts)."""
@@ -369,10 +370,8 @@ def pool_tokens(per_token: float | None, kv_bytes: float, request_bytes: float |
 
 
 def _window(facts: BuildFacts, recipe: Recipe | None) -> int | None:
-    """The max_model_len the pool is sized for: the recipe's, else the model's native context."""
-    if recipe is not None and recipe.max_model_len:
-        return recipe.max_model_len
-    return facts.model.context.native_tokens if facts.model.context else None
+    """The max_model_len the pool is sized for: the usable context (the recipe's, else the model's native)."""
+    return usable_context(facts.model, recipe).tokens
 
 
 def _kv_per_token(facts: BuildFacts, hardware: Hardware, shape: KvShape | None,

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Model, Recipe
 from sparkadvisor.core.units import fmt_seconds, plural
@@ -93,7 +92,7 @@ def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
 
 
 def _context(plan: Plan) -> Status:
-    tokens = once(("usable context", id(plan.model), id(plan.recipe)), usable_context, plan.model, plan.recipe).tokens
+    tokens = plan.pool.inputs.max_model_len  # the usable context: the max-model-len the pool is sized for
     if tokens is None:
         return "unknown"
     return "missed" if tokens < context_needed(plan.workload) else "met"
