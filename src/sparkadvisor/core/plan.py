@@ -24,8 +24,10 @@ from sparkadvisor.core.stages import (
     kv_pool_for,
     measured,
     measured_ttft,
+    model_figures,
     pick_recipe,
     prefill,
+    prefix_caching,
     short_bytes,
 )
 from sparkadvisor.core.targets import Status, TargetCheck, check_targets, judge_targets
@@ -189,14 +191,18 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     hardware, nodes = cluster.hardware, cluster.nodes
     recipe = pick_recipe(facts, hardware, nodes)
     constants = index.speed_constants(hardware, recipe.engine if recipe else _engine(build, settings))
-    fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings)
-    pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload)
-    speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
-                         constants=constants, eager=settings.enforce_eager)
     caveats = _caveats(index, facts, recipe)
+    shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,
+                           prefix_caching(recipe, caveats)[0])
+    fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split)
+    pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload,
+                       per_request=shared.per_request)
+    speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
+                         constants=constants, eager=settings.enforce_eager, pass_terms=shared.pass_terms)
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
                         constants=constants, weight_format=build.format,
-                        weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype)
+                        weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype,
+                        model_prefill=shared.prefill)
     # A ranking makes several records a build, so they are made positionally, in their fields' order: a
     # keyword call to a class packs the keywords into a dict first, which doubles what making one costs.
     # build, model, cluster, workload, recipe, weights, fit, pool, speed, first, caveats, disqualified_by,

@@ -125,12 +125,11 @@ class Fit:
     """--kv-cache-dtype in force: the user's override, else the recipe's, else auto."""
 
 
-def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
-           settings: Settings) -> Fit:
-    """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
-    tp, pp, reason, kv_cache_dtype, terms = once(("fit", id(facts.model), id(recipe), id(hardware), nodes,
-                                                  id(settings)), _split_and_terms, facts, hardware, nodes, recipe,
-                                                 settings)
+def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, settings: Settings,
+           split: Split | None = None) -> Fit:
+    """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size. `split`: the
+    model's `split_and_terms`, when already worked out."""
+    tp, pp, reason, kv_cache_dtype, terms = split or split_and_terms(facts, hardware, nodes, recipe, settings)
     budget = node_budget(hardware, terms.weights_per_node(facts.weights), terms.utilization, terms.kv_pinned_gib,
                          terms.reserve, terms.weights_loaded_gib is not None)
     # A recipe's measured decode proves it runs only with the recipe's own memory settings.
@@ -175,8 +174,12 @@ def node_terms(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, set
                      bool(recipe and recipe.streams_tables), _runs_as_measured(recipe, settings))
 
 
-def _split_and_terms(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
-                     settings: Settings) -> tuple[int, int, str, str, NodeTerms]:
+Split = tuple[int, int, str, str, NodeTerms]
+"""(tp, pp, why, --kv-cache-dtype in force, the budget's terms): `split_and_terms`."""
+
+
+def split_and_terms(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
+                    settings: Settings) -> Split:
     """(tp, pp, why, --kv-cache-dtype in force, the budget's terms) of a fit: what the model, the recipe
     and the settings decide whatever the build's weights."""
     tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
@@ -319,13 +322,13 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
                       speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", origins=origins)
 
 
-def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit,
-                workload: Workload) -> KvPool:
-    """The pool this fit leaves, at the workload's context."""
-    context, dtype = workload.context_tokens, fit.kv_cache_dtype
-    inputs, shape, request, sequence, read = once(("pool per request", id(facts.model), id(recipe), dtype, fit.tp,
-                                                   fit.pp, context), _per_request, facts, recipe, dtype, fit.tp,
-                                                  fit.pp, context)
+def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, workload: Workload,
+                per_request: PerRequest | None = None) -> KvPool:
+    """The pool this fit leaves, at the workload's context (`per_request`: the model's `pool_per_request`,
+    when already worked out)."""
+    context = workload.context_tokens
+    inputs, shape, request, sequence, read = per_request or pool_per_request(facts, recipe, fit.kv_cache_dtype,
+                                                                              fit.tp, fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
     # Positional (see plan.evaluate): shape, basis, bytes_per_token, pool_tokens, measured, sessions, inputs,
@@ -335,8 +338,12 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
                   inputs, request, read if shape is not None else kv_bytes_read(None, per_token, context))
 
 
-def _per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
-                 context_tokens: int) -> tuple[PoolInputs, KvShape | None, float | None, float | None, float]:
+PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float]
+"""(pool inputs, KV shape, request bytes, sequence bytes, bytes read): `pool_per_request`."""
+
+
+def pool_per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
+                     context_tokens: int) -> PerRequest:
     """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
     context, bytes a decode step reads at the context): what the pool's arithmetic reads from the model
     and the recipe alone, the same for every build of the model (`facts` is read for its model only)."""
@@ -457,34 +464,47 @@ def stream_speed(estimate: DecodeEstimate | None, measurement: Measurement | Non
 
 
 def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, pool: KvPool,
-                 workload: Workload, constants: SpeedConstants, eager: bool | None = None) -> DecodeSpeed:
+                 workload: Workload, constants: SpeedConstants, eager: bool | None = None,
+                 pass_terms: PassTerms | None = None) -> DecodeSpeed:
     """The decode estimate at the workload's context and streams, in the recipe's mode unless `eager`
-    says otherwise, beside the recipe's measurement at those streams."""
+    says otherwise, beside the recipe's measurement at those streams (`pass_terms`: the model's
+    `shared_decode` at the pool's KV read, when already worked out)."""
     kv_read = pool.bytes_read
     streams = workload.streams
-    mode = eager if eager is not None else bool(recipe and recipe.enforce_eager)
-    # The inputs and what a pass costs beside the weights: once per model, recipe and split in a ranking.
-    shared = once(("decode pass", id(facts.model), id(recipe), fit.tp, fit.pp, kv_read, streams, mode,
-                   id(constants)), _shared_decode, facts, recipe, fit.tp, fit.pp, kv_read, streams, mode, constants)
+    mode = decode_mode(recipe, eager)
+    # The inputs and what a pass costs beside the weights: once per model, recipe, split and KV read in a ranking.
+    shared = pass_terms or once(("decode pass", id(facts.model), id(recipe), fit.tp, fit.pp, kv_read, streams, mode,
+                                 id(constants)), shared_decode, facts, recipe, fit.tp, fit.pp, kv_read, streams, mode,
+                                constants)
+    inputs, cost = shared
     estimate = None
-    if shared is not None:
-        estimate = _estimate_for_build(facts, recipe, *shared, hardware.memory_bandwidth_gb_s, constants)
+    if inputs is not None and cost is not None:
+        estimate = _estimate_for_build(facts, recipe, inputs, cost, hardware.memory_bandwidth_gb_s, constants)
     same_mode = eager is None or recipe is None or eager == recipe.enforce_eager
     found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
     if not same_mode:
         found = None
     # Positional (see plan.evaluate): estimate, measured, tok_s, eager, streams.
     return DecodeSpeed(estimate, found, stream_speed(estimate, found, streams),
-                       mode if shared is not None else bool(eager), streams)
+                       mode if inputs is not None else bool(eager), streams)
 
 
-def _shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv_read: float, streams: int,
-                   eager: bool, constants: SpeedConstants) -> tuple[DecodeInputs, PassCost] | None:
-    """This build's decode inputs in mode `eager` and their `pass_cost`, None without active parameters.
-    Only the weights' own fields differ between builds of the model (`_estimate_for_build`)."""
+def decode_mode(recipe: Recipe | None, eager: bool | None) -> bool:
+    """Whether decode runs without CUDA graphs: the user's --eager/--cuda-graphs, else the recipe's."""
+    return eager if eager is not None else bool(recipe and recipe.enforce_eager)
+
+
+PassTerms = tuple[DecodeInputs, PassCost] | tuple[None, None]
+"""(decode inputs, `pass_cost`), or (None, None) without active parameters: `shared_decode`."""
+
+
+def shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv_read: float, streams: int,
+                  eager: bool, constants: SpeedConstants) -> PassTerms:
+    """This build's decode inputs in mode `eager` and their `pass_cost`, (None, None) without active
+    parameters. Only the weights' own fields differ between builds of the model (`_estimate_for_build`)."""
     inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, tp, pp, kv_read, streams)
     if inputs is None:
-        return None
+        return None, None
     if inputs.eager != eager:
         inputs = replace(inputs, eager=eager)
     return inputs, pass_cost(inputs, constants)
@@ -602,13 +622,14 @@ class FirstToken:
 
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
                 workload: Workload, constants: SpeedConstants, weight_format: str = "bf16",
-                weight_bytes: float = 0.0, kv_cache_dtype: str = "auto") -> FirstToken:
-    """The first token of a turn of this workload."""
-    prefix_on, note = _prefix_caching(recipe, caveats)
-    uncached = workload.context_tokens if not prefix_on else round(workload.context_tokens
-                                                                   * (1 - workload.prefix_reuse))
+                weight_bytes: float = 0.0, kv_cache_dtype: str = "auto",
+                model_prefill: ModelPrefill | None = None) -> FirstToken:
+    """The first token of a turn of this workload (`model_prefill`: the model's `prefill_shared` at
+    this turn's uncached tokens, when already worked out)."""
+    prefix_on, note = prefix_caching(recipe, caveats)
+    uncached = uncached_tokens(workload, prefix_on)
     rate, basis, measurement, point = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
-                                              weight_format, weight_bytes, kv_cache_dtype)
+                                              weight_format, weight_bytes, kv_cache_dtype, model_prefill)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     # Positional (see plan.evaluate): prefix_caching, prefix_caching_note, uncached_tokens, prefill_tok_s,
     # prefill_basis, prefill_measured, prefill_inputs, ttft_s, ttft_measured.
@@ -616,7 +637,13 @@ def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tup
                       ttft.value if ttft else (uncached / rate if rate else None), ttft)
 
 
-def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
+def uncached_tokens(workload: Workload, prefix_on: bool) -> int:
+    """Prompt tokens computed afresh each turn: the whole context, or what prefix caching does not reuse."""
+    return workload.context_tokens if not prefix_on else round(workload.context_tokens * (1 - workload.prefix_reuse))
+
+
+def prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
+    """(on, why in a sentence): a caveat that turns it off, else the recipe's setting."""
     for caveat in caveats:
         if caveat.kind in PREFIX_OFF_KINDS:
             return False, caveat.explanation
@@ -627,7 +654,8 @@ def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple
 
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
             constants: SpeedConstants, weight_format: str = "bf16", weight_bytes: float = 0.0,
-            kv_cache_dtype: str = "auto") -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
+            kv_cache_dtype: str = "auto", shared: ModelPrefill | None = None,
+            ) -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
     """(prompt tok/s, basis, measurement, inputs) for `uncached` new tokens on top of a cached prefix, the
     transformer's `weight_bytes` streamed once per prefill chunk.
 
@@ -638,9 +666,9 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     chunk all move with depth): basis "scaled"."""
     extra = recipe.extra_args if recipe else ()
     # What every build of the model shares here: once per model, recipe and depth in a ranking.
-    shared = once(("prefill", id(model), id(recipe), nodes, context_tokens, uncached, kv_cache_dtype, id(constants)),
-                  _model_prefill, model, recipe, nodes, context_tokens, uncached, kv_cache_dtype, constants)
-    attended, figures, terms = shared
+    attended, figures, terms = shared or once(("prefill", id(model), id(recipe), nodes, context_tokens, uncached,
+                                               kv_cache_dtype, id(constants)), prefill_shared, model, recipe, nodes,
+                                              context_tokens, uncached, kv_cache_dtype, constants)
     point = None if figures is None else inputs_for_weights(*figures, weight_format, constants.engine, weight_bytes,
                                                             extra)
     measurement = _nearest_prefill(recipe, attended)
@@ -659,14 +687,15 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     return rate, ("estimated" if rate else "unknown"), None, point
 
 
-ModelPrefill = tuple[int, float, float, Attention | None, float, float, int | None]
+PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None]
 """(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens): the leading
 arguments of `inputs_for_weights`."""
+ModelPrefill = tuple[float, PrefillFigures | None, AttentionTerms | None]
+"""(attended tokens, `PrefillFigures`, `attention_terms`): `prefill_shared`."""
 
 
-def _model_prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
-                   kv_cache_dtype: str, constants: SpeedConstants) -> tuple[float, ModelPrefill | None,
-                                                                            AttentionTerms | None]:
+def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
+                   kv_cache_dtype: str, constants: SpeedConstants) -> ModelPrefill:
     """(attended tokens, the leading arguments of `inputs_for_weights`, `attention_terms`) of `prefill`:
     what the model, the recipe and the depth decide whatever the build's format (None without active
     parameters)."""
@@ -722,3 +751,45 @@ def _depth_scale(here: PrefillInputs | None, there: PrefillInputs | None, c: Spe
     if not rate_here or not rate_there or abs(rate_here / rate_there - 1) < 0.005:
         return None
     return rate_here / rate_there
+
+
+# --- what every build of a model shares ---------------------------------------
+
+
+@record(kw_only=False)
+class ModelFigures:
+    """What every build of a model shares in its plan on one cluster for one workload, under one recipe,
+    the user's settings and speed constants, with prefix caching on or off: a ranking works it out once
+    per model (`model_figures`) and each build's stages read it beside the build's own weights."""
+
+    split: Split
+    """`split_and_terms`: tp, pp, why, the KV dtype in force, the budget's terms."""
+    per_request: PerRequest
+    """`pool_per_request` at the workload's context."""
+    pass_terms: PassTerms | None
+    """`shared_decode` at the pool's KV read; None when that read is the build's own (no KV shape, so a
+    measured pool's bytes per token)."""
+    prefill: ModelPrefill
+    """`prefill_shared` at the turn's uncached tokens."""
+
+
+def model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, workload: Workload,
+                  settings: Settings, constants: SpeedConstants, prefix_on: bool) -> ModelFigures:
+    """The model's `ModelFigures`: one memo record per model in a ranking (`facts` is read for its model,
+    and for the decode inputs whose weights' fields each build replaces)."""
+    return once(("model figures", id(facts.model), id(recipe), id(hardware), nodes, id(workload), id(settings),
+                 id(constants), prefix_on), _model_figures, facts, hardware, nodes, recipe, workload, settings,
+                constants, prefix_on)
+
+
+def _model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, workload: Workload,
+                   settings: Settings, constants: SpeedConstants, prefix_on: bool) -> ModelFigures:
+    split = split_and_terms(facts, hardware, nodes, recipe, settings)
+    tp, pp, _, kv_cache_dtype, _ = split
+    context = workload.context_tokens
+    per_request = pool_per_request(facts, recipe, kv_cache_dtype, tp, pp, context)
+    shape, read = per_request[1], per_request[4]
+    pass_terms = (shared_decode(facts, recipe, tp, pp, read, workload.streams,
+                                decode_mode(recipe, settings.enforce_eager), constants) if shape is not None else None)
+    return ModelFigures(split, per_request, pass_terms, prefill_shared(
+        facts.model, recipe, nodes, context, uncached_tokens(workload, prefix_on), kv_cache_dtype, constants))
