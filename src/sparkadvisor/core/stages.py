@@ -254,7 +254,7 @@ def short_bytes(weights: Weights, fit: Fit) -> float:
 # --- KV pool ------------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class PoolInputs:
     """The engine settings vLLM sizes its pool with, and where each came from."""
 
@@ -317,9 +317,11 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
         "the recipe's speculative tokens" if spec else "no speculation",
         "the recipe's --mamba-ssm-cache-dtype" if ssm else "the model dtype",
     )
-    return PoolInputs(max_model_len=window, block_tokens=recipe.block_size if recipe else None,
-                      batched_tokens=int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS,
-                      speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", origins=origins)
+    # Positional (see plan.evaluate): max_model_len, block_tokens, batched_tokens, speculative_tokens,
+    # ssm_cache_dtype, origins.
+    return PoolInputs(window, recipe.block_size if recipe else None,
+                      int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS, spec, ssm or "auto",
+                      origins)
 
 
 def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, workload: Workload,
@@ -555,24 +557,24 @@ def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Re
         return None
     spec = recipe.speculative if recipe else None
     attention = model.attention
-    return DecodeInputs(
-        active_params=params.active_b * 1e9,
-        total_params=params.total_b * 1e9,
-        routed_experts=params.routed_experts,
-        experts_per_token=params.experts_per_token,
-        nominal_bits=FORMATS[weight_format].nominal_bits,
-        stored_bits=weights.stored_bits,
-        tp=tp, pp=pp, kv_bytes_read=kv_read,
-        layers=attention.layers if attention else None,
-        eager=bool(recipe and recipe.enforce_eager),
-        weight_class=weight_class(weight_format),
-        spec_tokens=spec.tokens_per_pass if spec else 0,
-        drafter_steps=(1 if spec.method in BLOCK_DRAFTERS else spec.tokens_per_pass) if spec else 0,
-        draft_bytes_per_pass=_draft_bytes(spec, weights, params.active_b / params.total_b, tp) if spec else 0.0,
-        acceptance=spec.acceptance if spec else None,
-        hidden_size=attention.hidden_size if attention else None,
-        streams=streams,
-        tables=_tables_label(model) if model.tables else "",
+    return DecodeInputs(  # positional (see plan.evaluate), one field a line in their order
+        params.active_b * 1e9,  # active_params
+        params.total_b * 1e9,  # total_params
+        params.routed_experts,  # routed_experts
+        params.experts_per_token,  # experts_per_token
+        FORMATS[weight_format].nominal_bits,  # nominal_bits
+        weights.stored_bits,  # stored_bits
+        tp, pp, kv_read,  # tp, pp, kv_bytes_read
+        attention.layers if attention else None,  # layers
+        bool(recipe and recipe.enforce_eager),  # eager
+        weight_class(weight_format),  # weight_class
+        spec.tokens_per_pass if spec else 0,  # spec_tokens
+        (1 if spec.method in BLOCK_DRAFTERS else spec.tokens_per_pass) if spec else 0,  # drafter_steps
+        _draft_bytes(spec, weights, params.active_b / params.total_b, tp) if spec else 0.0,  # draft_bytes_per_pass
+        spec.acceptance if spec else None,  # acceptance
+        attention.hidden_size if attention else None,  # hidden_size
+        streams,  # streams
+        _tables_label(model) if model.tables else "",  # tables
     )
 
 
