@@ -31,11 +31,10 @@ from sparkadvisor.core.memory import (
 )
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
-from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.speed import (
+    AttentionTerms,
     DecodeEstimate,
     DecodeInputs,
-    AttentionTerms,
     PassCost,
     PrefillInputs,
     SpeedConstants,
@@ -52,6 +51,7 @@ from sparkadvisor.core.speed import (
     prefill_kv_gb,
     weight_class,
 )
+from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
