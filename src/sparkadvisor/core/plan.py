@@ -12,6 +12,7 @@ from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex
 from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Capability, Caveat, Hardware, Model, Recipe
+from sparkadvisor.core.shared import model_figures
 from sparkadvisor.core.speed import SpeedConstants
 from sparkadvisor.core.stages import (
     DecodeSpeed,
@@ -24,7 +25,6 @@ from sparkadvisor.core.stages import (
     kv_pool_for,
     measured,
     measured_ttft,
-    model_figures,
     pick_recipe,
     prefill,
     prefix_caching,
