@@ -12,6 +12,7 @@ from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex
 from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Capability, Caveat, Hardware, Model, Recipe
+from sparkadvisor.core.shared import model_figures
 from sparkadvisor.core.speed import SpeedConstants
 from sparkadvisor.core.stages import (
     DecodeSpeed,
@@ -26,6 +27,7 @@ from sparkadvisor.core.stages import (
     measured_ttft,
     pick_recipe,
     prefill,
+    prefix_caching,
     short_bytes,
 )
 from sparkadvisor.core.targets import Status, TargetCheck, check_targets, judge_targets
@@ -52,7 +54,7 @@ class Cluster:
         return self.nodes * self.hardware.usable_memory_gib
 
 
-@record
+@record(kw_only=False)
 class Plan:
     """Everything the advisor knows about one build on one cluster for one workload."""
 
@@ -74,6 +76,8 @@ class Plan:
     """A caveat that rules the build out for this workload."""
     constants: SpeedConstants
     """The calibrated speed constants the estimates used."""
+    turn_s: float | None
+    """First token plus the answer at the decode speed a turn is costed at (`turn_seconds`)."""
     statuses: tuple[Status, ...] = ()
     """Each of the workload's targets (`core.targets.TARGET_KEYS`): met, missed or unknown. Judged on
     the plan's own figures when the plan is made."""
@@ -127,14 +131,6 @@ class Plan:
     def short_bytes(self) -> float:
         """How far the whole build, split over the nodes, exceeds each node's usable memory."""
         return short_bytes(self.weights, self.fit)
-
-    @property
-    def turn_s(self) -> float | None:
-        """First token plus the answer at the decode speed a turn is costed at."""
-        speed, ttft = self.speed.tok_s, self.first.ttft_s
-        if ttft is None or not speed:
-            return None
-        return ttft + self.workload.output_tokens / speed
 
     @property
     def cold_ttft_s(self) -> float | None:
@@ -195,17 +191,32 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     hardware, nodes = cluster.hardware, cluster.nodes
     recipe = pick_recipe(facts, hardware, nodes)
     constants = index.speed_constants(hardware, recipe.engine if recipe else _engine(build, settings))
-    fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings)
-    pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload)
-    speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
-                         constants=constants, eager=settings.enforce_eager)
     caveats = _caveats(index, facts, recipe)
+    shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,
+                           prefix_caching(recipe, caveats)[0])
+    fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split)
+    pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload,
+                       per_request=shared.per_request)
+    speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
+                         constants=constants, eager=settings.enforce_eager, pass_terms=shared.pass_terms)
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
                         constants=constants, weight_format=build.format,
-                        weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype)
-    return Plan(build=build, model=facts.model, cluster=cluster, workload=workload, recipe=recipe,
-                weights=facts.weights, fit=fit, pool=pool, speed=speed, first=first, caveats=caveats,
-                disqualified_by=_disqualifier(caveats, workload), constants=constants)
+                        weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype,
+                        model_prefill=shared.prefill)
+    # A ranking makes several records a build, so they are made positionally, in their fields' order: a
+    # keyword call to a class packs the keywords into a dict first, which doubles what making one costs.
+    # build, model, cluster, workload, recipe, weights, fit, pool, speed, first, caveats, disqualified_by,
+    # constants, turn_s.
+    return Plan(build, facts.model, cluster, workload, recipe, facts.weights, fit, pool, speed, first, caveats,
+                _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload))
+
+
+def turn_seconds(first: FirstToken, speed: DecodeSpeed, workload: Workload) -> float | None:
+    """First token plus the answer at the decode speed a turn is costed at."""
+    tok_s, ttft = speed.tok_s, first.ttft_s
+    if ttft is None or not tok_s:
+        return None
+    return ttft + workload.output_tokens / tok_s
 
 
 def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | None:

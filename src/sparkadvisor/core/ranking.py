@@ -109,16 +109,17 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
         ratio = cap.score / cap.reference_score if cap else None
         if min_capability is not None and (ratio is None or ratio < min_capability - 1e-9):
             continue
-        if plan.fits and plan.disqualified_by is None:  # what `exclusion_reason` says in words
+        fit = plan.fit
+        if fit.fits and plan.disqualified_by is None:  # what `exclusion_reason` says in words
             statuses = plan.statuses
             included.append((_sort_key(plan, statuses, ratio, cap), plan, statuses, ratio, cap))
         else:
-            excluded.append((plan.nodes_needed or math.inf, plan.build.id, plan, ratio, cap))
+            excluded.append((fit.nodes_needed or math.inf, plan.build.id, plan, ratio, cap))
     included.sort(key=lambda item: item[0])
     excluded.sort(key=lambda item: item[:2])
     ranked = [Ranked(plan, place, None, ratio, _decisive(statuses, ratio), cap)
               for place, (_, plan, statuses, ratio, cap) in enumerate(included, 1)]
-    ranked += [Ranked(plan, None, None, ratio, "fit" if not plan.fits else "caveat", cap)
+    ranked += [Ranked(plan, None, None, ratio, "fit" if not plan.fit.fits else "caveat", cap)
                for _, _, plan, ratio, cap in excluded]
     return tuple(ranked)
 

@@ -572,15 +572,31 @@ def prefill_inputs(nodes: int, active_params: float, total_params: float, routed
     """Split the active parameters into dense and routed-expert parts, from the expert counts,
     for the tensor path `engine` takes with `weight_format`; the K/V attended at the cache's dtype;
     the weights (`weight_bytes` across the cluster) streamed once per chunk of `chunk_tokens`."""
+    dense, expert = dense_and_expert_params(active_params, total_params, routed_experts, experts_per_token)
+    kv_gb = once(("prefill kv", id(attention), attended_tokens, nodes, kv_cache_dtype), prefill_kv_gb,
+                 attention, attended_tokens, nodes, kv_cache_dtype)
+    return inputs_for_weights(nodes, dense, expert, attention, attended_tokens, kv_gb, chunk_tokens, weight_format,
+                              engine, weight_bytes, extra_args)
+
+
+def dense_and_expert_params(active_params: float, total_params: float, routed_experts: int | None,
+                            experts_per_token: int | None) -> tuple[float, float]:
+    """(dense, routed-expert) parameters one token computes with, from the expert counts."""
     expert = 0.0
     if routed_experts and experts_per_token and routed_experts > experts_per_token:
         expert = experts_per_token * max(total_params - active_params, 0.0) / (routed_experts - experts_per_token)
+    return max(active_params - expert, 0.0), min(expert, active_params)
+
+
+def inputs_for_weights(nodes: int, dense_params: float, expert_params: float, attention: Attention | None,
+                       attended_tokens: float, kv_gb: float, chunk_tokens: int | None, weight_format: str,
+                       engine: str, weight_bytes: float, extra_args: tuple[str, ...]) -> PrefillInputs:
+    """`prefill_inputs` for weights of their own format and size, with the model's figures already
+    worked out: every build of a model shares them at one depth, so a ranking makes them once."""
     weight_gb = weight_bytes / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
-    return PrefillInputs(nodes, max(active_params - expert, 0.0), min(expert, active_params),
-                         prefill_precision(weight_format, engine), attention, attended_tokens,
-                         once(("prefill kv", id(attention), attended_tokens, nodes, kv_cache_dtype), prefill_kv_gb,
-                              attention, attended_tokens, nodes, kv_cache_dtype), weight_gb, chunk_tokens,
-                         expert_precision(weight_format, engine, extra_args) if expert else None)
+    return PrefillInputs(nodes, dense_params, expert_params, prefill_precision(weight_format, engine), attention,
+                         attended_tokens, kv_gb, weight_gb, chunk_tokens,
+                         expert_precision(weight_format, engine, extra_args) if expert_params else None)
 
 
 def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
@@ -712,6 +728,11 @@ def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s:
     return moved / (link_gb_s * 1e9)
 
 
+AttentionTerms = tuple[float, float, float, bool, float]
+"""(attention GFLOP, indexer GFLOP, indexer logits GB, indexer heads unknown, link ms) of one prompt token
+per node (`attention_terms`)."""
+
+
 @record(kw_only=False)
 class PrefillCost:
     """Where one prompt token's time goes, in ms (the nodes work in parallel, so this is per
@@ -745,8 +766,10 @@ class PrefillCost:
                 + self.logits_ms)
 
 
-def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
-    """Each term of one prompt token's time, or None without a rate for its precision."""
+def prefill_cost(p: PrefillInputs, c: SpeedConstants,
+                 terms: AttentionTerms | None = None) -> PrefillCost | None:
+    """Each term of one prompt token's time, or None without a rate for its precision (`terms`: the
+    attention's `attention_terms`, when already worked out)."""
     by_path = p.gflop_by_precision(c.expert_prefill_factor)
     rates = c.prefill_ms_per_gflop
     gemm_ms = 0.0
@@ -755,17 +778,18 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants) -> PrefillCost | None:
         if rate is None:
             return None
         gemm_ms += gflop * rate
-    attention, indexer, logits_gb, unknown, link_ms = once(
-        ("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s), _attention_terms,
-        p.attention, p.attended_tokens, p.nodes, c.link_gb_s)
+    if terms is None:
+        terms = once(("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s),
+                     attention_terms, p.attention, p.attended_tokens, p.nodes, c.link_gb_s)
+    attention, indexer, logits_gb, unknown, link_ms = terms
     return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention * c.prefill_attention_ms_per_gflop,
                        p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb, link_ms,
                        indexer, indexer * c.prefill_attention_ms_per_gflop, logits_gb,
                        logits_gb * c.prefill_weight_ms_per_gb, unknown)
 
 
-def _attention_terms(attention: Attention | None, attended_tokens: float, nodes: int,
-                     link_gb_s: float | None) -> tuple[float, float, float, bool, float]:
+def attention_terms(attention: Attention | None, attended_tokens: float, nodes: int,
+                    link_gb_s: float | None) -> AttentionTerms:
     """(attention GFLOP, indexer GFLOP, indexer logits GB, indexer heads unknown, link ms) of one prompt
     token per node: the terms the model's attention decides whatever the build's format."""
     indexer, logits_gb, unknown = _indexer_terms(attention, attended_tokens)
@@ -789,15 +813,18 @@ def _indexer_terms(attention: Attention | None, attended_tokens: float) -> tuple
     return flops / 1e9, keys * INDEXER_LOGIT_BYTES / 1e9, False
 
 
-def prefill_ms_per_token(p: PrefillInputs, c: SpeedConstants) -> float | None:
+def prefill_ms_per_token(p: PrefillInputs, c: SpeedConstants,
+                         terms: AttentionTerms | None = None) -> float | None:
     """Milliseconds one prompt token costs the cluster, or None without a rate for its precision."""
-    cost = prefill_cost(p, c)
+    cost = prefill_cost(p, c, terms)
     return cost.total_ms if cost else None
 
 
-def estimate_prefill(p: PrefillInputs, constants: SpeedConstants) -> float | None:
-    """Prompt tokens per second across the cluster, or None without an effective rate."""
-    ms = prefill_ms_per_token(p, constants)
+def estimate_prefill(p: PrefillInputs, constants: SpeedConstants,
+                     terms: AttentionTerms | None = None) -> float | None:
+    """Prompt tokens per second across the cluster, or None without an effective rate (`terms`: the
+    attention's `attention_terms`, when already worked out)."""
+    ms = prefill_ms_per_token(p, constants, terms)
     return 1e3 / ms if ms else None
 
 

@@ -30,23 +30,29 @@ from sparkadvisor.core.memory import (
     valid_parallelism,
 )
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Model, Recipe, Speculative
+from sparkadvisor.core.schema import Attention, Caveat, Hardware, Measurement, Model, Recipe, Speculative
 from sparkadvisor.core.speed import (
+    AttentionTerms,
     DecodeEstimate,
     DecodeInputs,
     PassCost,
     PrefillInputs,
     SpeedConstants,
+    attention_terms,
+    dense_and_expert_params,
     estimate_decode,
     estimate_for_weights,
     estimate_prefill,
+    inputs_for_weights,
     launch_flag,
     pass_cost,
     prefill_chunk,
     prefill_inputs,
+    prefill_kv_gb,
     read_bound,
     weight_class,
 )
+from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
@@ -100,7 +106,7 @@ def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recip
 # --- fit ----------------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class Fit:
     """Does the build run on these nodes, and what does each node's memory hold?"""
 
@@ -120,42 +126,73 @@ class Fit:
     """--kv-cache-dtype in force: the user's override, else the recipe's, else auto."""
 
 
-def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
-           settings: Settings) -> Fit:
-    """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size."""
-    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
-    budget, fits, by_recipe = _fits(facts, hardware, recipe, settings, tp * pp)
+def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, settings: Settings,
+           split: Split | None = None) -> Fit:
+    """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size. `split`: the
+    model's `split_and_terms`, when already worked out."""
+    tp, pp, reason, kv_cache_dtype, terms = split or split_and_terms(facts, hardware, nodes, recipe, settings)
+    budget = node_budget(hardware, terms.weights_per_node(facts.weights), terms.utilization, terms.kv_pinned_gib,
+                         terms.reserve, terms.weights_loaded_gib is not None)
+    # A recipe's measured decode proves it runs only with the recipe's own memory settings.
+    by_recipe = not budget.fits and terms.runs_as_measured
+    fits = budget.fits or by_recipe
     needed = _nodes_needed(facts, hardware, settings, nodes, fits, budget)
-    return Fit(tp=tp, pp=pp, parallel_reason=reason, budget=budget, fits=fits, fit_by_recipe=by_recipe,
-               nodes_needed=needed, kv_cache_dtype=settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe
-                                                                                 else "auto"))
+    return Fit(tp, pp, reason, budget, fits, by_recipe, needed, kv_cache_dtype)  # positional: see plan.evaluate
 
 
-def _fits(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
-          ranks: int) -> tuple[Budget, bool, bool]:
-    """(budget, fits, fits only by a measured recipe). A recipe's measured decode proves it runs
-    only with the recipe's own memory settings, not under a user's override."""
-    budget = node_budget(hardware, *_node_share(facts, hardware, recipe, settings, ranks),
-                         weights_loaded=_loaded_gib(recipe, ranks) is not None)
-    by_recipe = not budget.fits and _runs_as_measured(recipe, settings)
-    return budget, budget.fits or by_recipe, by_recipe
+@record(kw_only=False)
+class NodeTerms:
+    """What a node's budget is drawn up with beside the build's own weights, under one recipe, split and
+    the user's settings: the same for every build of a model (a ranking works it out once per model)."""
+
+    ranks: int
+    """tp x pp."""
+    utilization: float
+    """--gpu-memory-utilization in force (`utilization`)."""
+    kv_pinned_gib: float | None
+    """The recipe's pinned KV cache per node, unless the user sets the utilization."""
+    reserve: Reserve
+    """What vLLM keeps beside weights and KV (`reserve_for`)."""
+    weights_loaded_gib: float | None
+    """The recipe's logged weights per rank, when it splits over exactly these ranks."""
+    streams_tables: bool
+    """The recipe keeps the per-token tables on disk."""
+    runs_as_measured: bool
+    """A measured decode shows the recipe runs, with its own memory settings (no override)."""
+
+    def weights_per_node(self, weights: Weights) -> float:
+        """The weights a node holds: the recipe's logged per-rank figure when it has one, else the stored share."""
+        loaded = self.weights_loaded_gib
+        return loaded * GiB if loaded is not None else weights.resident_bytes(self.streams_tables) / self.ranks
+
+
+def node_terms(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
+               ranks: int) -> NodeTerms:
+    """The budget's terms on `ranks` under `recipe` (`facts` is read for its model only)."""
+    return NodeTerms(ranks, utilization(settings, recipe, hardware),
+                     recipe.kv_cache_gib if recipe and settings.gpu_memory_utilization is None else None,
+                     reserve_for(facts, recipe, settings, ranks), _loaded_gib(recipe, ranks),
+                     bool(recipe and recipe.streams_tables), _runs_as_measured(recipe, settings))
+
+
+Split = tuple[int, int, str, str, NodeTerms]
+"""(tp, pp, why, --kv-cache-dtype in force, the budget's terms): `split_and_terms`."""
+
+
+def split_and_terms(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
+                    settings: Settings) -> Split:
+    """(tp, pp, why, --kv-cache-dtype in force, the budget's terms) of a fit: what the model, the recipe
+    and the settings decide whatever the build's weights."""
+    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
+    kv_cache_dtype = settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe else "auto")
+    return tp, pp, reason, kv_cache_dtype, node_terms(facts, hardware, recipe, settings, tp * pp)
 
 
 def _fits_at(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings, ranks: int) -> bool:
-    """`_fits(...)[1]` without the budget record."""
-    return (node_fits(hardware, *_node_share(facts, hardware, recipe, settings, ranks))
-            or _runs_as_measured(recipe, settings))
-
-
-def _node_share(facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, settings: Settings,
-                ranks: int) -> tuple[float, float, float | None, Reserve]:
-    """(weights per node, utilization, pinned KV GiB, reserve) the budget is drawn up with. The
-    weights are the recipe's logged per-rank figure when it has one, else the stored share."""
-    streams = bool(recipe and recipe.streams_tables)
-    pinned = recipe.kv_cache_gib if recipe and settings.gpu_memory_utilization is None else None
-    loaded = _loaded_gib(recipe, ranks)
-    weights = loaded * GiB if loaded is not None else facts.weights.resident_bytes(streams) / ranks
-    return weights, utilization(settings, recipe, hardware), pinned, reserve_for(facts, recipe, settings, ranks)
+    """Whether the build fits on `ranks` under `recipe`, as `fit_on` judges it, without the budget record."""
+    terms = node_terms(facts, hardware, recipe, settings, ranks)
+    return (node_fits(hardware, terms.weights_per_node(facts.weights), terms.utilization, terms.kv_pinned_gib,
+                      terms.reserve) or terms.runs_as_measured)
 
 
 def _loaded_gib(recipe: Recipe | None, ranks: int) -> float | None:
@@ -218,12 +255,12 @@ def short_bytes(weights: Weights, fit: Fit) -> float:
 # --- KV pool ------------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class PoolInputs:
     """The engine settings vLLM sizes its pool with, and where each came from."""
 
     max_model_len: int | None
-    """--max-model-len: the recipe's, else the model's native context (None: unknown)."""
+    """--max-model-len: the recipe's, else the model's native context (None: unknown); the usable context."""
     block_tokens: int | None
     """--block-size as the recipe sets it (None: vLLM's default, grown for hybrids)."""
     batched_tokens: int
@@ -236,7 +273,7 @@ class PoolInputs:
     """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
 
 
-@record
+@record(kw_only=False)
 class KvPool:
     """The KV cache: what a token costs, how many tokens and sessions the pool holds."""
 
@@ -252,10 +289,12 @@ class KvPool:
     """The recipe's measured pool, when it logged one."""
     sessions: int | None
     """Sequences of the workload's context that fit in the KV cache."""
-    inputs: PoolInputs | None = None
+    inputs: PoolInputs
     """The engine settings the pool was sized with."""
     request_bytes: float | None = None
     """What vLLM reserves per request of max_model_len on one rank (None without config facts)."""
+    bytes_read: float = 0.0
+    """KV bytes one rank reads per decoded token at the workload's context (`kv_bytes_read`)."""
 
 
 def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
@@ -279,38 +318,45 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
         "the recipe's speculative tokens" if spec else "no speculation",
         "the recipe's --mamba-ssm-cache-dtype" if ssm else "the model dtype",
     )
-    return PoolInputs(max_model_len=window, block_tokens=recipe.block_size if recipe else None,
-                      batched_tokens=int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS,
-                      speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", origins=origins)
+    # Positional (see plan.evaluate): max_model_len, block_tokens, batched_tokens, speculative_tokens,
+    # ssm_cache_dtype, origins.
+    return PoolInputs(window, recipe.block_size if recipe else None,
+                      int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS, spec, ssm or "auto",
+                      origins)
 
 
-def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit,
-                workload: Workload) -> KvPool:
-    """The pool this fit leaves, at the workload's context."""
-    context, dtype = workload.context_tokens, fit.kv_cache_dtype
-    inputs, shape, request, sequence = once(("pool per request", id(facts.model), id(recipe), dtype, fit.tp, fit.pp,
-                                             context), _per_request, facts, recipe, dtype, fit.tp, fit.pp, context)
+def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, workload: Workload,
+                per_request: PerRequest | None = None) -> KvPool:
+    """The pool this fit leaves, at the workload's context (`per_request`: the model's `pool_per_request`,
+    when already worked out)."""
+    context = workload.context_tokens
+    inputs, shape, request, sequence, read = per_request or pool_per_request(facts, recipe, fit.kv_cache_dtype,
+                                                                              fit.tp, fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
-    return KvPool(shape=shape, basis=basis, bytes_per_token=per_token,
-                  pool_tokens=pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
-                  measured=measured(recipe, "kv_pool_tokens"),
-                  sessions=_sessions(shape, per_token, kv_bytes, context, sequence),
-                  inputs=inputs, request_bytes=request)
+    # Positional (see plan.evaluate): shape, basis, bytes_per_token, pool_tokens, measured, sessions, inputs,
+    # request_bytes, bytes_read.
+    return KvPool(shape, basis, per_token, pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
+                  measured(recipe, "kv_pool_tokens"), _sessions(shape, per_token, kv_bytes, context, sequence),
+                  inputs, request, read if shape is not None else kv_bytes_read(None, per_token, context))
 
 
-def _per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
-                 context_tokens: int) -> tuple[PoolInputs, KvShape | None, float | None, float | None]:
+PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float]
+"""(pool inputs, KV shape, request bytes, sequence bytes, bytes read): `pool_per_request`."""
+
+
+def pool_per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
+                     context_tokens: int) -> PerRequest:
     """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
-    context): what the pool's arithmetic reads from the model and the recipe alone, the same for every
-    build of the model (`facts` is read for its model only)."""
+    context, bytes a decode step reads at the context): what the pool's arithmetic reads from the model
+    and the recipe alone, the same for every build of the model (`facts` is read for its model only)."""
     attention = facts.model.attention
     inputs = pool_inputs(facts, recipe)
     shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype) if attention else None
     if shape is None:
-        return inputs, None, None, None
+        return inputs, None, None, None, 0.0
     sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens)
-    return inputs, shape, _request_bytes(shape, inputs), sequence
+    return inputs, shape, _request_bytes(shape, inputs), sequence, shape.bytes_read(context_tokens)
 
 
 def _request_bytes(shape: KvShape | None, inputs: PoolInputs) -> float | None:
@@ -334,10 +380,8 @@ def pool_tokens(per_token: float | None, kv_bytes: float, request_bytes: float |
 
 
 def _window(facts: BuildFacts, recipe: Recipe | None) -> int | None:
-    """The max_model_len the pool is sized for: the recipe's, else the model's native context."""
-    if recipe is not None and recipe.max_model_len:
-        return recipe.max_model_len
-    return facts.model.context.native_tokens if facts.model.context else None
+    """The max_model_len the pool is sized for: the usable context (the recipe's, else the model's native)."""
+    return usable_context(facts.model, recipe).tokens
 
 
 def _kv_per_token(facts: BuildFacts, hardware: Hardware, shape: KvShape | None,
@@ -397,7 +441,7 @@ def recipe_kv_read(facts: BuildFacts, recipe: Recipe, hardware: Hardware, contex
 # --- decode -------------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class DecodeSpeed:
     """Tokens per second for one stream: the model's estimate and the recipe's measurement."""
 
@@ -423,33 +467,47 @@ def stream_speed(estimate: DecodeEstimate | None, measurement: Measurement | Non
 
 
 def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, pool: KvPool,
-                 workload: Workload, constants: SpeedConstants, eager: bool | None = None) -> DecodeSpeed:
+                 workload: Workload, constants: SpeedConstants, eager: bool | None = None,
+                 pass_terms: PassTerms | None = None) -> DecodeSpeed:
     """The decode estimate at the workload's context and streams, in the recipe's mode unless `eager`
-    says otherwise, beside the recipe's measurement at those streams."""
-    kv_read = _kv_read(pool, workload.context_tokens)
+    says otherwise, beside the recipe's measurement at those streams (`pass_terms`: the model's
+    `shared_decode` at the pool's KV read, when already worked out)."""
+    kv_read = pool.bytes_read
     streams = workload.streams
-    mode = eager if eager is not None else bool(recipe and recipe.enforce_eager)
-    # The inputs and what a pass costs beside the weights: once per model, recipe and split in a ranking.
-    shared = once(("decode pass", id(facts.model), id(recipe), fit.tp, fit.pp, kv_read, streams, mode,
-                   id(constants)), _shared_decode, facts, recipe, fit.tp, fit.pp, kv_read, streams, mode, constants)
+    mode = decode_mode(recipe, eager)
+    # The inputs and what a pass costs beside the weights: once per model, recipe, split and KV read in a ranking.
+    shared = pass_terms or once(("decode pass", id(facts.model), id(recipe), fit.tp, fit.pp, kv_read, streams, mode,
+                                 id(constants)), shared_decode, facts, recipe, fit.tp, fit.pp, kv_read, streams, mode,
+                                constants)
+    inputs, cost = shared
     estimate = None
-    if shared is not None:
-        estimate = _estimate_for_build(facts, recipe, *shared, hardware.memory_bandwidth_gb_s, constants)
+    if inputs is not None and cost is not None:
+        estimate = _estimate_for_build(facts, recipe, inputs, cost, hardware.memory_bandwidth_gb_s, constants)
     same_mode = eager is None or recipe is None or eager == recipe.enforce_eager
     found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
     if not same_mode:
         found = None
-    return DecodeSpeed(estimate=estimate, measured=found, tok_s=stream_speed(estimate, found, streams),
-                       eager=mode if shared is not None else bool(eager), streams=streams)
+    # Positional (see plan.evaluate): estimate, measured, tok_s, eager, streams.
+    return DecodeSpeed(estimate, found, stream_speed(estimate, found, streams),
+                       mode if inputs is not None else bool(eager), streams)
 
 
-def _shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv_read: float, streams: int,
-                   eager: bool, constants: SpeedConstants) -> tuple[DecodeInputs, PassCost] | None:
-    """This build's decode inputs in mode `eager` and their `pass_cost`, None without active parameters.
-    Only the weights' own fields differ between builds of the model (`_estimate_for_build`)."""
+def decode_mode(recipe: Recipe | None, eager: bool | None) -> bool:
+    """Whether decode runs without CUDA graphs: the user's --eager/--cuda-graphs, else the recipe's."""
+    return eager if eager is not None else bool(recipe and recipe.enforce_eager)
+
+
+PassTerms = tuple[DecodeInputs, PassCost] | tuple[None, None]
+"""(decode inputs, `pass_cost`), or (None, None) without active parameters: `shared_decode`."""
+
+
+def shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv_read: float, streams: int,
+                  eager: bool, constants: SpeedConstants) -> PassTerms:
+    """This build's decode inputs in mode `eager` and their `pass_cost`, (None, None) without active
+    parameters. Only the weights' own fields differ between builds of the model (`_estimate_for_build`)."""
     inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, tp, pp, kv_read, streams)
     if inputs is None:
-        return None
+        return None, None
     if inputs.eager != eager:
         inputs = replace(inputs, eager=eager)
     return inputs, pass_cost(inputs, constants)
@@ -466,13 +524,6 @@ def _estimate_for_build(facts: BuildFacts, recipe: Recipe | None, inputs: Decode
                                     weight_class(weight_format), draft, bandwidth_gb_s, constants)
     bound = read_bound(facts.build.decode_read, constants.engine, inputs.tp, bandwidth_gb_s)
     return estimate if bound is None else replace(estimate, read_bound_tok_s=bound)
-
-
-def _kv_read(pool: KvPool, context_tokens: int) -> float:
-    """`kv_bytes_read` of the pool at the context: from its shape once per model in a ranking."""
-    if pool.shape is None:
-        return kv_bytes_read(None, pool.bytes_per_token, context_tokens)
-    return once(("kv read", id(pool.shape), context_tokens), KvShape.bytes_read, pool.shape, context_tokens)
 
 
 DEFAULT_DECODE_CONTEXT = 2_000
@@ -509,24 +560,24 @@ def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Re
         return None
     spec = recipe.speculative if recipe else None
     attention = model.attention
-    return DecodeInputs(
-        active_params=params.active_b * 1e9,
-        total_params=params.total_b * 1e9,
-        routed_experts=params.routed_experts,
-        experts_per_token=params.experts_per_token,
-        nominal_bits=FORMATS[weight_format].nominal_bits,
-        stored_bits=weights.stored_bits,
-        tp=tp, pp=pp, kv_bytes_read=kv_read,
-        layers=attention.layers if attention else None,
-        eager=bool(recipe and recipe.enforce_eager),
-        weight_class=weight_class(weight_format),
-        spec_tokens=spec.tokens_per_pass if spec else 0,
-        drafter_steps=(1 if spec.method in BLOCK_DRAFTERS else spec.tokens_per_pass) if spec else 0,
-        draft_bytes_per_pass=_draft_bytes(spec, weights, params.active_b / params.total_b, tp) if spec else 0.0,
-        acceptance=spec.acceptance if spec else None,
-        hidden_size=attention.hidden_size if attention else None,
-        streams=streams,
-        tables=_tables_label(model) if model.tables else "",
+    return DecodeInputs(  # positional (see plan.evaluate), one field a line in their order
+        params.active_b * 1e9,  # active_params
+        params.total_b * 1e9,  # total_params
+        params.routed_experts,  # routed_experts
+        params.experts_per_token,  # experts_per_token
+        FORMATS[weight_format].nominal_bits,  # nominal_bits
+        weights.stored_bits,  # stored_bits
+        tp, pp, kv_read,  # tp, pp, kv_bytes_read
+        attention.layers if attention else None,  # layers
+        bool(recipe and recipe.enforce_eager),  # eager
+        weight_class(weight_format),  # weight_class
+        spec.tokens_per_pass if spec else 0,  # spec_tokens
+        (1 if spec.method in BLOCK_DRAFTERS else spec.tokens_per_pass) if spec else 0,  # drafter_steps
+        _draft_bytes(spec, weights, params.active_b / params.total_b, tp) if spec else 0.0,  # draft_bytes_per_pass
+        spec.acceptance if spec else None,  # acceptance
+        attention.hidden_size if attention else None,  # hidden_size
+        streams,  # streams
+        _tables_label(model) if model.tables else "",  # tables
     )
 
 
@@ -548,7 +599,7 @@ def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: i
 # --- first token --------------------------------------------------------------
 
 
-@record
+@record(kw_only=False)
 class FirstToken:
     """The wait before the first token: what prefix caching saves, and the prefill rate."""
 
@@ -576,20 +627,28 @@ class FirstToken:
 
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
                 workload: Workload, constants: SpeedConstants, weight_format: str = "bf16",
-                weight_bytes: float = 0.0, kv_cache_dtype: str = "auto") -> FirstToken:
-    """The first token of a turn of this workload."""
-    prefix_on, note = _prefix_caching(recipe, caveats)
-    uncached = workload.context_tokens if not prefix_on else round(workload.context_tokens
-                                                                   * (1 - workload.prefix_reuse))
+                weight_bytes: float = 0.0, kv_cache_dtype: str = "auto",
+                model_prefill: ModelPrefill | None = None) -> FirstToken:
+    """The first token of a turn of this workload (`model_prefill`: the model's `prefill_shared` at
+    this turn's uncached tokens, when already worked out)."""
+    prefix_on, note = prefix_caching(recipe, caveats)
+    uncached = uncached_tokens(workload, prefix_on)
     rate, basis, measurement, point = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
-                                              weight_format, weight_bytes, kv_cache_dtype)
+                                              weight_format, weight_bytes, kv_cache_dtype, model_prefill)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
-    return FirstToken(prefix_caching=prefix_on, prefix_caching_note=note, uncached_tokens=uncached,
-                      prefill_tok_s=rate, prefill_basis=basis, prefill_measured=measurement, prefill_inputs=point,
-                      ttft_s=ttft.value if ttft else (uncached / rate if rate else None), ttft_measured=ttft)
+    # Positional (see plan.evaluate): prefix_caching, prefix_caching_note, uncached_tokens, prefill_tok_s,
+    # prefill_basis, prefill_measured, prefill_inputs, ttft_s, ttft_measured.
+    return FirstToken(prefix_on, note, uncached, rate, basis, measurement, point,
+                      ttft.value if ttft else (uncached / rate if rate else None), ttft)
 
 
-def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
+def uncached_tokens(workload: Workload, prefix_on: bool) -> int:
+    """Prompt tokens computed afresh each turn: the whole context, or what prefix caching does not reuse."""
+    return workload.context_tokens if not prefix_on else round(workload.context_tokens * (1 - workload.prefix_reuse))
+
+
+def prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
+    """(on, why in a sentence): a caveat that turns it off, else the recipe's setting."""
     for caveat in caveats:
         if caveat.kind in PREFIX_OFF_KINDS:
             return False, caveat.explanation
@@ -600,7 +659,8 @@ def _prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple
 
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
             constants: SpeedConstants, weight_format: str = "bf16", weight_bytes: float = 0.0,
-            kv_cache_dtype: str = "auto") -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
+            kv_cache_dtype: str = "auto", shared: ModelPrefill | None = None,
+            ) -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
     """(prompt tok/s, basis, measurement, inputs) for `uncached` new tokens on top of a cached prefix, the
     transformer's `weight_bytes` streamed once per prefill chunk.
 
@@ -609,34 +669,64 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     prompt length, so its depth is unknown), and otherwise scaled by the model's ratio of its own
     estimates here and there (attention FLOPs, the indexer's scoring, K/V reads and the weights per
     chunk all move with depth): basis "scaled"."""
-    p = model.params
     extra = recipe.extra_args if recipe else ()
-
-    def inputs_at(attended: float, chunk: int | None) -> PrefillInputs | None:
-        if p.active_b is None:
-            return None
-        return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
-                              weight_format, model.attention, attended, engine=constants.engine,
-                              kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes, chunk_tokens=chunk,
-                              extra_args=extra)
-
-    # New tokens attend to the cached prefix plus, on average, half of themselves.
-    attended = context_tokens - uncached / 2
-    point = inputs_at(attended, prefill_chunk(constants.engine, extra, uncached))
+    # What every build of the model shares here: once per model, recipe and depth in a ranking.
+    attended, figures, terms = shared or once(("prefill", id(model), id(recipe), nodes, context_tokens, uncached,
+                                               kv_cache_dtype, id(constants)), prefill_shared, model, recipe, nodes,
+                                              context_tokens, uncached, kv_cache_dtype, constants)
+    point = None if figures is None else inputs_for_weights(*figures, weight_format, constants.engine, weight_bytes,
+                                                            extra)
     measurement = _nearest_prefill(recipe, attended)
     if measurement is not None:
         depth = measured_attended(measurement)
-        there = None if depth is None else inputs_at(depth, prefill_chunk(constants.engine, extra,
-                                                                          measurement.context_tokens,
-                                                                          measurement.chunk_tokens))
+        there = None if depth is None else _prefill_point(model, nodes, depth, prefill_chunk(
+            constants.engine, extra, measurement.context_tokens, measurement.chunk_tokens), constants, weight_format,
+            weight_bytes, kv_cache_dtype, extra)
         scale = _depth_scale(point, there, constants)
         if scale is None:
             return measurement.value, "measured", measurement, point
         return measurement.value * scale, "scaled", measurement, point
     if point is None:
         return None, "unknown", None, None
-    rate = estimate_prefill(point, constants)
+    rate = estimate_prefill(point, constants, terms)
     return rate, ("estimated" if rate else "unknown"), None, point
+
+
+PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None]
+"""(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens): the leading
+arguments of `inputs_for_weights`."""
+ModelPrefill = tuple[float, PrefillFigures | None, AttentionTerms | None]
+"""(attended tokens, `PrefillFigures`, `attention_terms`): `prefill_shared`."""
+
+
+def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
+                   kv_cache_dtype: str, constants: SpeedConstants) -> ModelPrefill:
+    """(attended tokens, the leading arguments of `inputs_for_weights`, `attention_terms`) of `prefill`:
+    what the model, the recipe and the depth decide whatever the build's format (None without active
+    parameters)."""
+    p = model.params
+    # New tokens attend to the cached prefix plus, on average, half of themselves.
+    attended = context_tokens - uncached / 2
+    if p.active_b is None:
+        return attended, None, None
+    chunk = prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached)
+    dense, expert = dense_and_expert_params(p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token)
+    kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype)
+    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk)
+    return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s)
+
+
+def _prefill_point(model: Model, nodes: int, attended: float, chunk: int | None, constants: SpeedConstants,
+                   weight_format: str, weight_bytes: float, kv_cache_dtype: str,
+                   extra: tuple[str, ...]) -> PrefillInputs | None:
+    """What one prompt token computes at `attended` depth for this build, None without active parameters."""
+    p = model.params
+    if p.active_b is None:
+        return None
+    return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
+                          weight_format, model.attention, attended, engine=constants.engine,
+                          kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes, chunk_tokens=chunk,
+                          extra_args=extra)
 
 
 def measured_attended(m: Measurement) -> float | None:
@@ -666,3 +756,4 @@ def _depth_scale(here: PrefillInputs | None, there: PrefillInputs | None, c: Spe
     if not rate_here or not rate_there or abs(rate_here / rate_there - 1) < 0.005:
         return None
     return rate_here / rate_there
+

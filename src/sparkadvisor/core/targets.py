@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Model, Recipe
 from sparkadvisor.core.units import fmt_seconds, plural
@@ -81,6 +80,8 @@ def context_needed(workload: Workload) -> int:
 def judge_targets(plan: Plan) -> tuple[Status, ...]:
     """The status of each target (`TARGET_KEYS` order): all the ranking reads. A ranking judges
     thousands of plans and a view shows a few, so the sentences wait for `check_targets`."""
+    if not plan.fit.fits:  # a build that cannot load on these nodes has no first token, turn, speed or session
+        return (_context(plan), "missed", "missed", "missed", "missed")
     return (_context(plan), _first_token(plan), _turn(plan), _decode(plan), _sessions(plan))
 
 
@@ -91,7 +92,7 @@ def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
 
 
 def _context(plan: Plan) -> Status:
-    tokens = once(("usable context", id(plan.model), id(plan.recipe)), usable_context, plan.model, plan.recipe).tokens
+    tokens = plan.pool.inputs.max_model_len  # the usable context: the max-model-len the pool is sized for
     if tokens is None:
         return "unknown"
     return "missed" if tokens < context_needed(plan.workload) else "met"
@@ -120,9 +121,8 @@ def _not_here(plan: Plan) -> str:
 
 
 def _first_token(plan: Plan) -> Status:
+    """For a plan that fits (`judge_targets`)."""
     ttft = plan.first.ttft_s
-    if not plan.fits:
-        return "missed"
     if _recomputes_every_turn(plan):
         return "missed"
     if ttft is None:
@@ -153,9 +153,8 @@ def prefix_off_cite(plan: Plan) -> str:
 
 
 def _turn(plan: Plan) -> Status:
+    """For a plan that fits (`judge_targets`)."""
     turn = plan.turn_s
-    if not plan.fits:
-        return "missed"
     if turn is None:
         return "unknown"
     return "missed" if turn > plan.workload.turn_target_s else "met"
@@ -173,9 +172,8 @@ def _turn_text(plan: Plan, status: Status) -> str:
 
 
 def _decode(plan: Plan) -> Status:
+    """For a plan that fits (`judge_targets`)."""
     speed = plan.speed.tok_s
-    if not plan.fits:
-        return "missed"
     if speed is None:
         return "unknown"
     return "missed" if speed < plan.workload.decode_target_tok_s else "met"
@@ -193,9 +191,8 @@ def _decode_text(plan: Plan, status: Status) -> str:
 
 
 def _sessions(plan: Plan) -> Status:
+    """For a plan that fits (`judge_targets`)."""
     sessions = plan.pool.sessions
-    if not plan.fits:
-        return "missed"
     if sessions is None:
         return "unknown"
     return "missed" if sessions == 0 else "met"
