@@ -91,7 +91,11 @@ def test_the_profile_constants_follow_from_the_glm_log_by_the_kv_model(index):
 
     kv = kv_shape(index.models["glm-5.3-flash"].attention, "fp8_e4m3", 2, 1)
     length, engine, weights, drafter = 262_144, 0.85 * 121.6, 198e9 / 2 / GiB, 2.2e9 / 2 / GiB
-    bare = 965_166 / length * kv.request_bytes(length, 2304, speculative_tokens=0) / GiB
-    drafted = 581_040 / length * kv.request_bytes(length, 2304, speculative_tokens=7) / GiB
+    bare = 965_166 / length * kv.request_bytes(length, 2304, speculative_tokens=0, prefix_caching=True) / GiB
+    drafted = 581_040 / length * kv.request_bytes(length, 2304, speculative_tokens=7, prefix_caching=True) / GiB
     assert PROFILE_PEAK_GIB == pytest.approx(engine - weights - bare, abs=0.01)
-    assert DRAFT_PROFILE_GIB == pytest.approx(engine - weights - drafter - drafted - PROFILE_PEAK_GIB, abs=0.01)
+    # The drafted run left less KV than the bare one by less than the drafter's weights: nothing is
+    # left to attribute to the drafter's profile run, and no negative figure is kept for it.
+    derived = engine - weights - drafter - drafted - PROFILE_PEAK_GIB
+    assert -0.2 < derived < 0
+    assert DRAFT_PROFILE_GIB == 0

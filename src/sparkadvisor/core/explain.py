@@ -11,7 +11,7 @@ from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import FP8_DS_MLA_BYTES
+from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE
 from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
@@ -254,6 +254,9 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
                 "RoPE, the page vLLM allocates whatever the latent's width), kept whole on every TP rank")
     elif a.design == "mla":
         core = f"MLA: ({a.kv_lora_rank} + {a.qk_rope_head_dim or 0}) x {size:g} B, kept whole on every TP rank"
+        if a.indexer_head_dim and dtype.startswith("fp8") and (a.qk_rope_head_dim or 0) != FP8_DS_MLA_ROPE:
+            core += (f" (the plain FP8 latent: vLLM's fp8_ds_mla layout needs a {FP8_DS_MLA_ROPE}-wide RoPE part, "
+                     "\"pe_dim must be 64\", and this model has none)")
     elif kv.full_kv_heads_per_rank is not None:
         core = (f"{a.design.upper()}: 2 (K and V) x {kv.full_kv_heads_per_rank} KV heads per rank x "
                 f"{a.global_head_dim or a.head_dim} x {size:g} B = {(kv.full_row_bytes or 0) / 1024:g} KiB per layer, "
@@ -284,7 +287,8 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
                      plan.pool.inputs.ssm_cache_dtype in ("float32", "fp32") else "BF16 (the model dtype)")
         text += (f"; {kv.linear_layers} linear-attention layers keep {kv.state_bytes_per_layer / 2**20:.2f} MiB of "
                  f"state each per sequence ({kv.state_bytes_per_sequence / 2**20:.1f} MiB; recurrent state in "
-                 f"{recurrent}, convolution state in BF16)")
+                 f"{recurrent}, convolution state in BF16, {kv.conv_step_bytes / 1024:g} KiB more per speculative "
+                 "token: vLLM widens it to conv_kernel - 1 + num_spec steps)")
     return text + f" (KV dtype {dtype})."
 
 
@@ -322,7 +326,7 @@ def _request_text(plan: Plan) -> str:
     kv, inputs = plan.kv, plan.pool.inputs
     assert kv is not None and inputs is not None and inputs.max_model_len
     length = inputs.max_model_len
-    block = kv.block_tokens(inputs.block_tokens)
+    block = kv.block_tokens(inputs.block_tokens, inputs.speculative_tokens)
     blocks = -(-length // block)
     rows = " and ".join(n for n, has in (("full-attention", kv.full_layer_share), ("compressed", kv.compressed),
                                           ("indexer", kv.indexer_row_bytes)) if has) or "full-attention"
@@ -336,26 +340,58 @@ def _request_text(plan: Plan) -> str:
                      f"{window_blocks:,} blocks (window {kv.window_tokens:,} - 1 + {inputs.batched_tokens:,} "
                      f"batched tokens, plus one) = "
                      f"{kv.window_bytes_per_token * kv.sliding_pad * window_blocks * block / GiB:.3f} GiB")
+    spec = inputs.speculative_tokens
     if kv.linear_slots:
-        page = kv.page_bytes(inputs.block_tokens)
-        pp = plan.fit.pp
-        # Under pipeline parallelism the pool is sized by the most-loaded stage: its share of the whole
-        # model's slots (layer types taken as spread evenly), said as a fraction.
-        whole = kv.linear_slots * pp / kv.stage_over_average
-        slots = f"{whole:g} layer slots (layers padded to whole KV-cache groups)" + (
-            f", {kv.linear_slots:.2f} on the most-loaded of {pp} pipeline stages" if pp > 1 else "")
-        parts.append(f"linear-attention states {slots} x {page / 2**20:.2f} MiB pages x (1 + "
-                     f"{inputs.speculative_tokens} speculative tokens) = "
-                     f"{kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")
+        parts.append(_states_text(plan, block))
+    if kv.tail_groups:
+        parts.append(f"k-pool tail {kv.tail_groups} group x {kv.group_size} slots x "
+                     f"{kv.slot_bytes(inputs.block_tokens, spec) / 2**20:.2f} MiB (one block id per request, "
+                     f"vLLM 0.1.dev20051's KpoolTailSpec) = {kv.tail_bytes(inputs.block_tokens, spec) / GiB:.3f} GiB")
     origins = inputs.origins
+    step = max(inputs.block_tokens or 0, BLOCK_ALIGNMENT)
     settings = (f"max-model-len {length:,} ({origins[0]}), block {block:,} tokens ({origins[1]}"
-                + (", grown so one page holds a layer's state" if block != (inputs.block_tokens or block) or
-                   (kv.linear_slots and not inputs.block_tokens) else "") + ")")
+                + (f", grown in steps of {step:,} so one page holds a layer's state" if block != (
+                    inputs.block_tokens or block) or (kv.linear_slots and not inputs.block_tokens) else "") + ")")
     if kv.window_tokens:
         settings += f", max-num-batched-tokens {inputs.batched_tokens:,} ({origins[2]})"
     if kv.linear_slots:
-        settings += f", {inputs.speculative_tokens} speculative tokens ({origins[3]})"
-    return f"One request: {'; '.join(parts)}; with {settings}."
+        settings += f", {spec} speculative tokens ({origins[3]}), {origins[5]}"
+    return f"One request: {'; '.join(parts)}; with {settings}.{_draft_kv_text(plan)}"
+
+
+def _states_text(plan: Plan, block: int) -> str:
+    """The linear layers' state pages of one request: slots x (page + the indexer pages every block id
+    reserves) x pages per request."""
+    kv, inputs = plan.kv, plan.pool.inputs
+    assert kv is not None and inputs is not None
+    spec, pp = inputs.speculative_tokens, plan.fit.pp
+    page = kv.page_bytes(inputs.block_tokens, spec)
+    # Under pipeline parallelism the pool is sized by the most-loaded stage: its share of the whole
+    # model's slots (layer types taken as spread evenly), said as a fraction.
+    whole = kv.linear_slots * pp / kv.stage_over_average
+    slots = f"{whole:g} layer slots (layers padded to whole KV-cache groups)" + (
+        f", {kv.linear_slots:.2f} on the most-loaded of {pp} pipeline stages" if pp > 1 else "")
+    keys = kv.slot_indexer_bytes_per_token * block
+    beside = (f" + {keys / 2**20:.2f} MiB of indexer-key pages each block id also reserves"
+              if keys else "")
+    pages = kv.state_pages(spec, inputs.prefix_caching)
+    why = (f"{'2' if inputs.prefix_caching else '1'} + {spec} speculative tokens"
+           + (": prefix caching keeps one more, vLLM's \"align\" mode" if inputs.prefix_caching else ""))
+    total = kv.linear_slots * kv.slot_bytes(inputs.block_tokens, spec) * pages
+    return (f"linear-attention states {slots} x ({page / 2**20:.2f} MiB pages{beside}) x {pages} pages ({why}) = "
+            f"{total / GiB:.3f} GiB")
+
+
+def _draft_kv_text(plan: Plan) -> str:
+    """A separate draft model's own KV cache, which the pool does not count."""
+    spec = plan.recipe.speculative if plan.recipe else None
+    if spec is None or spec.method == "mtp" or not spec.draft_size_gb:
+        return ""
+    text = " Not counted: the draft model's own KV cache (its layers and window are not in the catalog)"
+    if spec.method == "dflash":
+        text += ("; tonyd2wild's DFlash2 port gives its 5 sliding-window layers a group that shares the MLA "
+                 "tensors and takes about 6 block ids per request, which would make the pool about 6% smaller")
+    return text + "."
 
 
 def _measurement(m: Measurement, fmt: object) -> str:

@@ -14,20 +14,20 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
-PROFILE_PEAK_GIB = 3.95
+PROFILE_PEAK_GIB = 4.91
 """What vLLM's profile run takes per node beside the weights (activations at max-num-batched-tokens,
 the sampler's dummy batch, and the non-torch memory that appears meanwhile: NCCL buffers, cuBLAS and
 attention workspaces). One published recipe pins it down: tonyd2wild-glm (GLM-5.3-Flash NVFP4, TP2,
-eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144, --block-size 2304)
-logs a 965,166-token profiler-sized pool without a drafter. The pool is int(max concurrency x
-max_model_len), and one request of 262,144 tokens costs 1.959 GiB per rank by vLLM's rules
-(`kv.KvShape.request_bytes`, no speculative state pages, the k-pool indexer's 132-byte key once per
-4 tokens), so the profiler left 965,166 / 262,144 x 1.959 = 7.21 GiB of KV, and 0.85 x 121.6 - 92.20
-GiB of weights - 7.21 = 3.95 GiB.
-tests/core/test_reserve.py redoes this from the catalog, so the figure follows the KV model.
-The pool is the minimum over the ranks, and the README notes its worker rank profiles 4-5 GiB less
-headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and attention
-backends are assumed to need the same: no second source logs it."""
+eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144, --block-size 2304,
+prefix caching on) logs a 965,166-token profiler-sized pool without a drafter. The pool is
+int(max concurrency x max_model_len), and one request of 262,144 tokens costs 1.698 GiB per rank by
+vLLM's rules (`kv.KvShape.request_bytes`: 57 MLA blocks of 4,608 tokens, one k-pool tail block and
+4 KDA groups x 2 state pages ("align" mode), each block id 11 x 4,608 x (512 + 33) B), so the
+profiler left 965,166 / 262,144 x 1.698 = 6.25 GiB of KV, and 0.85 x 121.6 - 92.20 GiB of weights -
+6.25 = 4.91 GiB. tests/core/test_reserve.py redoes this from the catalog, so the figure follows the
+KV model. The pool is the minimum over the ranks, and the README notes its worker rank profiles 4-5
+GiB less headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and
+attention backends are assumed to need the same: no second source logs it."""
 
 PROFILE_SOURCE = "tonyd2wild-glm"
 """The catalog source of PROFILE_PEAK_GIB and DRAFT_PROFILE_GIB."""
@@ -35,12 +35,15 @@ PROFILE_SOURCE = "tonyd2wild-glm"
 GRAPH_SOURCE = "tonyd2wild-ds41"
 """The catalog source of CUDA_GRAPH_GIB and DRAFT_GRAPH_GIB (and the check of INDEXER_BUFFER_BYTES_PER_TOKEN)."""
 
-DRAFT_PROFILE_GIB = 0.47
-"""What a speculative drafter adds to the profile run beside its own weights: the same recipe's
-profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens; a request then costs 2.582
-GiB (seven more state pages per linear layer), so the KV was 581,040 / 262,144 x 2.582 = 5.72 GiB,
-and 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 5.72 - 3.95 = 0.47 GiB. Assumed
-for other drafters and MTP heads, which vLLM also runs as a separate drafter model."""
+DRAFT_PROFILE_GIB = 0.0
+"""What a speculative drafter adds to the profile run beside its own weights, taken as 0: the same
+recipe's profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens, and a request then
+costs 2.418 GiB (seven more state pages per KDA group), so the KV was 581,040 / 262,144 x 2.418 =
+5.36 GiB; 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 5.36 - 4.91 = -0.13 GiB.
+The two profiler-sized pools differ by less than the drafter's own weights (and by less still with
+the drafter's uncounted sliding-window block ids), so these logs cannot resolve a profile cost of the
+drafter beyond its weights (the README's unexplained 4-5 GiB worker-rank asymmetry sits in both);
+nothing is added for it rather than a negative figure. Applies to other drafters and MTP heads alike."""
 
 CUDA_GRAPH_GIB = 1.99
 """CUDA graph memory of the target model per node, when graphs are captured (tonyd2wild-ds41, boot 10:

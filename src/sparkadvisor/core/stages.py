@@ -231,6 +231,8 @@ class PoolInputs:
     """num_speculative_tokens (each costs a linear layer one more state page per request)."""
     ssm_cache_dtype: str
     """--mamba-ssm-cache-dtype (auto: the model dtype)."""
+    prefix_caching: bool = False
+    """Prefix caching on: vLLM keeps linear-attention states in its "align" mode, one more page per request."""
     origins: tuple[str, ...] = ()
     """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
 
@@ -269,6 +271,7 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
     ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype")
     spec = recipe.speculative.tokens_per_pass if recipe and recipe.speculative else 0
     window = _window(facts, recipe)
+    prefix_on, prefix_note = _prefix_caching(recipe, facts.caveats)
     origins = (
         "the recipe's --max-model-len" if recipe is not None and recipe.max_model_len
         else "the model's native context" if window else "unknown",
@@ -277,10 +280,12 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
         else "vLLM's API-server default",
         "the recipe's speculative tokens" if spec else "no speculation",
         "the recipe's --mamba-ssm-cache-dtype" if ssm else "the model dtype",
+        prefix_note,
     )
     return PoolInputs(max_model_len=window, block_tokens=recipe.block_size if recipe else None,
                       batched_tokens=int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS,
-                      speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", origins=origins)
+                      speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", prefix_caching=prefix_on,
+                      origins=origins)
 
 
 def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit,
@@ -308,7 +313,8 @@ def _per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, 
     shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype) if attention else None
     if shape is None:
         return inputs, None, None, None
-    sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens)
+    sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens,
+                              inputs.prefix_caching)
     return inputs, shape, _request_bytes(shape, inputs), sequence
 
 
@@ -316,7 +322,7 @@ def _request_bytes(shape: KvShape | None, inputs: PoolInputs) -> float | None:
     if shape is None or not inputs.max_model_len:
         return None
     return shape.request_bytes(inputs.max_model_len, inputs.block_tokens, inputs.batched_tokens,
-                               inputs.speculative_tokens)
+                               inputs.speculative_tokens, inputs.prefix_caching)
 
 
 def pool_tokens(per_token: float | None, kv_bytes: float, request_bytes: float | None,
