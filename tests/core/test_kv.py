@@ -270,3 +270,15 @@ def test_global_layer_shape_is_refused_on_mla():
     with pytest.raises(ValidationError, match="global_kv_heads 8 is more than heads 4"):
         validate(Attention, {"design": "gqa", "layers": 4, "heads": 4, "kv_heads": 2, "head_dim": 64,
                              "global_kv_heads": 8, "source": "x"})
+
+
+def test_an_mtp_drafters_layers_are_cached_like_the_targets_full_layers(index):
+    # vLLM puts a drafter's attention layers in the KV cache beside the target's (kv_cache_utils.py groups
+    # "drafters that add extra layers to one attention type"). Qwen3.8-Flash-Next TP1 with its MTP layer:
+    # 12 + 1 full layers, so the 36 linear layers group 13 at a time (3 groups, 39 slots); a decode step of
+    # the target still reads its own 12.
+    attention = index.models["qwen3.8-flash-next"].attention
+    plain, drafted = kv_shape(attention, "fp8_e4m3", 1, 1), kv_shape(attention, "fp8_e4m3", 1, 1, draft_layers=1)
+    assert drafted.full_layers == 13 and drafted.group_size == 13 and drafted.linear_slots == 39
+    assert drafted.bytes_per_token == pytest.approx(plain.bytes_per_token * 13 / 12)
+    assert drafted.bytes_read(100_000) == pytest.approx(plain.bytes_read(100_000))

@@ -266,6 +266,9 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     else:
         core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
     text = f"{core}, on {kv.full_layers} full-attention layers per rank"
+    if kv.draft_layers:
+        text += (f" ({kv.full_layers - kv.draft_layers} + {kv.draft_layers} MTP: vLLM caches the drafter's layers "
+                 "beside the target's)")
     if a.indexer_head_dim and kv.indexer_pool > 1:
         text += (f", plus {a.indexer_head_dim}-wide FP8 indexer keys, one {kv.indexer_row_bytes:g} B key per "
                  f"{kv.indexer_pool} tokens ({kv.indexer_row_bytes / kv.indexer_pool:g} B per token per layer: vLLM's "
@@ -316,8 +319,23 @@ def _pool(plan: Plan) -> Step:
                     f"{plural(plan.sessions or 0, 'concurrent session')} fit.")
         basis = "derived"
     if measured is not None:
-        text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)})."
+        text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)}).{_at_logged(plan)}"
     return Step("pool", "KV pool", text, basis)  # type: ignore[arg-type]
+
+
+def _at_logged(plan: Plan) -> str:
+    """The measured pool beside the model's at the KV memory the run logged, which sets the reserve's
+    error apart from the per-request cost's."""
+    m, request, inputs = plan.kv_pool_measured, plan.pool.request_bytes, plan.pool.inputs
+    if m is None or not m.kv_gib or not request or inputs is None or not inputs.max_model_len \
+            or plan.kv_basis != "config":
+        return ""
+    at_logged = m.kv_gib * GiB / request * inputs.max_model_len
+    kept = plan.budget.engine_bytes - plan.budget.weights_bytes - m.kv_gib * GiB
+    return (f" In the {m.kv_gib:g} GiB of KV per node the run logged, one request's {request / GiB:.3f} GiB give "
+            f"{fmt_tokens(at_logged)} tokens ({(at_logged - m.value) / m.value:+.0%}): the rest of the gap is in "
+            f"what vLLM keeps beside the KV, {kept / GiB:.1f} GiB there against {plan.budget.reserve_bytes / GiB:.1f} "
+            "GiB here.")
 
 
 def _request_text(plan: Plan) -> str:
@@ -386,7 +404,7 @@ def _draft_kv_text(plan: Plan) -> str:
     """A separate draft model's own KV cache, which the pool does not count."""
     spec = plan.recipe.speculative if plan.recipe else None
     if spec is None or spec.method == "mtp" or not spec.draft_size_gb:
-        return ""
+        return ""  # MTP layers are counted with the full-attention layers
     text = " Not counted: the draft model's own KV cache (its layers and window are not in the catalog)"
     if spec.method == "dflash":
         text += ("; tonyd2wild's DFlash2 port gives its 5 sliding-window layers a group that shares the MLA "

@@ -140,7 +140,8 @@ class KvShape:
     sparse_topk: int | None = None
     """Rows a sparse layer reads per query (None: every row)."""
     full_layer_share: float = 0.0
-    """Full-attention layers on this rank (fractional under pipeline parallelism)."""
+    """The target's full-attention layers on this rank (fractional under pipeline parallelism): what a
+    decode step reads, an MTP drafter's layers aside."""
     sliding_layer_share: float = 0.0
     """Sliding-window layers on this rank."""
     compressed: tuple[tuple[float, int, bool], ...] = ()
@@ -171,6 +172,8 @@ class KvShape:
     """Cache groups that take one block id per request whatever its length (GLM-5.x's k-pool tail)."""
     group_size: int = 0
     """Layers per KV-cache group (vLLM's hybrid grouping); 0 without a hybrid layout."""
+    draft_layers: int = 0
+    """An MTP drafter's layers counted among the full-attention layers (0 without one)."""
 
     def request_bytes(self, max_model_len: int, block_tokens: int | None = None,
                       batched_tokens: int = VLLM_BATCHED_TOKENS, speculative_tokens: int = 0,
@@ -265,11 +268,13 @@ class KvShape:
 
 
 def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
-             ssm_cache_dtype: str = "auto") -> KvShape | None:
+             ssm_cache_dtype: str = "auto", draft_layers: int = 0) -> KvShape | None:
     """KV cost per rank for a model, or None when config.json lacks what is needed. A sparse MLA
     model (an indexer) asked for an FP8 cache gets vLLM's fp8_ds_mla layout, the only FP8 layout
     its sparse kernels read; DeepSeek-V4's compressed attention always gets its own FP8 layout.
-    `ssm_cache_dtype` is --mamba-ssm-cache-dtype."""
+    `ssm_cache_dtype` is --mamba-ssm-cache-dtype; `draft_layers` are an MTP drafter's layers, which vLLM
+    caches beside the target's as more full-attention layers (kv_cache_utils.py groups "speculative decoding
+    drafters that add extra layers to one attention type", e.g. gpt-oss-20b + EAGLE: 12 sliding + 13 full)."""
     if attention.compressed and attention.design == "mla":
         kv_cache_dtype = "fp8_ds_v4"
     elif (attention.design == "mla" and attention.indexer_head_dim and kv_cache_dtype.startswith("fp8")
@@ -283,7 +288,8 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
     full_row = (2 * full_heads * (attention.global_head_dim or attention.head_dim or 0) * element
                 if full_heads is not None else per_layer)
     linear_layers = attention.linear.layers if attention.linear else 0
-    full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers
+    # An MTP drafter's layers are cached like the target's full-attention layers (`draft_layers`).
+    full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers + draft_layers
     indexer = _indexer_bytes(attention.indexer_head_dim)
     ssm_bytes = FP32_BYTES if ssm_cache_dtype in ("float32", "fp32") else STATE_BYTES
     state = _linear_state_bytes(attention.linear, tp, ssm_bytes) if attention.linear else 0.0
@@ -322,7 +328,7 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         indexer_row_bytes=indexer,
         indexer_pool=attention.indexer_pool,
         sparse_topk=attention.sparse_topk,
-        full_layer_share=full_layers / pp,
+        full_layer_share=(full_layers - draft_layers) / pp,  # a decode step reads the target's layers
         sliding_layer_share=attention.sliding_layers / pp,
         compressed=compressed,
         state_bytes_per_layer=state,
@@ -336,6 +342,7 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         slot_indexer_bytes_per_token=slot_indexer,
         tail_groups=tails,
         group_size=group,
+        draft_layers=draft_layers,
     )
 
 
@@ -443,20 +450,20 @@ def sessions_of(budget_bytes: float, per_sequence_bytes: float) -> int:
 SHAPES_KEPT = 4096
 """Shapes `shape_for` keeps before it starts afresh (a catalog has a few dozen attention designs)."""
 
-_shapes: dict[tuple[int, str, int, int, str], tuple[Attention, KvShape | None]] = {}
+_shapes: dict[tuple[int, str, int, int, str, int], tuple[Attention, KvShape | None]] = {}
 
 
 def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
-              ssm_cache_dtype: str = "auto") -> KvShape | None:
+              ssm_cache_dtype: str = "auto", draft_layers: int = 0) -> KvShape | None:
     """`kv_shape`, computed once per attention design, dtype, split and state dtype (a ranking
     asks for the same few designs twice per build). Kept by the record's identity: hashing a
     whole `Attention` costs about as much as a lookup saves; each entry holds its record, so
     an identity is never reused while its entry lives."""
-    key = (id(attention), kv_cache_dtype, tp, pp, ssm_cache_dtype)
+    key = (id(attention), kv_cache_dtype, tp, pp, ssm_cache_dtype, draft_layers)
     kept = _shapes.get(key)
     if kept is not None:
         return kept[1]
-    shape = kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype)
+    shape = kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype, draft_layers)
     if len(_shapes) >= SHAPES_KEPT:
         _shapes.clear()
     _shapes[key] = (attention, shape)

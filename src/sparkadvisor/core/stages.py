@@ -233,6 +233,8 @@ class PoolInputs:
     """--mamba-ssm-cache-dtype (auto: the model dtype)."""
     prefix_caching: bool = False
     """Prefix caching on: vLLM keeps linear-attention states in its "align" mode, one more page per request."""
+    draft_layers: int = 0
+    """An MTP drafter's layers, which vLLM caches like the target's full-attention layers."""
     origins: tuple[str, ...] = ()
     """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
 
@@ -285,7 +287,17 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
     return PoolInputs(max_model_len=window, block_tokens=recipe.block_size if recipe else None,
                       batched_tokens=int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS,
                       speculative_tokens=spec, ssm_cache_dtype=ssm or "auto", prefix_caching=prefix_on,
-                      origins=origins)
+                      draft_layers=_mtp_layers(facts, recipe), origins=origins)
+
+
+def _mtp_layers(facts: BuildFacts, recipe: Recipe | None) -> int:
+    """The MTP layers a recipe's speculation runs (num_nextn_predict_layers, else one): vLLM caches their
+    KV beside the target's."""
+    spec = recipe.speculative if recipe else None
+    if spec is None or spec.method != "mtp":
+        return 0
+    mtp = facts.model.mtp
+    return mtp.layers if mtp and mtp.layers else 1
 
 
 def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit,
@@ -310,7 +322,8 @@ def _per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, 
     build of the model (`facts` is read for its model only)."""
     attention = facts.model.attention
     inputs = pool_inputs(facts, recipe)
-    shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype) if attention else None
+    shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype, inputs.draft_layers) \
+        if attention else None
     if shape is None:
         return inputs, None, None, None
     sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens,

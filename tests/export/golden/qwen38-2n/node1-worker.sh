@@ -14,15 +14,15 @@
 #   graphs, same log; 1.29 GiB indexer prefill buffer, 40 x 132 B per token of max-model-len by vLLM's indexer
 #   code, which the same recipe confirms; each measured on one recipe and assumed here), so 14.4 GiB goes to
 #   the KV cache. It fits.
-#   14.45 GiB / 2.036 GiB per request x 262,144 = 1.86M tokens, the figure vLLM logs as "GPU KV cache size"
-#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 7.55 KiB x 158 blocks
-#   of 1,664 tokens = 1.892 GiB; linear-attention states 36 layer slots (layers padded to whole KV-cache
+#   14.45 GiB / 2.206 GiB per request x 262,144 = 1.72M tokens, the figure vLLM logs as "GPU KV cache size"
+#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 8.18 KiB x 158 blocks
+#   of 1,664 tokens = 2.050 GiB; linear-attention states 39 layer slots (layers padded to whole KV-cache
 #   groups) x (0.81 MiB pages + 0.21 MiB of indexer-key pages each block id also reserves) x 4 pages (1 + 3
-#   speculative tokens) = 0.144 GiB; with max-model-len 262,144 (the recipe's --max-model-len), block 1,664
+#   speculative tokens) = 0.156 GiB; with max-model-len 262,144 (the recipe's --max-model-len), block 1,664
 #   tokens (vLLM's default, grown in steps of 16 so one page holds a layer's state), 3 speculative tokens (the
 #   recipe's speculative tokens), prefix caching crashes the engine in the GDN path on GB10 (vLLM #54173; the
 #   article reports wrong answers), so the recipes turn it off and every agent turn recomputes the whole
-#   prompt. At 100,000 tokens per session, 16 concurrent sessions fit (each holding its blocks, window and
+#   prompt. At 100,000 tokens per session, 15 concurrent sessions fit (each holding its blocks, window and
 #   state pages). Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts).
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
 #   not stated), 1 stream, CUDA graphs); the model's 100 there leaves out the PLE table every token reads (its
