@@ -361,12 +361,9 @@ def _group_pads(counts: list[int]) -> list[float]:
     the last group of a type padded, and every group costs a request its blocks. The types are the
     layers' distinct cache specs: full attention, sliding window, linear state and, for DeepSeek-V4,
     each compression ratio and the indexer keys beside the ratio-4 rows."""
-    present = [n for n in counts if n > 0]
-    if len(present) < 2:
+    size = _group_size(counts)
+    if not size:
         return [1.0] * len(counts)
-    size = min(present)
-    if max(present) < 1.5 * size:
-        size = max(present)
     return [math.ceil(n / size) * size / n if n else 1.0 for n in counts]
 
 
