@@ -189,15 +189,17 @@ def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, nod
 
 def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ranks: int) -> Reserve:
     """What vLLM keeps beside weights and KV in this recipe's mode (the user's --eager/--cuda-graphs
-    first): CUDA graphs unless eager, a drafter's graphs and weights when it speculates, an indexer's
-    prefill buffer at the max-model-len the pool is sized for."""
+    first): the profile run (the recipe's logged one, else the general figure), CUDA graphs unless eager,
+    a drafter's graphs and weights when it speculates, an indexer's prefill buffer at the max-model-len
+    the pool is sized for."""
     eager = settings.enforce_eager if settings.enforce_eager is not None else bool(recipe and recipe.enforce_eager)
     spec = recipe.speculative if recipe else None
     draft = (spec.draft_size_gb or 0.0) * GB / ranks if spec else 0.0
     attention = facts.model.attention
     has_indexer = bool(attention.indexer_head_dim) if attention else facts.model.sparse_indexer is not None
     indexed = (_window(facts, recipe) or 0) if has_indexer else 0
-    return runtime_reserve(eager, spec is not None, draft, indexed)  # positional: lru_cache keys them faster
+    logged = recipe.reserve if recipe is not None else None
+    return runtime_reserve(eager, spec is not None, draft, indexed, logged)  # positional: lru_cache keys them faster
 
 
 def utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:

@@ -7,12 +7,12 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 76.2 GiB.
 #   At gpu-memory-utilization 0.8, vLLM takes 0.8 x 121.6 = 97.3 GiB per node; after 76.2 GiB of weights, 21.1
-#   GiB is left for the KV cache and activations. vLLM keeps 8.7 GiB beside them (4.9 GiB profile run, from
+#   GiB is left for the KV cache and activations. vLLM keeps 7.4 GiB beside them (3.6 GiB profile run, from
 #   GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; 0.55 GiB drafter
 #   graphs, same log; 1.29 GiB indexer prefill buffer, 40 x 132 B per token of max-model-len by vLLM's indexer
-#   code, which the same recipe confirms; each measured on one recipe and assumed here), so 12.4 GiB goes to
+#   code, which the same recipe confirms; each measured on one recipe and assumed here), so 13.6 GiB goes to
 #   the KV cache. As a whole the build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It fits.
-#   12.36 GiB / 4.044 GiB per request x 262,144 = 801k tokens, the figure vLLM logs as "GPU KV cache size"
+#   13.65 GiB / 4.044 GiB per request x 262,144 = 885k tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 14.68 KiB x 157
 #   blocks of 1,680 tokens = 3.692 GiB; linear-attention states 39 layer slots (layers padded to whole
 #   KV-cache groups) x (1.64 MiB pages + 0.21 MiB of indexer-key pages each block id also reserves) x 5 pages
@@ -24,7 +24,7 @@
 #   and state pages). Measured: 995k tokens (at gpu-memory-utilization 0.80, fp8 KV, MTP4, piecewise graphs;
 #   16.6 GiB of KV (the README's KV pool ledger)). In the 16.6 GiB of KV per node the run logged, one
 #   request's 4.044 GiB give 1.08M tokens (+8%): the rest of the gap is in what vLLM keeps beside the KV, 4.5
-#   GiB there against 8.7 GiB here.
+#   GiB there against 7.4 GiB here.
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
 #   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
 #   the model's 60 there leaves out the PLE table every token reads (its bytes per token are unpublished), so

@@ -9,12 +9,12 @@
 #   TP=2, PP=1, as the recipe sets it (tonyd2wild: Qwen3.8-Flash-Next NVFP4, TP2 SPEED profile): each node
 #   holds 1/2, 61.9 GiB.
 #   At gpu-memory-utilization 0.7, vLLM takes 0.7 x 121.6 = 85.1 GiB per node; after 61.9 GiB of weights, 23.2
-#   GiB is left for the KV cache and activations. vLLM keeps 8.7 GiB beside them (4.9 GiB profile run, from
+#   GiB is left for the KV cache and activations. vLLM keeps 7.4 GiB beside them (3.6 GiB profile run, from
 #   GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; 0.55 GiB drafter
 #   graphs, same log; 1.29 GiB indexer prefill buffer, 40 x 132 B per token of max-model-len by vLLM's indexer
-#   code, which the same recipe confirms; each measured on one recipe and assumed here), so 14.4 GiB goes to
+#   code, which the same recipe confirms; each measured on one recipe and assumed here), so 15.7 GiB goes to
 #   the KV cache. It fits.
-#   14.45 GiB / 2.206 GiB per request x 262,144 = 1.72M tokens, the figure vLLM logs as "GPU KV cache size"
+#   15.74 GiB / 2.206 GiB per request x 262,144 = 1.87M tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 8.18 KiB x 158 blocks
 #   of 1,664 tokens = 2.050 GiB; linear-attention states 39 layer slots (layers padded to whole KV-cache
 #   groups) x (0.81 MiB pages + 0.21 MiB of indexer-key pages each block id also reserves) x 4 pages (1 + 3
@@ -22,7 +22,7 @@
 #   tokens (vLLM's default, grown in steps of 16 so one page holds a layer's state), 3 speculative tokens (the
 #   recipe's speculative tokens), prefix caching crashes the engine in the GDN path on GB10 (vLLM #54173; the
 #   article reports wrong answers), so the recipes turn it off and every agent turn recomputes the whole
-#   prompt. At 100,000 tokens per session, 15 concurrent sessions fit (each holding its blocks, window and
+#   prompt. At 100,000 tokens per session, 16 concurrent sessions fit (each holding its blocks, window and
 #   state pages). Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts).
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
 #   not stated), 1 stream, CUDA graphs); the model's 100 there leaves out the PLE table every token reads (its
