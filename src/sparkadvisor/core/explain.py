@@ -11,8 +11,8 @@ from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE
-from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
+from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS
+from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
@@ -180,28 +180,63 @@ def _budget(plan: Plan) -> Step:
             text += (f" The recipe pins the KV cache at {b.kv_pinned_bytes / GiB:g} GiB per node, so vLLM skips its "
                      "profile run; activations come out of what is left.")
         elif b.kv_bytes > 0:
-            text += (f" vLLM keeps {b.reserve_bytes / GiB:.1f} GiB beside them ({_reserve_text(b.reserve)}), "
-                     f"so {b.kv_bytes / GiB:.1f} GiB goes to the KV cache.")
+            text += (f" vLLM keeps {b.reserve_bytes / GiB:.1f} GiB beside them, its profile run's peak and its CUDA "
+                     "graph estimate (gpu_worker.determine_available_memory; the estimate on by default since "
+                     f"v0.21) and what its rules size ({_reserve_text(plan)}), so {b.kv_bytes / GiB:.1f} GiB goes "
+                     f"to the KV cache.{_logged_note(plan)}")
     if plan.short_bytes > 0:
         text += " " + _shortfall(plan)
     return Step("budget", "fit", f"{text} {_verdict(plan)}", "derived")
 
 
-def _reserve_text(r: Reserve) -> str:
-    """The reserve's parts, each with the log its figure comes from (one recipe each, assumed here)."""
-    parts = [f"{r.profile_bytes / GiB:.1f} GiB profile run"
-             + (" with its drafter" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else "")
-             + ", from GLM-5.3-Flash TP2's log"]
-    parts.append(f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log" if r.graph_bytes
-                 else "no CUDA graphs (eager)")
-    if r.draft_graph_bytes:
-        parts.append(f"{r.draft_graph_bytes / GiB:.2f} GiB drafter graphs, same log")
+def _reserve_text(plan: Plan) -> str:
+    """The reserve's parts, each with its basis: the recipe's own logged boot, the one recipe a general
+    figure was measured on (assumed here), or vLLM's sizing rule."""
+    r, inputs = plan.budget.reserve, plan.pool.inputs
+    batched = inputs.batched_tokens if inputs is not None else VLLM_BATCHED_TOKENS
+    parts = [_profile_text(r, batched), *_graph_texts(r)]
     if r.draft_weights_bytes:
-        parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights")
+        parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights: its stated size over the TP ranks")
     if r.indexer_bytes:
-        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer, 40 x 132 B per token of "
-                     "max-model-len by vLLM's indexer code, which the same recipe confirms")
-    return "; ".join(parts) + "; each measured on one recipe and assumed here"
+        tokens = r.indexer_bytes / INDEXER_BUFFER_BYTES_PER_TOKEN
+        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer: 40 x {tokens:,.0f} tokens of "
+                     "max-model-len x 132 B (vLLM's get_max_prefill_buffer_size; DeepSeek-V4.1-Flash's recipe "
+                     "confirms it)")
+    return "; ".join(parts)
+
+
+def _profile_text(r: Reserve, batched: int) -> str:
+    """The profile run: activations at max-num-batched-tokens and non-torch memory, and whose log it is."""
+    text = f"{r.profile_bytes / GiB:.2f} GiB profile run, activations at max-num-batched-tokens and non-torch memory: "
+    logged = r.logged
+    if logged is None:
+        drafter = ", with its drafter's share" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else ""
+        return text + f"GLM-5.3-Flash TP2's log at 8,192 batched tokens, less its indexer buffer{drafter}, assumed here"
+    text += "this recipe's own logged boot"
+    if logged.batched_tokens and logged.batched_tokens != batched:
+        more = "more" if batched > logged.batched_tokens else "less"
+        text += (f", at {logged.batched_tokens:,} batched tokens where the recipe runs {batched:,} (which needs "
+                 f"{more}, by an amount no log gives)")
+    return text
+
+
+def _graph_texts(r: Reserve) -> list[str]:
+    """CUDA graphs: vLLM captures them once while profiling and keeps the estimate out of the KV cache."""
+    if not r.graph_bytes:
+        return ["no CUDA graphs (eager)"]
+    if r.graphs_logged:
+        return [f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs of target and drafter: this model's own log"]
+    texts = [f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs: DeepSeek-V4.1-Flash TP4's log (FULL_AND_PIECEWISE), "
+             "assumed here"]
+    if r.draft_graph_bytes:
+        texts.append(f"{r.draft_graph_bytes / GiB:.2f} GiB drafter graphs: same log, assumed here")
+    return texts
+
+
+def _logged_note(plan: Plan) -> str:
+    """Which boot the recipe's own reserve figures come from, and how."""
+    logged = plan.budget.reserve.logged
+    return f" The recipe's own figures: {logged.note}." if logged is not None and logged.note else ""
 
 
 def _shortfall(plan: Plan) -> str:

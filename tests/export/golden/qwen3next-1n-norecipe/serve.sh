@@ -6,9 +6,12 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 47.3 GiB.
 #   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 47.3 GiB of weights,
-#   56.0 GiB is left for the KV cache and activations. vLLM keeps 5.6 GiB beside them (3.6 GiB profile run,
-#   from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; each measured on
-#   one recipe and assumed here), so 50.4 GiB goes to the KV cache. It fits.
+#   56.0 GiB is left for the KV cache and activations. vLLM keeps 5.6 GiB beside them, its profile run's peak
+#   and its CUDA graph estimate (gpu_worker.determine_available_memory; the estimate on by default since
+#   v0.21) and what its rules size (3.62 GiB profile run, activations at max-num-batched-tokens and non-torch
+#   memory: GLM-5.3-Flash TP2's log at 8,192 batched tokens, less its indexer buffer, assumed here; 1.99 GiB
+#   CUDA graphs: DeepSeek-V4.1-Flash TP4's log (FULL_AND_PIECEWISE), assumed here), so 50.4 GiB goes to the KV
+#   cache. It fits.
 #   50.44 GiB / 6.076 GiB per request x 262,144 = 2.18M tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention rows 24.00 KiB x 482 blocks of 544
 #   tokens = 6.001 GiB; linear-attention states 36 layer slots (layers padded to whole KV-cache groups) x
