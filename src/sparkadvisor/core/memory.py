@@ -42,7 +42,8 @@ DRAFT_PROFILE_GIB = 0.0
 """What a speculative drafter adds to the profile run beside its own weights, taken as 0: the same
 recipe's profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens, and a request then
 costs 2.418 GiB (seven more state pages per KDA group), so the KV was 581,040 / 262,144 x 2.418 =
-5.36 GiB; 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 5.36 - 4.91 = -0.13 GiB.
+5.36 GiB; 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 5.36 - 3.62 - 1.29 GiB of
+indexer buffer = -0.13 GiB.
 The two profiler-sized pools differ by less than the drafter's own weights (and by less still with
 the drafter's uncounted sliding-window block ids), so these logs cannot resolve a profile cost of the
 drafter beyond its weights (the README's unexplained 4-5 GiB worker-rank asymmetry sits in both);
@@ -57,8 +58,9 @@ by capturing them once during memory profiling and keeps the estimate out of the
 v0.21.0: "CUDA graph memory profiling is enabled (default since v0.21.0)" in its startup log)."""
 
 DRAFT_GRAPH_GIB = 0.55
-"""CUDA graph memory of the drafter per node under speculative decoding with graphs (same boot 10:
-the DSpark drafter at k=5); assumed for other drafters and MTP heads."""
+"""CUDA graph memory of the drafter per node under speculative decoding with graphs (same boot 10 and its
+restore log: the DSpark drafter at k=5); assumed for other drafters and MTP heads, unless a recipe's own
+log gives its graphs (`Recipe.reserve`, target and drafter together)."""
 
 INDEXER_BUFFER_BYTES_PER_TOKEN = 40 * 132
 """A sparse-attention indexer's prefill buffer per node, per token of max-model-len: vLLM sizes it
