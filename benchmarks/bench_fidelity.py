@@ -95,8 +95,12 @@ def _pools(index) -> list[dict[str, object]]:
             if m.kv_pinned_gib is not None:
                 predicted = _at_pin(plan, m.kv_pinned_gib) if predicted is not None else None
             error = (predicted - m.value) / m.value * 100 if predicted else None
+            logged = _at_pin(plan, m.kv_gib) if m.kv_gib and predicted is not None else None
             rows.append({"recipe": recipe.id, "measured": m.value, "predicted": _r(predicted, 0),
-                         "error_pct": _r(error), "basis": plan.kv_basis, "pinned_gib": m.kv_pinned_gib})
+                         "error_pct": _r(error), "basis": plan.kv_basis, "pinned_gib": m.kv_pinned_gib,
+                         "at_logged_kv_pct": _r((logged - m.value) / m.value * 100) if logged else None,
+                         "kv_memory_published": bool(m.kv_gib or m.kv_pinned_gib or recipe.kv_cache_gib
+                                                     or recipe.gpu_memory_utilization)})
     return rows
 
 
@@ -119,6 +123,18 @@ def _r(value: float | None, digits: int = 1) -> float | None:
 def _label(pool: dict) -> str:
     pin = pool.get("pinned_gib")
     return f"{pool['recipe']} @{pin:g} GiB" if pin else str(pool["recipe"])
+
+
+def _aside(pool: dict) -> str:
+    """What a row's figure leans on: the pool at the KV memory the run logged (the per-request cost alone,
+    without the reserve), or that its KV memory and settings are unpublished."""
+    if pool.get("at_logged_kv_pct") is not None:
+        return f"  {pool['at_logged_kv_pct']:+.1f}% in its logged KV memory"
+    if pool.get("basis") == "measured pool":
+        return "  per-token cost taken from this pool: only its KV memory is predicted"
+    if not pool.get("kv_memory_published"):
+        return "  KV memory and settings unpublished: not like for like"
+    return ""
 
 
 def _mark(ok: bool) -> str:
@@ -163,7 +179,7 @@ def lines(f: dict) -> list[str]:
                f"({len(pooled_ok)}/{len(pools)} pools) ({_mark(not failing)})")
     out += [f"  {_label(p):<38} measured {p['measured']:>12,.0f}  predicted "
             f"{p['predicted'] or 0:>12,.0f}  "
-            f"{p['error_pct'] if p['error_pct'] is not None else 'n/a':>7}%  ({p['basis']})"
+            f"{p['error_pct'] if p['error_pct'] is not None else 'n/a':>7}%  ({p['basis']}){_aside(p)}"
             for p in pools]
     out += ["", "by engine (median abs error, share within 20%):"]
     out += [f"  {e['engine']:<10} {e['metric']:<16} {e['count']:>3}  {e['median_abs_error_pct']}%  "

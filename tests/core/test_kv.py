@@ -109,13 +109,14 @@ def test_fp8_ds_mla_keeps_scales_and_a_bf16_rope_part(index):
     # vLLM's sparse-MLA layout: 512 FP8 + 4 FP32 scales + 64 BF16 = 656 bytes, plus the indexer's 132.
     kv = shape(index, "deepseek-v3.2", dtype="fp8_ds_mla")
     assert kv.bytes_per_token == 61 * (656 + 132)
-    # vLLM's MLAAttentionSpec allocates 656 bytes per token for fp8_ds_mla whatever the latent's
-    # width: GLM-5.3-Flash (512-wide latent, no RoPE part) is asked for fp8 and pays the same page.
+    # The layout is laid out for DeepSeek's 64-wide RoPE part (concat_and_cache_mla: "pe_dim must be 64
+    # for fp8_ds_mla"): GLM-5.3-Flash (512-wide latent, no RoPE part) asked for fp8 keeps the plain FP8
+    # latent, 512 B (tonyd2wild's DFlash2 notes: "MLA 512 B/token, indexer 33 B/token").
     glm = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
-    assert glm.row_bytes == 656
+    assert glm.row_bytes == 512
     # Its k-pool indexer keeps one 132-byte key per 4 tokens (Glm5NextIndexerCache: tokens_per_state =
     # index_kpool), 33 bytes per token per layer; DeepSeek-V3.2's keeps one per token (above).
-    assert glm.bytes_per_token == 11 * (656 + 132 / 4)
+    assert glm.bytes_per_token == 11 * (512 + 132 / 4)
 
 
 def test_kda_keeps_its_recurrent_state_in_fp32(index):
@@ -145,16 +146,33 @@ def test_a_request_costs_what_vllm_reserves_for_it(index):
 def test_a_hybrid_request_pays_a_state_page_per_speculative_token_and_padded_groups(index):
     # GLM-5.3-Flash TP2: 11 MLA layers and 34 KDA layers. vLLM groups layers 11 at a time, so the 34
     # KDA layers take 4 groups (44 slots); each slot holds one page per request plus one per
-    # speculative token (MambaSpec num_speculative_blocks); the page is one attention block of one
-    # layer, grown from --block-size 2304 until it holds the 2.07 MiB state.
+    # speculative token (MambaSpec num_speculative_blocks), one more with prefix caching ("align"); the
+    # page is one attention block of one layer, grown in steps of --block-size 2304 until it holds the
+    # state (its convolution widened by one step per speculative token).
     kv = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
-    assert kv.linear_slots == 44
-    block = kv.block_tokens(2304)
-    assert block == 16 * -(-kv.state_bytes_per_layer // (16 * 656)) == 3312
-    page = block * 656
-    full = 11 * (656 + 132 / 4) * -(-262144 // block) * block
-    assert kv.request_bytes(262144, 2304, speculative_tokens=7) == full + 44 * page * 8
-    assert kv.request_bytes(262144, 2304, speculative_tokens=0) == full + 44 * page
+    assert kv.linear_slots == 44 and kv.group_size == 11
+    assert kv.linear_state_bytes(7) == kv.state_bytes_per_layer + 7 * 3 * 32 * 128 * BF16
+    block = kv.block_tokens(2304, 7)
+    assert block == 2304 * -(-kv.linear_state_bytes(7) // (2304 * 512)) == 4608
+    # Every block id reserves an MLA page and an indexer page in each of the 11 positions.
+    block_id = 11 * block * (512 + 132 / 4)
+    full = 57 * block_id
+    assert kv.request_bytes(262144, 2304, speculative_tokens=7) == full + 4 * 8 * block_id + block_id
+    assert kv.request_bytes(262144, 2304, speculative_tokens=7, prefix_caching=True) == \
+        full + 4 * 9 * block_id + block_id
+    assert kv.request_bytes(262144, 2304, speculative_tokens=0) == full + 4 * block_id + block_id
+
+
+def test_glms_logged_pools_are_whole_block_ids(index):
+    # tonyd2wild-glm's pins log 310,292 tokens at 3 GiB, 414,615 at 4 GiB and 678,661 at 6 GiB. Each is
+    # int(num_blocks / block ids per request x 262,144) with num_blocks = pin // (11 x 4,608 x 545 B):
+    # 116, 155 and 233 block ids, 98 per request at 3 and 4 GiB (the model counts 94 and leaves out the
+    # drafter's window group) and 90 at 6 GiB.
+    block_id = 11 * 4608 * (512 + 33)
+    for pin, per_request, logged in ((3, 98, 310_292), (4, 98, 414_615), (6, 90, 678_661)):
+        assert int(pin * 2**30 // block_id / per_request * 262_144) == logged
+    kv = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
+    assert kv.request_bytes(262144, 2304, speculative_tokens=7, prefix_caching=True) == 94 * block_id
 
 
 def test_under_pipeline_parallelism_the_pool_follows_the_most_loaded_stage(index):
@@ -185,7 +203,7 @@ def test_a_pooled_indexer_reads_one_key_per_pool(index):
     kv = shape(index, "glm-5.3-flash", tp=2, dtype="fp8_e4m3")
     assert kv.indexer_pool == 4
     assert kv.bytes_read(100_000) == pytest.approx(
-        11 * (2048 * 656 + 100_000 / 4 * 132) + kv.state_bytes_per_sequence)
+        11 * (2048 * 512 + 100_000 / 4 * 132) + kv.state_bytes_per_sequence)
 
 
 def test_dense_attention_reads_everything_it_keeps(index):
@@ -252,3 +270,15 @@ def test_global_layer_shape_is_refused_on_mla():
     with pytest.raises(ValidationError, match="global_kv_heads 8 is more than heads 4"):
         validate(Attention, {"design": "gqa", "layers": 4, "heads": 4, "kv_heads": 2, "head_dim": 64,
                              "global_kv_heads": 8, "source": "x"})
+
+
+def test_an_mtp_drafters_layers_are_cached_like_the_targets_full_layers(index):
+    # vLLM puts a drafter's attention layers in the KV cache beside the target's (kv_cache_utils.py groups
+    # "drafters that add extra layers to one attention type"). Qwen3.8-Flash-Next TP1 with its MTP layer:
+    # 12 + 1 full layers, so the 36 linear layers group 13 at a time (3 groups, 39 slots); a decode step of
+    # the target still reads its own 12.
+    attention = index.models["qwen3.8-flash-next"].attention
+    plain, drafted = kv_shape(attention, "fp8_e4m3", 1, 1), kv_shape(attention, "fp8_e4m3", 1, 1, draft_layers=1)
+    assert drafted.full_layers == 13 and drafted.group_size == 13 and drafted.linear_slots == 39
+    assert drafted.bytes_per_token == pytest.approx(plain.bytes_per_token * 13 / 12)
+    assert drafted.bytes_read(100_000) == pytest.approx(plain.bytes_read(100_000))

@@ -53,10 +53,54 @@ def test_a_pinned_cache_skips_the_profile_run_but_not_the_drafter(index):
 
 
 def test_an_eager_build_keeps_the_profile_peak_and_its_drafters_share(index):
-    p = plan(index, "qwen3.8-flash-next-nvfp4", 2, Settings(enforce_eager=True))  # MTP speculation
+    p = plan(index, "gpt-oss-120b-mxfp4", 1, Settings(enforce_eager=True))  # no recipe reserve, no indexer
     r = p.budget.reserve
-    assert r.profile_bytes == pytest.approx((PROFILE_PEAK_GIB + DRAFT_PROFILE_GIB) * GiB)
+    assert r.logged is None
+    assert r.profile_bytes == pytest.approx(PROFILE_PEAK_GIB * GiB)
     assert r.total_bytes == pytest.approx(r.profile_bytes + r.indexer_bytes + r.draft_weights_bytes)
+
+
+def test_a_recipe_with_its_own_logged_boot_is_reserved_by_it(index):
+    # Qwen3.8 TP2 (FULL_DECODE_ONLY, MTP3): its ledger's row 12 gives the profile run and its decode-only
+    # graphs (target and drafter together), so no general graph figure and no separate drafter graphs.
+    p = plan(index, "qwen3.8-flash-next-nvfp4", 2)
+    r = p.budget.reserve
+    assert r.logged is not None and r.graphs_logged
+    assert r.profile_bytes == pytest.approx(3.69 * GiB)
+    assert r.graph_bytes == pytest.approx(0.40 * GiB) and r.draft_graph_bytes == 0
+    assert "tonyd2wild-qwen-kv-ledger" in p.source_ids() and "tonyd2wild-glm" not in r.source_ids
+    text = step(p, "budget")
+    assert "this recipe's own logged boot, at 8,192 batched tokens where the recipe runs 4,096" in text
+    assert "ledger row 12" in text
+    # --eager drops its graphs and keeps its profile run.
+    eager = plan(index, "qwen3.8-flash-next-nvfp4", 2, Settings(enforce_eager=True)).budget.reserve
+    assert eager.graph_bytes == 0 and eager.profile_bytes == pytest.approx(3.69 * GiB)
+
+
+def test_a_logged_profile_without_graphs_keeps_the_general_graph_figures(index):
+    r = plan(index, "qwen3.8-flash-next-nvfp4", 1).budget.reserve  # PIECEWISE: no log splits its graphs
+    assert r.profile_bytes == pytest.approx(2.57 * GiB) and not r.graphs_logged
+    assert r.graph_bytes == pytest.approx(CUDA_GRAPH_GIB * GiB)
+    assert r.draft_graph_bytes == pytest.approx(DRAFT_GRAPH_GIB * GiB)
+
+
+@pytest.mark.parametrize(("recipe", "engine", "weights", "kv", "max_model_len", "graphs", "profile"), [
+    # Qwen3.8 TP1, ledger row 9: gmu 0.80, ~76 GiB of weights (the catalog's 76.18), ~14.7 GiB of KV,
+    # the general graph figures.
+    ("qwen3.8-flash-next-tonyd2wild-tp1", 0.80, 76.18, 14.7, 262_144, 1.99 + 0.55, 2.57),
+    # Qwen3.8 TP2, ledger row 12: gmu 0.70, 63 GiB per rank, 16.74 GiB of KV, decode-only graphs of rows 19/23.
+    ("qwen3.8-flash-next-tonyd2wild-tp2", 0.70, 63.0, 16.74, 262_144, 23_832 * 16.56 / 995_129, 3.69),
+    # DeepSeek-V4.1-Flash TP4, the boot-10 restore log: gmu 0.80, 81.58 GiB, 6.13 GiB of KV, 1.29 + 0.55 GiB graphs.
+    ("deepseek-v4.1-flash-tonyd2wild-tp4", 0.80, 81.58, 6.13, 300_000, 1.29 + 0.55, 6.26),
+])
+def test_each_logged_profile_run_follows_from_its_boot(index, recipe, engine, weights, kv, max_model_len, graphs,
+                                                       profile):
+    # What vLLM kept beside weights and KV in that boot, less the indexer buffer its rule sizes and the
+    # boot's CUDA graphs: gmu x 121.6 - weights - KV - buffer - graphs.
+    logged = next(r for r in index.catalog.recipes if r.id == recipe).reserve
+    buffer = INDEXER_BUFFER_BYTES_PER_TOKEN * max_model_len / GiB
+    assert logged.profile_gib == pytest.approx(profile)
+    assert engine * 121.6 - weights - kv - buffer - graphs == pytest.approx(profile, abs=0.01)
 
 
 def test_a_build_without_a_recipe_keeps_the_profile_peak_and_cuda_graphs(index):
@@ -75,8 +119,8 @@ def test_a_recipe_that_logs_its_loaded_weights_is_budgeted_with_them(index):
 
 
 def test_the_reserves_sources_are_listed_when_it_sizes_the_kv_cache(index):
-    qwen = plan(index, "qwen3.8-flash-next-nvfp4", 1)
-    assert {"tonyd2wild-glm", "tonyd2wild-ds41"} <= set(qwen.source_ids())
+    qwen = plan(index, "qwen3.8-flash-next-nvfp4", 1)  # its own profile run, the general graph figures
+    assert {"tonyd2wild-qwen-kv-ledger", "tonyd2wild-ds41"} <= set(qwen.source_ids())
     eager = plan(index, "qwen3-next-80b-a3b-nvfp4", 1, Settings(enforce_eager=True))
     assert "tonyd2wild-glm" in eager.source_ids() and "tonyd2wild-ds41" not in eager.source_ids()
 
@@ -86,12 +130,18 @@ def test_the_profile_constants_follow_from_the_glm_log_by_the_kv_model(index):
     # 965,166 tokens without a drafter, 581,040 with its DFlash2 drafter (k = 7). The pool is
     # int(max concurrency x max_model_len), so the KV each left is pool / max_model_len x what one
     # request costs; what is left of gmu x memory after the weights (and the drafter's) is the profile
-    # run. If the KV model changes, these constants must be derived again.
+    # run, less GLM's own indexer prefill buffer (the reserve adds that apart, by vLLM's rule, for every
+    # model with an indexer). If the KV model changes, these constants must be derived again.
     from sparkadvisor.core.kv import kv_shape
 
     kv = kv_shape(index.models["glm-5.3-flash"].attention, "fp8_e4m3", 2, 1)
     length, engine, weights, drafter = 262_144, 0.85 * 121.6, 198e9 / 2 / GiB, 2.2e9 / 2 / GiB
-    bare = 965_166 / length * kv.request_bytes(length, 2304, speculative_tokens=0) / GiB
-    drafted = 581_040 / length * kv.request_bytes(length, 2304, speculative_tokens=7) / GiB
-    assert PROFILE_PEAK_GIB == pytest.approx(engine - weights - bare, abs=0.01)
-    assert DRAFT_PROFILE_GIB == pytest.approx(engine - weights - drafter - drafted - PROFILE_PEAK_GIB, abs=0.01)
+    buffer = INDEXER_BUFFER_BYTES_PER_TOKEN * length / GiB
+    bare = 965_166 / length * kv.request_bytes(length, 2304, speculative_tokens=0, prefix_caching=True) / GiB
+    drafted = 581_040 / length * kv.request_bytes(length, 2304, speculative_tokens=7, prefix_caching=True) / GiB
+    assert PROFILE_PEAK_GIB == pytest.approx(engine - weights - bare - buffer, abs=0.01)
+    # The drafted run left less KV than the bare one by less than the drafter's weights: nothing is
+    # left to attribute to the drafter's profile run, and no negative figure is kept for it.
+    derived = engine - weights - drafter - drafted - buffer - PROFILE_PEAK_GIB
+    assert -0.2 < derived < 0
+    assert DRAFT_PROFILE_GIB == 0

@@ -22,7 +22,7 @@ def test_weights_beyond_vllms_share_say_by_how_much(index) -> None:
 
 def test_a_build_that_fits_keeps_its_figures(index) -> None:
     text = legend(index, "glm-5.3-flash-nvfp4-redhat", 2)
-    assert text == "█ weights 92.2 ▓ KV 6.0 ▒ runtime 6.7 ░ free 16.7 GiB"
+    assert text == "█ weights 92.2 ▓ KV 6.0 ▒ runtime 5.9 ░ free 17.5 GiB"
 
 
 def test_a_build_a_recipe_runs_against_the_arithmetic_says_so_beside_the_shortfall(index) -> None:

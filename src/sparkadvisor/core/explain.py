@@ -11,8 +11,8 @@ from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import FP8_DS_MLA_BYTES
-from sparkadvisor.core.memory import PROFILE_PEAK_GIB, Reserve
+from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS
+from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
@@ -180,28 +180,63 @@ def _budget(plan: Plan) -> Step:
             text += (f" The recipe pins the KV cache at {b.kv_pinned_bytes / GiB:g} GiB per node, so vLLM skips its "
                      "profile run; activations come out of what is left.")
         elif b.kv_bytes > 0:
-            text += (f" vLLM keeps {b.reserve_bytes / GiB:.1f} GiB beside them ({_reserve_text(b.reserve)}), "
-                     f"so {b.kv_bytes / GiB:.1f} GiB goes to the KV cache.")
+            text += (f" vLLM keeps {b.reserve_bytes / GiB:.1f} GiB beside them, its profile run's peak and its CUDA "
+                     "graph estimate (gpu_worker.determine_available_memory; the estimate on by default since "
+                     f"v0.21) and what its rules size ({_reserve_text(plan)}), so {b.kv_bytes / GiB:.1f} GiB goes "
+                     f"to the KV cache.{_logged_note(plan)}")
     if plan.short_bytes > 0:
         text += " " + _shortfall(plan)
     return Step("budget", "fit", f"{text} {_verdict(plan)}", "derived")
 
 
-def _reserve_text(r: Reserve) -> str:
-    """The reserve's parts, each with the log its figure comes from (one recipe each, assumed here)."""
-    parts = [f"{r.profile_bytes / GiB:.1f} GiB profile run"
-             + (" with its drafter" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else "")
-             + ", from GLM-5.3-Flash TP2's log"]
-    parts.append(f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log" if r.graph_bytes
-                 else "no CUDA graphs (eager)")
-    if r.draft_graph_bytes:
-        parts.append(f"{r.draft_graph_bytes / GiB:.2f} GiB drafter graphs, same log")
+def _reserve_text(plan: Plan) -> str:
+    """The reserve's parts, each with its basis: the recipe's own logged boot, the one recipe a general
+    figure was measured on (assumed here), or vLLM's sizing rule."""
+    r, inputs = plan.budget.reserve, plan.pool.inputs
+    batched = inputs.batched_tokens if inputs is not None else VLLM_BATCHED_TOKENS
+    parts = [_profile_text(r, batched), *_graph_texts(r)]
     if r.draft_weights_bytes:
-        parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights")
+        parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights: its stated size over the TP ranks")
     if r.indexer_bytes:
-        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer, 40 x 132 B per token of "
-                     "max-model-len by vLLM's indexer code, which the same recipe confirms")
-    return "; ".join(parts) + "; each measured on one recipe and assumed here"
+        tokens = r.indexer_bytes / INDEXER_BUFFER_BYTES_PER_TOKEN
+        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer: 40 x {tokens:,.0f} tokens of "
+                     "max-model-len x 132 B (vLLM's get_max_prefill_buffer_size; DeepSeek-V4.1-Flash's recipe "
+                     "confirms it)")
+    return "; ".join(parts)
+
+
+def _profile_text(r: Reserve, batched: int) -> str:
+    """The profile run: activations at max-num-batched-tokens and non-torch memory, and whose log it is."""
+    text = f"{r.profile_bytes / GiB:.2f} GiB profile run, activations at max-num-batched-tokens and non-torch memory: "
+    logged = r.logged
+    if logged is None:
+        drafter = ", with its drafter's share" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else ""
+        return text + f"GLM-5.3-Flash TP2's log at 8,192 batched tokens, less its indexer buffer{drafter}, assumed here"
+    text += "this recipe's own logged boot"
+    if logged.batched_tokens and logged.batched_tokens != batched:
+        more = "more" if batched > logged.batched_tokens else "less"
+        text += (f", at {logged.batched_tokens:,} batched tokens where the recipe runs {batched:,} (which needs "
+                 f"{more}, by an amount no log gives)")
+    return text
+
+
+def _graph_texts(r: Reserve) -> list[str]:
+    """CUDA graphs: vLLM captures them once while profiling and keeps the estimate out of the KV cache."""
+    if not r.graph_bytes:
+        return ["no CUDA graphs (eager)"]
+    if r.graphs_logged:
+        return [f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs of target and drafter: this model's own log"]
+    texts = [f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs: DeepSeek-V4.1-Flash TP4's log (FULL_AND_PIECEWISE), "
+             "assumed here"]
+    if r.draft_graph_bytes:
+        texts.append(f"{r.draft_graph_bytes / GiB:.2f} GiB drafter graphs: same log, assumed here")
+    return texts
+
+
+def _logged_note(plan: Plan) -> str:
+    """Which boot the recipe's own reserve figures come from, and how."""
+    logged = plan.budget.reserve.logged
+    return f" The recipe's own figures: {logged.note}." if logged is not None and logged.note else ""
 
 
 def _shortfall(plan: Plan) -> str:
@@ -254,6 +289,9 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
                 "RoPE, the page vLLM allocates whatever the latent's width), kept whole on every TP rank")
     elif a.design == "mla":
         core = f"MLA: ({a.kv_lora_rank} + {a.qk_rope_head_dim or 0}) x {size:g} B, kept whole on every TP rank"
+        if a.indexer_head_dim and dtype.startswith("fp8") and (a.qk_rope_head_dim or 0) != FP8_DS_MLA_ROPE:
+            core += (f" (the plain FP8 latent: vLLM's fp8_ds_mla layout needs a {FP8_DS_MLA_ROPE}-wide RoPE part, "
+                     "\"pe_dim must be 64\", and this model has none)")
     elif kv.full_kv_heads_per_rank is not None:
         core = (f"{a.design.upper()}: 2 (K and V) x {kv.full_kv_heads_per_rank} KV heads per rank x "
                 f"{a.global_head_dim or a.head_dim} x {size:g} B = {(kv.full_row_bytes or 0) / 1024:g} KiB per layer, "
@@ -263,6 +301,9 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
     else:
         core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
     text = f"{core}, on {kv.full_layers} full-attention layers per rank"
+    if kv.draft_layers:
+        text += (f" ({kv.full_layers - kv.draft_layers} + {kv.draft_layers} MTP: vLLM caches the drafter's layers "
+                 "beside the target's)")
     if a.indexer_head_dim and kv.indexer_pool > 1:
         text += (f", plus {a.indexer_head_dim}-wide FP8 indexer keys, one {kv.indexer_row_bytes:g} B key per "
                  f"{kv.indexer_pool} tokens ({kv.indexer_row_bytes / kv.indexer_pool:g} B per token per layer: vLLM's "
@@ -284,7 +325,8 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
                      plan.pool.inputs.ssm_cache_dtype in ("float32", "fp32") else "BF16 (the model dtype)")
         text += (f"; {kv.linear_layers} linear-attention layers keep {kv.state_bytes_per_layer / 2**20:.2f} MiB of "
                  f"state each per sequence ({kv.state_bytes_per_sequence / 2**20:.1f} MiB; recurrent state in "
-                 f"{recurrent}, convolution state in BF16)")
+                 f"{recurrent}, convolution state in BF16, {kv.conv_step_bytes / 1024:g} KiB more per speculative "
+                 "token: vLLM widens it to conv_kernel - 1 + num_spec steps)")
     return text + f" (KV dtype {dtype})."
 
 
@@ -312,8 +354,23 @@ def _pool(plan: Plan) -> Step:
                     f"{plural(plan.sessions or 0, 'concurrent session')} fit.")
         basis = "derived"
     if measured is not None:
-        text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)})."
+        text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)}).{_at_logged(plan)}"
     return Step("pool", "KV pool", text, basis)  # type: ignore[arg-type]
+
+
+def _at_logged(plan: Plan) -> str:
+    """The measured pool beside the model's at the KV memory the run logged, which sets the reserve's
+    error apart from the per-request cost's."""
+    m, request, inputs = plan.kv_pool_measured, plan.pool.request_bytes, plan.pool.inputs
+    if m is None or not m.kv_gib or not request or inputs is None or not inputs.max_model_len \
+            or plan.kv_basis != "config":
+        return ""
+    at_logged = m.kv_gib * GiB / request * inputs.max_model_len
+    kept = plan.budget.engine_bytes - plan.budget.weights_bytes - m.kv_gib * GiB
+    return (f" In the {m.kv_gib:g} GiB of KV per node the run logged, one request's {request / GiB:.3f} GiB give "
+            f"{fmt_tokens(at_logged)} tokens ({(at_logged - m.value) / m.value:+.0%}): the rest of the gap is in "
+            f"what vLLM keeps beside the KV, {kept / GiB:.1f} GiB there against {plan.budget.reserve_bytes / GiB:.1f} "
+            "GiB here.")
 
 
 def _request_text(plan: Plan) -> str:
@@ -322,7 +379,7 @@ def _request_text(plan: Plan) -> str:
     kv, inputs = plan.kv, plan.pool.inputs
     assert kv is not None and inputs is not None and inputs.max_model_len
     length = inputs.max_model_len
-    block = kv.block_tokens(inputs.block_tokens)
+    block = kv.block_tokens(inputs.block_tokens, inputs.speculative_tokens)
     blocks = -(-length // block)
     rows = " and ".join(n for n, has in (("full-attention", kv.full_layer_share), ("compressed", kv.compressed),
                                           ("indexer", kv.indexer_row_bytes)) if has) or "full-attention"
@@ -336,26 +393,58 @@ def _request_text(plan: Plan) -> str:
                      f"{window_blocks:,} blocks (window {kv.window_tokens:,} - 1 + {inputs.batched_tokens:,} "
                      f"batched tokens, plus one) = "
                      f"{kv.window_bytes_per_token * kv.sliding_pad * window_blocks * block / GiB:.3f} GiB")
+    spec = inputs.speculative_tokens
     if kv.linear_slots:
-        page = kv.page_bytes(inputs.block_tokens)
-        pp = plan.fit.pp
-        # Under pipeline parallelism the pool is sized by the most-loaded stage: its share of the whole
-        # model's slots (layer types taken as spread evenly), said as a fraction.
-        whole = kv.linear_slots * pp / kv.stage_over_average
-        slots = f"{whole:g} layer slots (layers padded to whole KV-cache groups)" + (
-            f", {kv.linear_slots:.2f} on the most-loaded of {pp} pipeline stages" if pp > 1 else "")
-        parts.append(f"linear-attention states {slots} x {page / 2**20:.2f} MiB pages x (1 + "
-                     f"{inputs.speculative_tokens} speculative tokens) = "
-                     f"{kv.linear_slots * page * (1 + inputs.speculative_tokens) / GiB:.3f} GiB")
+        parts.append(_states_text(plan, block))
+    if kv.tail_groups:
+        parts.append(f"k-pool tail {kv.tail_groups} group x {kv.group_size} slots x "
+                     f"{kv.slot_bytes(inputs.block_tokens, spec) / 2**20:.2f} MiB (one block id per request, "
+                     f"vLLM 0.1.dev20051's KpoolTailSpec) = {kv.tail_bytes(inputs.block_tokens, spec) / GiB:.3f} GiB")
     origins = inputs.origins
+    step = max(inputs.block_tokens or 0, BLOCK_ALIGNMENT)
     settings = (f"max-model-len {length:,} ({origins[0]}), block {block:,} tokens ({origins[1]}"
-                + (", grown so one page holds a layer's state" if block != (inputs.block_tokens or block) or
-                   (kv.linear_slots and not inputs.block_tokens) else "") + ")")
+                + (f", grown in steps of {step:,} so one page holds a layer's state" if block != (
+                    inputs.block_tokens or block) or (kv.linear_slots and not inputs.block_tokens) else "") + ")")
     if kv.window_tokens:
         settings += f", max-num-batched-tokens {inputs.batched_tokens:,} ({origins[2]})"
     if kv.linear_slots:
-        settings += f", {inputs.speculative_tokens} speculative tokens ({origins[3]})"
-    return f"One request: {'; '.join(parts)}; with {settings}."
+        settings += f", {spec} speculative tokens ({origins[3]}), {origins[5]}"
+    return f"One request: {'; '.join(parts)}; with {settings}.{_draft_kv_text(plan)}"
+
+
+def _states_text(plan: Plan, block: int) -> str:
+    """The linear layers' state pages of one request: slots x (page + the indexer pages every block id
+    reserves) x pages per request."""
+    kv, inputs = plan.kv, plan.pool.inputs
+    assert kv is not None and inputs is not None
+    spec, pp = inputs.speculative_tokens, plan.fit.pp
+    page = kv.page_bytes(inputs.block_tokens, spec)
+    # Under pipeline parallelism the pool is sized by the most-loaded stage: its share of the whole
+    # model's slots (layer types taken as spread evenly), said as a fraction.
+    whole = kv.linear_slots * pp / kv.stage_over_average
+    slots = f"{whole:g} layer slots (layers padded to whole KV-cache groups)" + (
+        f", {kv.linear_slots:.2f} on the most-loaded of {pp} pipeline stages" if pp > 1 else "")
+    keys = kv.slot_indexer_bytes_per_token * block
+    beside = (f" + {keys / 2**20:.2f} MiB of indexer-key pages each block id also reserves"
+              if keys else "")
+    pages = kv.state_pages(spec, inputs.prefix_caching)
+    why = (f"{'2' if inputs.prefix_caching else '1'} + {spec} speculative tokens"
+           + (": prefix caching keeps one more, vLLM's \"align\" mode" if inputs.prefix_caching else ""))
+    total = kv.linear_slots * kv.slot_bytes(inputs.block_tokens, spec) * pages
+    return (f"linear-attention states {slots} x ({page / 2**20:.2f} MiB pages{beside}) x {pages} pages ({why}) = "
+            f"{total / GiB:.3f} GiB")
+
+
+def _draft_kv_text(plan: Plan) -> str:
+    """A separate draft model's own KV cache, which the pool does not count."""
+    spec = plan.recipe.speculative if plan.recipe else None
+    if spec is None or spec.method == "mtp" or not spec.draft_size_gb:
+        return ""  # MTP layers are counted with the full-attention layers
+    text = " Not counted: the draft model's own KV cache (its layers and window are not in the catalog)"
+    if spec.method == "dflash":
+        text += ("; tonyd2wild's DFlash2 port gives its 5 sliding-window layers a group that shares the MLA "
+                 "tensors and takes about 6 block ids per request, which would make the pool about 6% smaller")
+    return text + "."
 
 
 def _measurement(m: Measurement, fmt: object) -> str:

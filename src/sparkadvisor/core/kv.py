@@ -20,7 +20,11 @@
 - Feed-forward-only blocks (Nemotron-H's MoE blocks) keep nothing.
 - `fp8_ds_mla` (vLLM's DeepSeek sparse-MLA layout) stores the latent in FP8 with one FP32
   scale per 128 values and the RoPE part in BF16: 512 + 16 + 128 = 656 bytes, the page vLLM's
-  MLAAttentionSpec allocates per token whatever the latent's width (kv_cache_interface.py).
+  MLAAttentionSpec allocates per token whatever the latent's width (kv_cache_interface.py). The
+  layout hardcodes DeepSeek's 64-wide RoPE part (csrc/cache_kernels.cu concat_and_cache_mla: "pe_dim
+  must be 64 for fp8_ds_mla"), so a NoPE sparse-MLA model (GLM-5.3-Flash, qk_rope_head_dim 0) asked
+  for FP8 keeps the plain FP8 latent: kv_lora_rank x 1 B (tonyd2wild's SM121 image runs FlashInfer's
+  FA2 FP8 MLA path; its DFlash2 notes give "MLA 512 B/token, indexer 33 B/token").
 - DeepSeek-V4's attention (compressed layers) is stored FP8 whatever --kv-cache-dtype says:
   NoPE in FP8, RoPE in BF16, one scale byte per 64 NoPE values and one pad byte
   (deepseek_v4_attention.py head_bytes: 448 + 128 + 7 + 1 = 584 bytes for V4-Flash).
@@ -40,10 +44,21 @@ What one request costs in vLLM's pool (`request_bytes`, the divisor of the "GPU 
 log line, which is int(max concurrency x max_model_len)) follows kv_cache_interface.py: a
 full layer holds cdiv(max_model_len, block) blocks; a sliding layer min(window - 1 +
 max_num_batched_tokens, max_model_len) tokens in blocks, plus one; a linear layer one page per
-request plus one per speculative token (MambaSpec with num_speculative_blocks), its state padded
-to the attention page (the attention block grows until its page holds the state), and each layer
-type padded to a whole number of KV-cache groups (kv_cache_utils.py: the group size is the
-smallest layer count, or the largest when that is under 1.5 times the smallest). DeepSeek-V4's
+request plus one per speculative token (MambaSpec with num_speculative_blocks), and one more when
+prefix caching is on (mamba_cache_mode "align", vLLM's default with prefix caching: MambaSpec
+max_memory_usage_bytes = (2 + num_speculative_blocks) pages), its state padded to the attention
+page, and each layer type padded to a whole number of KV-cache groups (kv_cache_utils.py: the group
+size is the smallest layer count, or the largest when that is under 1.5 times the smallest). The
+attention block grows until its page holds the state, in steps of the larger of the kernel's
+alignment and --block-size (platforms/interface.py _align_hybrid_block_size: kernel_block_alignment_size
+= max(backend minimum, cache_config.block_size)); the state's convolution part is widened by one step
+per speculative token (mamba_utils.py: conv width conv_kernel_size - 1 + num_spec).
+Every KV tensor holds num_blocks pages, so a block id, whichever group takes it, costs a page in every
+tensor: a linear group's block id also reserves the indexer keys' pages beside the attention pages it
+shares (GLM-5.3-Flash: 11 MLA tensors of 4,608 x 512 B that the 34 KDA layers share, plus 11 indexer
+tensors of 4,608 x 33 B; tonyd2wild's three logged pools at 3, 4 and 6 GiB are whole numbers of such
+27.6 MB block ids). GLM-5.x's k-pool indexer adds a tail cache group that takes one block id per
+request (vLLM 0.1.dev20051 KpoolTailSpec: max_admission_blocks_per_request 1). DeepSeek-V4's
 caches are such types too: its sliding-window layers, each compression ratio's rows and the
 indexer keys (V4-Flash: 43, 21, 20 and 21 layers in groups of 20, so 60, 40, 20 and 40 slots);
 with that padding a 1M-token request on two Sparks costs 7.37 GiB, against 7.43 and 7.23 GiB in
@@ -80,9 +95,13 @@ VLLM_BATCHED_TOKENS = 8192
 (engine/arg_utils.py get_batch_defaults); GB10 reports about 120 GiB."""
 
 BLOCK_ALIGNMENT = 16
-"""The token multiple vLLM rounds a hybrid model's attention block to when it grows the block so
-one page holds a linear layer's state (config: HybridAttentionMambaModelConfig); kernels that need
-a coarser multiple are not modelled."""
+"""The smallest token multiple vLLM rounds a hybrid model's attention block to when it grows the block
+so one page holds a linear layer's state (the attention backends' MultipleOf(16)); a recipe's larger
+--block-size is the step instead (platforms/interface.py _align_hybrid_block_size). Kernels that need a
+coarser multiple are not modelled."""
+
+FP8_DS_MLA_ROPE = 64
+"""The RoPE width fp8_ds_mla is laid out for (csrc/cache_kernels.cu: "pe_dim must be 64 for fp8_ds_mla")."""
 
 
 @record(kw_only=False)
@@ -121,7 +140,8 @@ class KvShape:
     sparse_topk: int | None = None
     """Rows a sparse layer reads per query (None: every row)."""
     full_layer_share: float = 0.0
-    """Full-attention layers on this rank (fractional under pipeline parallelism)."""
+    """The target's full-attention layers on this rank (fractional under pipeline parallelism): what a
+    decode step reads, an MTP drafter's layers aside."""
     sliding_layer_share: float = 0.0
     """Sliding-window layers on this rank."""
     compressed: tuple[tuple[float, int, bool], ...] = ()
@@ -141,19 +161,51 @@ class KvShape:
     stage_over_average: float = 1.0
     """Layers on the most-loaded pipeline stage (what the pool is sized by) over the stages' average
     (what a decode step reads per stage); 1 without pipeline parallelism."""
+    conv_step_bytes: float = 0.0
+    """One step of one linear layer's convolution state on this rank: vLLM widens the state by one step
+    per speculative token (mamba_utils.py: conv width conv_kernel_size - 1 + num_spec)."""
+    slot_indexer_bytes_per_token: float = 0.0
+    """Indexer-key bytes per token that each group slot's block id also reserves (the indexer tensors
+    sit beside the attention tensors the linear layers share): indexed full layers over the group size
+    x one key per `indexer_pool` tokens."""
+    tail_groups: int = 0
+    """Cache groups that take one block id per request whatever its length (GLM-5.x's k-pool tail)."""
+    group_size: int = 0
+    """Layers per KV-cache group (vLLM's hybrid grouping); 0 without a hybrid layout."""
+    draft_layers: int = 0
+    """An MTP drafter's layers counted among the full-attention layers (0 without one)."""
 
     def request_bytes(self, max_model_len: int, block_tokens: int | None = None,
-                      batched_tokens: int = VLLM_BATCHED_TOKENS, speculative_tokens: int = 0) -> float:
+                      batched_tokens: int = VLLM_BATCHED_TOKENS, speculative_tokens: int = 0,
+                      prefix_caching: bool = False) -> float:
         """Bytes vLLM reserves for one request of `max_model_len` on this rank when it sizes its pool
         (the module docstring gives the rules and their sources)."""
-        block = self.block_tokens(block_tokens)
+        block = self.block_tokens(block_tokens, speculative_tokens)
         full = self.padded_bytes_per_token * math.ceil(max_model_len / block) * block
         window = 0.0
         if self.window_tokens:
             kept = min(self.window_tokens - 1 + batched_tokens, max_model_len)
             window = self.window_bytes_per_token * self.sliding_pad * (math.ceil(kept / block) + 1) * block
-        state = self.linear_slots * self.page_bytes(block_tokens) * (1 + speculative_tokens)
-        return full + window + state
+        state = self.linear_slots * self.slot_bytes(block_tokens, speculative_tokens) * self.state_pages(
+            speculative_tokens, prefix_caching)
+        return full + window + state + self.tail_bytes(block_tokens, speculative_tokens)
+
+    def state_pages(self, speculative_tokens: int = 0, prefix_caching: bool = False) -> int:
+        """Pages a linear layer holds per request: one, one per speculative token, and one more in vLLM's
+        "align" mode, the default with prefix caching (MambaSpec.max_memory_usage_bytes)."""
+        return (2 if prefix_caching else 1) + speculative_tokens
+
+    def slot_bytes(self, block_tokens: int | None = None, speculative_tokens: int = 0) -> float:
+        """What one group slot's page costs per block id: the page, plus the indexer keys' pages that
+        every block id reserves beside it."""
+        block = self.block_tokens(block_tokens, speculative_tokens)
+        return self.page_bytes(block_tokens, speculative_tokens) + self.slot_indexer_bytes_per_token * block
+
+    def tail_bytes(self, block_tokens: int | None = None, speculative_tokens: int = 0) -> float:
+        """The k-pool tail groups' block ids of one request (one each)."""
+        if not self.tail_groups:
+            return 0.0
+        return self.tail_groups * self.group_size * self.slot_bytes(block_tokens, speculative_tokens)
 
     @property
     def padded_bytes_per_token(self) -> float:
@@ -161,20 +213,27 @@ class KvShape:
         return ((self.bytes_per_token - self.compressed_bytes_per_token) * self.full_pad
                 + self.compressed_bytes_per_token * self.compressed_pad)
 
-    def block_tokens(self, block_tokens: int | None = None) -> int:
+    def block_tokens(self, block_tokens: int | None = None, speculative_tokens: int = 0) -> int:
         """The attention block vLLM uses: the recipe's --block-size (else 16), grown for a hybrid
-        until one attention page holds a linear layer's state."""
+        until one attention page holds a linear layer's state, in steps of the larger of the two."""
         block = block_tokens or VLLM_BLOCK_TOKENS
         row = self._page_row()
-        if self.state_bytes_per_layer and row:
-            grown = BLOCK_ALIGNMENT * math.ceil(self.state_bytes_per_layer / (BLOCK_ALIGNMENT * row))
-            block = max(block, grown)
+        state = self.linear_state_bytes(speculative_tokens)
+        if state and row:
+            step = max(BLOCK_ALIGNMENT, block)
+            block = max(block, step * math.ceil(state / (step * row)))
         return block
 
-    def page_bytes(self, block_tokens: int | None = None) -> float:
+    def linear_state_bytes(self, speculative_tokens: int = 0) -> float:
+        """One linear layer's state for one sequence with its convolution widened per speculative token."""
+        return self.state_bytes_per_layer + speculative_tokens * self.conv_step_bytes if self.state_bytes_per_layer \
+            else 0.0
+
+    def page_bytes(self, block_tokens: int | None = None, speculative_tokens: int = 0) -> float:
         """One linear layer's page: its state padded to one attention block of one layer."""
         row = self._page_row()
-        return max(self.state_bytes_per_layer, self.block_tokens(block_tokens) * row)
+        return max(self.linear_state_bytes(speculative_tokens),
+                   self.block_tokens(block_tokens, speculative_tokens) * row)
 
     def _page_row(self) -> float:
         return self.row_bytes if self.full_row_bytes is None else self.full_row_bytes
@@ -209,14 +268,17 @@ class KvShape:
 
 
 def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
-             ssm_cache_dtype: str = "auto") -> KvShape | None:
+             ssm_cache_dtype: str = "auto", draft_layers: int = 0) -> KvShape | None:
     """KV cost per rank for a model, or None when config.json lacks what is needed. A sparse MLA
     model (an indexer) asked for an FP8 cache gets vLLM's fp8_ds_mla layout, the only FP8 layout
     its sparse kernels read; DeepSeek-V4's compressed attention always gets its own FP8 layout.
-    `ssm_cache_dtype` is --mamba-ssm-cache-dtype."""
+    `ssm_cache_dtype` is --mamba-ssm-cache-dtype; `draft_layers` are an MTP drafter's layers, which vLLM
+    caches beside the target's as more full-attention layers (kv_cache_utils.py groups "speculative decoding
+    drafters that add extra layers to one attention type", e.g. gpt-oss-20b + EAGLE: 12 sliding + 13 full)."""
     if attention.compressed and attention.design == "mla":
         kv_cache_dtype = "fp8_ds_v4"
-    elif attention.design == "mla" and attention.indexer_head_dim and kv_cache_dtype.startswith("fp8"):
+    elif (attention.design == "mla" and attention.indexer_head_dim and kv_cache_dtype.startswith("fp8")
+          and (attention.qk_rope_head_dim or 0) == FP8_DS_MLA_ROPE):
         kv_cache_dtype = "fp8_ds_mla"
     element = 1.0 if kv_cache_dtype == "fp8_ds_v4" else kv_dtype_bytes(kv_cache_dtype)
     per_layer = _per_layer_token_bytes(attention, element, tp, kv_cache_dtype)
@@ -226,13 +288,21 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
     full_row = (2 * full_heads * (attention.global_head_dim or attention.head_dim or 0) * element
                 if full_heads is not None else per_layer)
     linear_layers = attention.linear.layers if attention.linear else 0
-    full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers
+    # An MTP drafter's layers are cached like the target's full-attention layers (`draft_layers`).
+    full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers + draft_layers
     indexer = _indexer_bytes(attention.indexer_head_dim)
     ssm_bytes = FP32_BYTES if ssm_cache_dtype in ("float32", "fp32") else STATE_BYTES
     state = _linear_state_bytes(attention.linear, tp, ssm_bytes) if attention.linear else 0.0
+    conv_step = _conv_channels(attention.linear, tp) * STATE_BYTES if attention.linear else 0.0
     indexed_layers = sum(c.layers for c in attention.compressed if c.indexed)
-    pads = _group_pads([full_layers, attention.sliding_layers, linear_layers, indexed_layers,
-                        *(c.layers for c in attention.compressed)])
+    counts = [full_layers, attention.sliding_layers, linear_layers, indexed_layers,
+              *(c.layers for c in attention.compressed)]
+    pads, group = _group_pads(counts), _group_size(counts)
+    # A k-pool indexer (GLM-5.x) keeps its keys in tensors of their own beside the full layers', and a
+    # tail cache group per full-layer group (one block id per request).
+    slot_indexer = (indexer / attention.indexer_pool * full_layers / group
+                    if linear_layers and group and full_layers else 0.0)
+    tails = math.ceil(full_layers / group) if attention.indexer_pool > 1 and group and full_layers else 0
     full_pad, sliding_pad, linear_pad, indexer_pad = pads[:4]
     window = attention.sliding_window or 0 if attention.sliding_layers else 0
     compressed = tuple((c.layers / pp, c.ratio, c.indexed) for c in attention.compressed)
@@ -258,7 +328,7 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         indexer_row_bytes=indexer,
         indexer_pool=attention.indexer_pool,
         sparse_topk=attention.sparse_topk,
-        full_layer_share=full_layers / pp,
+        full_layer_share=(full_layers - draft_layers) / pp,  # a decode step reads the target's layers
         sliding_layer_share=attention.sliding_layers / pp,
         compressed=compressed,
         state_bytes_per_layer=state,
@@ -268,6 +338,11 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         compressed_bytes_per_token=compressed_per_token,
         compressed_pad=compressed_padded / compressed_per_token if compressed_per_token else 1.0,
         stage_over_average=stage * pp,
+        conv_step_bytes=conv_step,
+        slot_indexer_bytes_per_token=slot_indexer,
+        tail_groups=tails,
+        group_size=group,
+        draft_layers=draft_layers,
     )
 
 
@@ -286,13 +361,19 @@ def _group_pads(counts: list[int]) -> list[float]:
     the last group of a type padded, and every group costs a request its blocks. The types are the
     layers' distinct cache specs: full attention, sliding window, linear state and, for DeepSeek-V4,
     each compression ratio and the indexer keys beside the ratio-4 rows."""
+    size = _group_size(counts)
+    if not size:
+        return [1.0] * len(counts)
+    return [math.ceil(n / size) * size / n if n else 1.0 for n in counts]
+
+
+def _group_size(counts: list[int]) -> int:
+    """Layers per KV-cache group by the rule `_group_pads` applies (0 with fewer than two layer types)."""
     present = [n for n in counts if n > 0]
     if len(present) < 2:
-        return [1.0] * len(counts)
+        return 0
     size = min(present)
-    if max(present) < 1.5 * size:
-        size = max(present)
-    return [math.ceil(n / size) * size / n if n else 1.0 for n in counts]
+    return max(present) if max(present) < 1.5 * size else size
 
 
 def _kv_heads_per_rank(attention: Attention, tp: int) -> int:
@@ -330,27 +411,30 @@ def _indexer_bytes(indexer_head_dim: int | None) -> float:
     return indexer_head_dim + math.ceil(indexer_head_dim / 128) * 4
 
 
+def _conv_channels(linear: LinearAttention, tp: int) -> float:
+    """Channels of one linear layer's convolution state on one rank (one step of it per token of width)."""
+    # Gated DeltaNet / KDA: q and k over the key heads, v over the value heads; Mamba-2: x plus B and C
+    # of each group (the same count with its names).
+    value_heads = linear.num_value_heads / tp
+    key_heads = (linear.num_key_heads or linear.num_value_heads) / tp
+    return 2 * key_heads * linear.key_head_dim + value_heads * linear.value_head_dim
+
+
 def _linear_state_bytes(linear: LinearAttention, tp: int, ssm_bytes: float = STATE_BYTES) -> float:
     """Recurrent state plus convolution state of one layer, one sequence, one rank, each at the
     dtype vLLM keeps it in (KDA's recurrent state is FP32; the others' at `ssm_bytes`)."""
-    value_heads = linear.num_value_heads / tp
-    key_heads = (linear.num_key_heads or linear.num_value_heads) / tp
-    if linear.kind in ("gated-deltanet", "kda"):
-        recurrent = value_heads * linear.key_head_dim * linear.value_head_dim
-        conv_channels = 2 * key_heads * linear.key_head_dim + value_heads * linear.value_head_dim
-    else:  # Mamba-2: heads x head_dim x state, conv over x plus B and C of each group
-        recurrent = value_heads * linear.value_head_dim * linear.key_head_dim
-        conv_channels = value_heads * linear.value_head_dim + 2 * key_heads * linear.key_head_dim
-    conv = (linear.conv_kernel - 1) * conv_channels
+    # Gated DeltaNet / KDA: value heads x key dim x value dim; Mamba-2: heads x head_dim x state.
+    recurrent = linear.num_value_heads / tp * linear.key_head_dim * linear.value_head_dim
+    conv = (linear.conv_kernel - 1) * _conv_channels(linear, tp)
     recurrent_bytes = FP32_BYTES if linear.kind == "kda" else ssm_bytes
     return recurrent * recurrent_bytes + conv * STATE_BYTES
 
 
 def sequence_bytes(shape: KvShape, context_tokens: int, block_tokens: int | None = None,
-                   speculative_tokens: int = 0) -> float:
+                   speculative_tokens: int = 0, prefix_caching: bool = False) -> float:
     """What vLLM allocates a running request of `context_tokens` on one rank: its blocks, its window
-    plus one block, its state pages (one more per speculative token)."""
-    return shape.request_bytes(context_tokens, block_tokens, 1, speculative_tokens)
+    plus one block, its state pages (one more per speculative token, one more with prefix caching)."""
+    return shape.request_bytes(context_tokens, block_tokens, 1, speculative_tokens, prefix_caching)
 
 
 def sessions_of(budget_bytes: float, per_sequence_bytes: float) -> int:
@@ -363,20 +447,20 @@ def sessions_of(budget_bytes: float, per_sequence_bytes: float) -> int:
 SHAPES_KEPT = 4096
 """Shapes `shape_for` keeps before it starts afresh (a catalog has a few dozen attention designs)."""
 
-_shapes: dict[tuple[int, str, int, int, str], tuple[Attention, KvShape | None]] = {}
+_shapes: dict[tuple[int, str, int, int, str, int], tuple[Attention, KvShape | None]] = {}
 
 
 def shape_for(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
-              ssm_cache_dtype: str = "auto") -> KvShape | None:
+              ssm_cache_dtype: str = "auto", draft_layers: int = 0) -> KvShape | None:
     """`kv_shape`, computed once per attention design, dtype, split and state dtype (a ranking
     asks for the same few designs twice per build). Kept by the record's identity: hashing a
     whole `Attention` costs about as much as a lookup saves; each entry holds its record, so
     an identity is never reused while its entry lives."""
-    key = (id(attention), kv_cache_dtype, tp, pp, ssm_cache_dtype)
+    key = (id(attention), kv_cache_dtype, tp, pp, ssm_cache_dtype, draft_layers)
     kept = _shapes.get(key)
     if kept is not None:
         return kept[1]
-    shape = kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype)
+    shape = kv_shape(attention, kv_cache_dtype, tp, pp, ssm_cache_dtype, draft_layers)
     if len(_shapes) >= SHAPES_KEPT:
         _shapes.clear()
     _shapes[key] = (attention, shape)

@@ -11,23 +11,26 @@ from functools import lru_cache
 
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Build, Hardware, Model, Recipe
+from sparkadvisor.core.schema import Build, Hardware, LoggedReserve, Model, Recipe
 from sparkadvisor.core.units import GiB, to_bytes
 
-PROFILE_PEAK_GIB = 3.95
-"""What vLLM's profile run takes per node beside the weights (activations at max-num-batched-tokens,
-the sampler's dummy batch, and the non-torch memory that appears meanwhile: NCCL buffers, cuBLAS and
-attention workspaces). One published recipe pins it down: tonyd2wild-glm (GLM-5.3-Flash NVFP4, TP2,
-eager, 8,192 batched tokens, gpu-memory-utilization 0.85, max-model-len 262,144, --block-size 2304)
-logs a 965,166-token profiler-sized pool without a drafter. The pool is int(max concurrency x
-max_model_len), and one request of 262,144 tokens costs 1.959 GiB per rank by vLLM's rules
-(`kv.KvShape.request_bytes`, no speculative state pages, the k-pool indexer's 132-byte key once per
-4 tokens), so the profiler left 965,166 / 262,144 x 1.959 = 7.21 GiB of KV, and 0.85 x 121.6 - 92.20
-GiB of weights - 7.21 = 3.95 GiB.
-tests/core/test_reserve.py redoes this from the catalog, so the figure follows the KV model.
-The pool is the minimum over the ranks, and the README notes its worker rank profiles 4-5 GiB less
-headroom than the head, so this is the tighter rank's figure. Other builds, batch sizes and attention
-backends are assumed to need the same: no second source logs it."""
+PROFILE_PEAK_GIB = 3.62
+"""What vLLM's profile run takes per node beside the weights, the indexer's prefill buffer and CUDA
+graphs: activations at max-num-batched-tokens, the sampler's dummy batch, and the non-torch memory that
+appears meanwhile (NCCL buffers, cuBLAS and attention workspaces). vLLM keeps gpu-memory-utilization x
+memory - weights as loaded - this peak - its CUDA graph estimate for the KV cache
+(gpu_worker.determine_available_memory). tonyd2wild-glm (GLM-5.3-Flash NVFP4, TP2, eager, 8,192 batched
+tokens, gpu-memory-utilization 0.85, max-model-len 262,144, --block-size 2304, prefix caching on) logs a
+965,166-token profiler-sized pool without a drafter. The pool is int(max concurrency x max_model_len),
+and one request of 262,144 tokens costs 1.698 GiB per rank by vLLM's rules (`kv.KvShape.request_bytes`:
+57 MLA blocks of 4,608 tokens, one k-pool tail block and 4 KDA groups x 2 state pages ("align" mode),
+each block id 11 x 4,608 x (512 + 33) B), so the profiler left 965,166 / 262,144 x 1.698 = 6.25 GiB of
+KV; 0.85 x 121.6 - 92.20 GiB of weights - 6.25 = 4.91 GiB, of which GLM's own indexer prefill buffer is
+40 x 262,144 x 132 B = 1.29 GiB (INDEXER_BUFFER_BYTES_PER_TOKEN, added apart for every model that has an
+indexer), leaving 3.62 GiB. tests/core/test_reserve.py redoes this from the catalog, so the figure
+follows the KV model. The pool is the minimum over the ranks, and the README notes its worker rank
+profiles 4-5 GiB less headroom than the head, so this is the tighter rank's figure. A recipe whose own
+logs pin its profile run (`Recipe.reserve`) uses that instead; other builds are assumed to need GLM's."""
 
 PROFILE_SOURCE = "tonyd2wild-glm"
 """The catalog source of PROFILE_PEAK_GIB and DRAFT_PROFILE_GIB."""
@@ -35,21 +38,29 @@ PROFILE_SOURCE = "tonyd2wild-glm"
 GRAPH_SOURCE = "tonyd2wild-ds41"
 """The catalog source of CUDA_GRAPH_GIB and DRAFT_GRAPH_GIB (and the check of INDEXER_BUFFER_BYTES_PER_TOKEN)."""
 
-DRAFT_PROFILE_GIB = 0.47
-"""What a speculative drafter adds to the profile run beside its own weights: the same recipe's
-profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens; a request then costs 2.582
-GiB (seven more state pages per linear layer), so the KV was 581,040 / 262,144 x 2.582 = 5.72 GiB,
-and 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 5.72 - 3.95 = 0.47 GiB. Assumed
-for other drafters and MTP heads, which vLLM also runs as a separate drafter model."""
+DRAFT_PROFILE_GIB = 0.0
+"""What a speculative drafter adds to the profile run beside its own weights, taken as 0: the same
+recipe's profiler-sized pool with its DFlash2 drafter (k = 7) is 581,040 tokens, and a request then
+costs 2.418 GiB (seven more state pages per KDA group), so the KV was 581,040 / 262,144 x 2.418 =
+5.36 GiB; 103.36 - 92.20 - 1.02 GiB of drafter weights (2.2 GB over TP2) - 5.36 - 3.62 - 1.29 GiB of
+indexer buffer = -0.13 GiB.
+The two profiler-sized pools differ by less than the drafter's own weights (and by less still with
+the drafter's uncounted sliding-window block ids), so these logs cannot resolve a profile cost of the
+drafter beyond its weights (the README's unexplained 4-5 GiB worker-rank asymmetry sits in both);
+nothing is added for it rather than a negative figure. Applies to other drafters and MTP heads alike."""
 
 CUDA_GRAPH_GIB = 1.99
 """CUDA graph memory of the target model per node, when graphs are captured (tonyd2wild-ds41, boot 10:
-DeepSeek-V4.1-Flash TP4, FULL_AND_PIECEWISE, 15 capture sizes). The only published split; assumed for
-other builds and cudagraph modes. vLLM profiles it before sizing the KV cache."""
+DeepSeek-V4.1-Flash TP4, FULL_AND_PIECEWISE, 15 capture sizes; its restore log of the same boot says
+1.29). Assumed for builds whose own logs do not give theirs (`Recipe.reserve`). vLLM estimates the graphs
+by capturing them once during memory profiling and keeps the estimate out of the KV cache
+(gpu_worker.determine_available_memory, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default since
+v0.21.0: "CUDA graph memory profiling is enabled (default since v0.21.0)" in its startup log)."""
 
 DRAFT_GRAPH_GIB = 0.55
-"""CUDA graph memory of the drafter per node under speculative decoding with graphs (same boot 10:
-the DSpark drafter at k=5); assumed for other drafters and MTP heads."""
+"""CUDA graph memory of the drafter per node under speculative decoding with graphs (same boot 10 and its
+restore log: the DSpark drafter at k=5); assumed for other drafters and MTP heads, unless a recipe's own
+log gives its graphs (`Recipe.reserve`, target and drafter together)."""
 
 INDEXER_BUFFER_BYTES_PER_TOKEN = 40 * 132
 """A sparse-attention indexer's prefill buffer per node, per token of max-model-len: vLLM sizes it
@@ -63,16 +74,18 @@ class Reserve:
     """What vLLM keeps per node beside the weights and the KV cache, and why."""
 
     profile_bytes: float
-    """Activations, sampler and non-torch memory of the profile run (PROFILE_PEAK_GIB, plus
-    DRAFT_PROFILE_GIB under speculation)."""
+    """Activations, sampler and non-torch memory of the profile run (the recipe's logged figure, else
+    PROFILE_PEAK_GIB, plus DRAFT_PROFILE_GIB under speculation)."""
     graph_bytes: float
-    """Target-model CUDA graphs (0 with --enforce-eager)."""
+    """Target-model CUDA graphs (0 with --enforce-eager); with a logged figure, target and drafter together."""
     draft_graph_bytes: float
-    """Drafter CUDA graphs (0 without speculation or with --enforce-eager)."""
+    """Drafter CUDA graphs (0 without speculation, with --enforce-eager, or inside a logged figure)."""
     draft_weights_bytes: float = 0.0
     """A separate draft model's weights on this node (its stated size over the TP ranks)."""
     indexer_bytes: float = 0.0
     """A sparse-attention indexer's prefill buffer at max-model-len (INDEXER_BUFFER_BYTES_PER_TOKEN)."""
+    logged: LoggedReserve | None = None
+    """The recipe's own logged profile run (and graphs, when it gives them), when it has one."""
 
     @property
     def total_bytes(self) -> float:
@@ -81,10 +94,17 @@ class Reserve:
                 + self.indexer_bytes)
 
     @property
+    def graphs_logged(self) -> bool:
+        """The graph figure is the recipe's own model's (not DeepSeek-V4.1-Flash's)."""
+        return self.logged is not None and self.logged.cuda_graphs_gib is not None and self.graph_bytes > 0
+
+    @property
     def source_ids(self) -> tuple[str, ...]:
         """The catalog sources of the parts this reserve holds."""
-        measured_once = self.graph_bytes or self.draft_graph_bytes or self.indexer_bytes
-        return (PROFILE_SOURCE, GRAPH_SOURCE) if measured_once else (PROFILE_SOURCE,)
+        ref = self.logged.source if self.logged is not None else PROFILE_SOURCE
+        own = (ref,) if isinstance(ref, str) else tuple(ref)
+        general_graphs = (self.graph_bytes and not self.graphs_logged) or self.draft_graph_bytes
+        return own + (GRAPH_SOURCE,) if general_graphs or self.indexer_bytes else own
 
     @property
     def profiled_bytes(self) -> float:
@@ -95,14 +115,18 @@ class Reserve:
 
 @lru_cache(maxsize=256)
 def runtime_reserve(eager: bool, speculative: bool, draft_weights_bytes: float = 0.0,
-                    indexer_context_tokens: int = 0) -> Reserve:
+                    indexer_context_tokens: int = 0, logged: LoggedReserve | None = None) -> Reserve:
     """The reserve of one node: the profile peak, plus CUDA graphs unless eager, plus a drafter, plus
-    an indexer's prefill buffer when the model has one (`indexer_context_tokens` = max-model-len)."""
-    profile = (PROFILE_PEAK_GIB + (DRAFT_PROFILE_GIB if speculative else 0.0)) * GiB
-    graphs = 0.0 if eager else CUDA_GRAPH_GIB * GiB
-    draft = DRAFT_GRAPH_GIB * GiB if speculative and not eager else 0.0
+    an indexer's prefill buffer when the model has one (`indexer_context_tokens` = max-model-len). A
+    recipe's `logged` profile run replaces the general one, and its graph figure (target and drafter
+    together) the general graphs."""
+    general = PROFILE_PEAK_GIB + (DRAFT_PROFILE_GIB if speculative else 0.0)
+    profile = (logged.profile_gib if logged is not None else general) * GiB
+    own_graphs = logged.cuda_graphs_gib if logged is not None else None
+    graphs = 0.0 if eager else (own_graphs if own_graphs is not None else CUDA_GRAPH_GIB) * GiB
+    draft = DRAFT_GRAPH_GIB * GiB if speculative and not eager and own_graphs is None else 0.0
     indexer = INDEXER_BUFFER_BYTES_PER_TOKEN * indexer_context_tokens
-    return Reserve(profile, graphs, draft, draft_weights_bytes, indexer)
+    return Reserve(profile, graphs, draft, draft_weights_bytes, indexer, logged)
 
 
 DEFAULT_RESERVE = runtime_reserve(eager=False, speculative=False)

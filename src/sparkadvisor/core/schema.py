@@ -712,6 +712,29 @@ class Measurement:
 
 
 @record
+class LoggedReserve:
+    """What vLLM held per node beside the weights as loaded and the KV cache in a logged boot of a recipe's
+    mode (another boot than the one whose pool the recipe reports), in the parts vLLM's memory profiler
+    adds: gpu_worker.determine_available_memory keeps the profile run's peak (activations and non-torch
+    memory) and, since v0.21, its CUDA graph estimate out of gpu-memory-utilization x memory."""
+
+    profile_gib: float = checked(gt=0)
+    """The profile run's activations and non-torch memory per node: that boot's gpu-memory-utilization x
+    memory - weights as loaded - its logged KV memory - the indexer's prefill buffer (vLLM's rule, added
+    apart so it follows max-model-len) - the CUDA graphs below."""
+    cuda_graphs_gib: float | None = checked(default=None, ge=0)
+    """CUDA graph memory per node (target and drafter) in the recipe's cudagraph mode, when a log of this
+    model gives it; else the general figure."""
+    batched_tokens: int | None = checked(default=None, ge=1)
+    """--max-num-batched-tokens of the logged boot, when it differs from the recipe's (the profile run's
+    activations grow with it, by an amount no log here gives)."""
+    note: str = ""
+    """Which boot, and its figures."""
+    source: SourceRef
+    """The log."""
+
+
+@record
 class Recipe:
     """A community configuration that runs a build on a number of nodes."""
 
@@ -741,6 +764,9 @@ class Recipe:
     """Weights per rank as the engine logged them after loading, in GiB, when the recipe publishes it
     (it differs from the stored size's share where layers are held at another precision, or a drafter
     or vision encoder loads beside the model)."""
+    reserve: LoggedReserve | None = None
+    """What vLLM held beside weights and KV in another logged boot of this recipe's mode, when one is
+    published (else the general figures)."""
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype."""
     max_model_len: int | None = checked(default=None, ge=1)

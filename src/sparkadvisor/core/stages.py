@@ -227,15 +227,17 @@ def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, nod
 
 def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ranks: int) -> Reserve:
     """What vLLM keeps beside weights and KV in this recipe's mode (the user's --eager/--cuda-graphs
-    first): CUDA graphs unless eager, a drafter's graphs and weights when it speculates, an indexer's
-    prefill buffer at the max-model-len the pool is sized for."""
+    first): the profile run (the recipe's logged one, else the general figure), CUDA graphs unless eager,
+    a drafter's graphs and weights when it speculates, an indexer's prefill buffer at the max-model-len
+    the pool is sized for."""
     eager = settings.enforce_eager if settings.enforce_eager is not None else bool(recipe and recipe.enforce_eager)
     spec = recipe.speculative if recipe else None
     draft = (spec.draft_size_gb or 0.0) * GB / ranks if spec else 0.0
     attention = facts.model.attention
     has_indexer = bool(attention.indexer_head_dim) if attention else facts.model.sparse_indexer is not None
     indexed = (_window(facts, recipe) or 0) if has_indexer else 0
-    return runtime_reserve(eager, spec is not None, draft, indexed)  # positional: lru_cache keys them faster
+    logged = recipe.reserve if recipe is not None else None
+    return runtime_reserve(eager, spec is not None, draft, indexed, logged)  # positional: lru_cache keys them faster
 
 
 def utilization(settings: Settings, recipe: Recipe | None, hardware: Hardware) -> float:
@@ -269,6 +271,10 @@ class PoolInputs:
     """num_speculative_tokens (each costs a linear layer one more state page per request)."""
     ssm_cache_dtype: str
     """--mamba-ssm-cache-dtype (auto: the model dtype)."""
+    prefix_caching: bool = False
+    """Prefix caching on: vLLM keeps linear-attention states in its "align" mode, one more page per request."""
+    draft_layers: int = 0
+    """An MTP drafter's layers, which vLLM caches like the target's full-attention layers."""
     origins: tuple[str, ...] = ()
     """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
 
@@ -309,6 +315,7 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
     ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype")
     spec = recipe.speculative.tokens_per_pass if recipe and recipe.speculative else 0
     window = _window(facts, recipe)
+    prefix_on, prefix_note = prefix_caching(recipe, facts.caveats)
     origins = (
         "the recipe's --max-model-len" if recipe is not None and recipe.max_model_len
         else "the model's native context" if window else "unknown",
@@ -317,12 +324,23 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
         else "vLLM's API-server default",
         "the recipe's speculative tokens" if spec else "no speculation",
         "the recipe's --mamba-ssm-cache-dtype" if ssm else "the model dtype",
+        prefix_note,
     )
     # Positional (see plan.evaluate): max_model_len, block_tokens, batched_tokens, speculative_tokens,
-    # ssm_cache_dtype, origins.
+    # ssm_cache_dtype, prefix_caching, draft_layers, origins.
     return PoolInputs(window, recipe.block_size if recipe else None,
                       int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS, spec, ssm or "auto",
-                      origins)
+                      prefix_on, _mtp_layers(facts, recipe), origins)
+
+
+def _mtp_layers(facts: BuildFacts, recipe: Recipe | None) -> int:
+    """The MTP layers a recipe's speculation runs (num_nextn_predict_layers, else one): vLLM caches their
+    KV beside the target's."""
+    spec = recipe.speculative if recipe else None
+    if spec is None or spec.method != "mtp":
+        return 0
+    mtp = facts.model.mtp
+    return mtp.layers if mtp and mtp.layers else 1
 
 
 def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, workload: Workload,
@@ -352,10 +370,12 @@ def pool_per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: s
     and the recipe alone, the same for every build of the model (`facts` is read for its model only)."""
     attention = facts.model.attention
     inputs = pool_inputs(facts, recipe)
-    shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype) if attention else None
+    shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype, inputs.draft_layers) \
+        if attention else None
     if shape is None:
         return inputs, None, None, None, 0.0
-    sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens)
+    sequence = sequence_bytes(shape, context_tokens, inputs.block_tokens, inputs.speculative_tokens,
+                              inputs.prefix_caching)
     return inputs, shape, _request_bytes(shape, inputs), sequence, shape.bytes_read(context_tokens)
 
 
@@ -363,7 +383,7 @@ def _request_bytes(shape: KvShape | None, inputs: PoolInputs) -> float | None:
     if shape is None or not inputs.max_model_len:
         return None
     return shape.request_bytes(inputs.max_model_len, inputs.block_tokens, inputs.batched_tokens,
-                               inputs.speculative_tokens)
+                               inputs.speculative_tokens, inputs.prefix_caching)
 
 
 def pool_tokens(per_token: float | None, kv_bytes: float, request_bytes: float | None,

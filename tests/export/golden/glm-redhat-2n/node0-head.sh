@@ -11,14 +11,19 @@
 #   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 92.2 GiB of weights,
 #   11.2 GiB is left for the KV cache and activations. The recipe pins the KV cache at 6 GiB per node, so vLLM
 #   skips its profile run; activations come out of what is left. It fits.
-#   6.00 GiB / 2.582 GiB per request x 262,144 = 609k tokens, the figure vLLM logs as "GPU KV cache size"
-#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 7.40 KiB x 80 blocks
-#   of 3,312 tokens = 1.870 GiB; linear-attention states 44 layer slots (layers padded to whole KV-cache
-#   groups) x 2.07 MiB pages x (1 + 7 speculative tokens) = 0.712 GiB; with max-model-len 262,144 (the
-#   recipe's --max-model-len), block 3,312 tokens (the recipe's --block-size, grown so one page holds a
-#   layer's state), 7 speculative tokens (the recipe's speculative tokens). At 100,000 tokens per session, 4
-#   concurrent sessions fit (each holding its blocks, window and state pages). Measured: 581k-679k tokens
-#   (581,040 profiler-sized, 678,661 at the 6 GiB pin).
+#   6.00 GiB / 2.418 GiB per request x 262,144 = 650k tokens, the figure vLLM logs as "GPU KV cache size"
+#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 5.85 KiB x 57 blocks
+#   of 4,608 tokens = 1.466 GiB; linear-attention states 44 layer slots (layers padded to whole KV-cache
+#   groups) x (2.25 MiB pages + 0.15 MiB of indexer-key pages each block id also reserves) x 9 pages (2 + 7
+#   speculative tokens: prefix caching keeps one more, vLLM's "align" mode) = 0.926 GiB; k-pool tail 1 group x
+#   11 slots x 2.40 MiB (one block id per request, vLLM 0.1.dev20051's KpoolTailSpec) = 0.026 GiB; with
+#   max-model-len 262,144 (the recipe's --max-model-len), block 4,608 tokens (the recipe's --block-size, grown
+#   in steps of 2,304 so one page holds a layer's state), 7 speculative tokens (the recipe's speculative
+#   tokens), prefix caching on (vLLM's default). Not counted: the draft model's own KV cache (its layers and
+#   window are not in the catalog); tonyd2wild's DFlash2 port gives its 5 sliding-window layers a group that
+#   shares the MLA tensors and takes about 6 block ids per request, which would make the pool about 6%
+#   smaller. At 100,000 tokens per session, 3 concurrent sessions fit (each holding its blocks, window and
+#   state pages). Measured: 581k-679k tokens (581,040 profiler-sized, 678,661 at the 6 GiB pin).
 #   Measured 46.9 tok/s (single stream, code prompt, warm, 74.1% draft acceptance (README, 2026-08-28)) at its
 #   own conditions (2,000 tokens (assumed: not stated), 1 stream, eager); the model predicts 42 there, range
 #   33-55: inside the predicted range; 77% of the ceiling.

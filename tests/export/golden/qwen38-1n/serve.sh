@@ -7,19 +7,31 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 76.2 GiB.
 #   At gpu-memory-utilization 0.8, vLLM takes 0.8 x 121.6 = 97.3 GiB per node; after 76.2 GiB of weights, 21.1
-#   GiB is left for the KV cache and activations. vLLM keeps 8.2 GiB beside them (4.4 GiB profile run with its
-#   drafter, from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; 0.55 GiB
-#   drafter graphs, same log; 1.29 GiB indexer prefill buffer, 40 x 132 B per token of max-model-len by vLLM's
-#   indexer code, which the same recipe confirms; each measured on one recipe and assumed here), so 12.8 GiB
-#   goes to the KV cache. As a whole the build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It fits.
-#   12.85 GiB / 3.665 GiB per request x 262,144 = 919k tokens, the figure vLLM logs as "GPU KV cache size"
-#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 13.55 KiB x 164
-#   blocks of 1,600 tokens = 3.390 GiB; linear-attention states 36 layer slots (layers padded to whole
-#   KV-cache groups) x 1.56 MiB pages x (1 + 4 speculative tokens) = 0.275 GiB; with max-model-len 262,144
-#   (the recipe's --max-model-len), block 1,600 tokens (vLLM's default, grown so one page holds a layer's
-#   state), 4 speculative tokens (the recipe's speculative tokens). At 100,000 tokens per session, 8
-#   concurrent sessions fit (each holding its blocks, window and state pages). Measured: 995k tokens (at
-#   gpu-memory-utilization 0.80, fp8 KV, MTP4).
+#   GiB is left for the KV cache and activations. vLLM keeps 6.4 GiB beside them, its profile run's peak and
+#   its CUDA graph estimate (gpu_worker.determine_available_memory; the estimate on by default since v0.21)
+#   and what its rules size (2.57 GiB profile run, activations at max-num-batched-tokens and non-torch memory:
+#   this recipe's own logged boot; 1.99 GiB CUDA graphs: DeepSeek-V4.1-Flash TP4's log (FULL_AND_PIECEWISE),
+#   assumed here; 0.55 GiB drafter graphs: same log, assumed here; 1.29 GiB indexer prefill buffer: 40 x
+#   262,144 tokens of max-model-len x 132 B (vLLM's get_max_prefill_buffer_size; DeepSeek-V4.1-Flash's recipe
+#   confirms it)), so 14.7 GiB goes to the KV cache. The recipe's own figures: ledger row 9, the twin boot of
+#   the shipped one (row 7) with MTP3 on the other node: 0.80 x 121.6 - 76.18 GiB of weights (the README's ~76
+#   GiB) - 14.7 GiB of KV - 1.29 GiB indexer buffer - 1.99 + 0.55 GiB of CUDA graphs (the general figures: no
+#   log splits this model's PIECEWISE graphs from its profile run) = 2.57 GiB; the ledger's other PIECEWISE
+#   boots leave 4.5 to 7.7 GiB beside weights and KV in all, the spread of one boot to the next. As a whole
+#   the build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It fits.
+#   14.70 GiB / 4.044 GiB per request x 262,144 = 953k tokens, the figure vLLM logs as "GPU KV cache size"
+#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 14.68 KiB x 157
+#   blocks of 1,680 tokens = 3.692 GiB; linear-attention states 39 layer slots (layers padded to whole
+#   KV-cache groups) x (1.64 MiB pages + 0.21 MiB of indexer-key pages each block id also reserves) x 5 pages
+#   (1 + 4 speculative tokens) = 0.353 GiB; with max-model-len 262,144 (the recipe's --max-model-len), block
+#   1,680 tokens (vLLM's default, grown in steps of 16 so one page holds a layer's state), 4 speculative
+#   tokens (the recipe's speculative tokens), prefix caching crashes the engine in the GDN path on GB10 (vLLM
+#   #54173; the article reports wrong answers), so the recipes turn it off and every agent turn recomputes the
+#   whole prompt. At 100,000 tokens per session, 8 concurrent sessions fit (each holding its blocks, window
+#   and state pages). Measured: 995k tokens (at gpu-memory-utilization 0.80, fp8 KV, MTP4, piecewise graphs;
+#   16.6 GiB of KV (the README's KV pool ledger)). In the 16.6 GiB of KV per node the run logged, one
+#   request's 4.044 GiB give 1.08M tokens (+8%): the rest of the gap is in what vLLM keeps beside the KV, 4.5
+#   GiB there against 6.4 GiB here.
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
 #   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
 #   the model's 60 there leaves out the PLE table every token reads (its bytes per token are unpublished), so

@@ -7,21 +7,33 @@
 #
 # The plan (the numbers sparkadvisor showed):
 #   TP=2, PP=1, as the recipe sets it (tonyd2wild: Qwen3.8-Flash-Next NVFP4, TP2 SPEED profile): each node
-#   holds 1/2, 61.9 GiB.
-#   At gpu-memory-utilization 0.7, vLLM takes 0.7 x 121.6 = 85.1 GiB per node; after 61.9 GiB of weights, 23.2
-#   GiB is left for the KV cache and activations. vLLM keeps 8.2 GiB beside them (4.4 GiB profile run with its
-#   drafter, from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; 0.55 GiB
-#   drafter graphs, same log; 1.29 GiB indexer prefill buffer, 40 x 132 B per token of max-model-len by vLLM's
-#   indexer code, which the same recipe confirms; each measured on one recipe and assumed here), so 14.9 GiB
-#   goes to the KV cache. It fits.
-#   14.94 GiB / 1.998 GiB per request x 262,144 = 1.96M tokens, the figure vLLM logs as "GPU KV cache size"
-#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 7.55 KiB x 164 blocks
-#   of 1,600 tokens = 1.889 GiB; linear-attention states 36 layer slots (layers padded to whole KV-cache
-#   groups) x 0.78 MiB pages x (1 + 3 speculative tokens) = 0.110 GiB; with max-model-len 262,144 (the
-#   recipe's --max-model-len), block 1,600 tokens (vLLM's default, grown so one page holds a layer's state), 3
-#   speculative tokens (the recipe's speculative tokens). At 100,000 tokens per session, 17 concurrent
-#   sessions fit (each holding its blocks, window and state pages). Measured: 1.97M tokens (1.97M tokens,
-#   seven full 262K contexts).
+#   holds 1/2, 61.9 GiB as stored. The recipe logs 63.00 GiB per rank as loaded (measured); the budget uses
+#   that.
+#   At gpu-memory-utilization 0.7, vLLM takes 0.7 x 121.6 = 85.1 GiB per node; after 63.0 GiB of weights, 22.1
+#   GiB is left for the KV cache and activations. vLLM keeps 5.4 GiB beside them, its profile run's peak and
+#   its CUDA graph estimate (gpu_worker.determine_available_memory; the estimate on by default since v0.21)
+#   and what its rules size (3.69 GiB profile run, activations at max-num-batched-tokens and non-torch memory:
+#   this recipe's own logged boot, at 8,192 batched tokens where the recipe runs 4,096 (which needs less, by
+#   an amount no log gives); 0.40 GiB CUDA graphs of target and drafter: this model's own log; 1.29 GiB
+#   indexer prefill buffer: 40 x 262,144 tokens of max-model-len x 132 B (vLLM's get_max_prefill_buffer_size;
+#   DeepSeek-V4.1-Flash's recipe confirms it)), so 16.7 GiB goes to the KV cache. The recipe's own figures:
+#   ledger row 12: 0.70 x 121.6 - 63 GiB of weights - 16.74 GiB of KV - 1.29 GiB indexer buffer - 0.40 GiB of
+#   decode-only CUDA graphs = 3.69 GiB; the graphs are the one-Spark pair of rows 19 and 23 (same node, MTP3,
+#   6 seqs, 4,096 batched tokens; eager 1,077,703 tokens, FULL_DECODE_ONLY 1,053,871): 23,832 tokens at the
+#   ledger's 16.56 GiB per 995,129 tokens. It fits.
+#   16.74 GiB / 2.206 GiB per request x 262,144 = 1.99M tokens, the figure vLLM logs as "GPU KV cache size"
+#   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 8.18 KiB x 158 blocks
+#   of 1,664 tokens = 2.050 GiB; linear-attention states 39 layer slots (layers padded to whole KV-cache
+#   groups) x (0.81 MiB pages + 0.21 MiB of indexer-key pages each block id also reserves) x 4 pages (1 + 3
+#   speculative tokens) = 0.156 GiB; with max-model-len 262,144 (the recipe's --max-model-len), block 1,664
+#   tokens (vLLM's default, grown in steps of 16 so one page holds a layer's state), 3 speculative tokens (the
+#   recipe's speculative tokens), prefix caching crashes the engine in the GDN path on GB10 (vLLM #54173; the
+#   article reports wrong answers), so the recipes turn it off and every agent turn recomputes the whole
+#   prompt. At 100,000 tokens per session, 17 concurrent sessions fit (each holding its blocks, window and
+#   state pages). Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts; 16.62 GiB of KV (the KV pool
+#   ledger's row 15, Bluey and Asusi)). In the 16.62 GiB of KV per node the run logged, one request's 2.206
+#   GiB give 1.98M tokens (+0%): the rest of the gap is in what vLLM keeps beside the KV, 5.5 GiB there
+#   against 5.4 GiB here.
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
 #   not stated), 1 stream, CUDA graphs); the model's 100 there leaves out the PLE table every token reads (its
 #   bytes per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity`

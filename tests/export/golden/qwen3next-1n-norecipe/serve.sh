@@ -6,16 +6,20 @@
 # The plan (the numbers sparkadvisor showed):
 #   One node holds all of it: 47.3 GiB.
 #   At gpu-memory-utilization 0.85, vLLM takes 0.85 x 121.6 = 103.4 GiB per node; after 47.3 GiB of weights,
-#   56.0 GiB is left for the KV cache and activations. vLLM keeps 5.9 GiB beside them (4.0 GiB profile run,
-#   from GLM-5.3-Flash TP2's log; 1.99 GiB CUDA graphs, from DeepSeek-V4.1-Flash TP4's log; each measured on
-#   one recipe and assumed here), so 50.1 GiB goes to the KV cache. It fits.
-#   50.11 GiB / 6.039 GiB per request x 262,144 = 2.18M tokens, the figure vLLM logs as "GPU KV cache size"
+#   56.0 GiB is left for the KV cache and activations. vLLM keeps 5.6 GiB beside them, its profile run's peak
+#   and its CUDA graph estimate (gpu_worker.determine_available_memory; the estimate on by default since
+#   v0.21) and what its rules size (3.62 GiB profile run, activations at max-num-batched-tokens and non-torch
+#   memory: GLM-5.3-Flash TP2's log at 8,192 batched tokens, less its indexer buffer, assumed here; 1.99 GiB
+#   CUDA graphs: DeepSeek-V4.1-Flash TP4's log (FULL_AND_PIECEWISE), assumed here), so 50.4 GiB goes to the KV
+#   cache. It fits.
+#   50.44 GiB / 6.076 GiB per request x 262,144 = 2.18M tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention rows 24.00 KiB x 482 blocks of 544
-#   tokens = 6.001 GiB; linear-attention states 36 layer slots (layers padded to whole KV-cache groups) x 1.06
-#   MiB pages x (1 + 0 speculative tokens) = 0.037 GiB; with max-model-len 262,144 (the model's native
-#   context), block 544 tokens (vLLM's default, grown so one page holds a layer's state), 0 speculative tokens
-#   (no speculation). At 100,000 tokens per session, 21 concurrent sessions fit (each holding its blocks,
-#   window and state pages).
+#   tokens = 6.001 GiB; linear-attention states 36 layer slots (layers padded to whole KV-cache groups) x
+#   (1.06 MiB pages) x 2 pages (2 + 0 speculative tokens: prefix caching keeps one more, vLLM's "align" mode)
+#   = 0.075 GiB; with max-model-len 262,144 (the model's native context), block 544 tokens (vLLM's default,
+#   grown in steps of 16 so one page holds a layer's state), 0 speculative tokens (no speculation), prefix
+#   caching on (vLLM's default). At 100,000 tokens per session, 21 concurrent sessions fit (each holding its
+#   blocks, window and state pages).
 #   5,000 tokens / estimated prefill 1,648 tok/s (range 1,320-2,349: an 80% range: split-conformal from the
 #   errors on 33 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
 #   prompt token 0.607 ms = GEMM 0.166 ms (9.1 GFLOP, experts at 2x the cost, at 55 TFLOPS on the fp4 tensor
