@@ -100,7 +100,8 @@ def _pools(index) -> list[dict[str, object]]:
                          "error_pct": _r(error), "basis": plan.kv_basis, "pinned_gib": m.kv_pinned_gib,
                          "at_logged_kv_pct": _r((logged - m.value) / m.value * 100) if logged else None,
                          "kv_memory_published": bool(m.kv_gib or m.kv_pinned_gib or recipe.kv_cache_gib
-                                                     or recipe.gpu_memory_utilization)})
+                                                     or recipe.gpu_memory_utilization),
+                         "own_reserve": recipe.reserve is not None and not m.kv_pinned_gib})
     return rows
 
 
@@ -127,11 +128,13 @@ def _label(pool: dict) -> str:
 
 def _aside(pool: dict) -> str:
     """What a row's figure leans on: the pool at the KV memory the run logged (the per-request cost alone,
-    without the reserve), or that its KV memory and settings are unpublished."""
+    without the reserve), a reserve taken from another logged boot of the same recipe (calibrated, not
+    predicted), or that its KV memory and settings are unpublished."""
+    own = "; reserve from another boot of this recipe" if pool.get("own_reserve") else ""
     if pool.get("at_logged_kv_pct") is not None:
-        return f"  {pool['at_logged_kv_pct']:+.1f}% in its logged KV memory"
+        return f"  {pool['at_logged_kv_pct']:+.1f}% in its logged KV memory{own}"
     if pool.get("basis") == "measured pool":
-        return "  per-token cost taken from this pool: only its KV memory is predicted"
+        return f"  per-token cost taken from this pool: only its KV memory is predicted{own}"
     if not pool.get("kv_memory_published"):
         return "  KV memory and settings unpublished: not like for like"
     return ""
