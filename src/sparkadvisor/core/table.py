@@ -210,7 +210,7 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
     plan = ranked.plan
     return row_cells(ranked) | {
         "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
-        "cold": fmt_seconds(plan.cold_ttft_s), "reason": safe_text(ranked.reason),
+        "cold": fmt_seconds(plan.cold_ttft_s) if plan.fits else "-", "reason": safe_text(ranked.reason),
         "prefix": "on" if plan.prefix_caching else "OFF",
         "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
     }
