@@ -17,11 +17,14 @@ from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import plural
 from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, addresses, render
+from sparkadvisor.export.placeholders import left_out
 from sparkadvisor.export.spec import CX7_NETDEV
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
 
 ADDRESS_FIELDS = ("export-head", "export-workers", "export-nic", "export-gateway")
+FIELD_NAMES = {"head": "head addr", "workers": "worker addrs"}
+"""The address fields as their placeholders name them, for the notice of what was left out."""
 
 
 def default_folder(plan: Plan) -> Path:
@@ -39,6 +42,8 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
     """Renders the plan in the chosen format and writes it; Esc closes."""
 
     CSS_PATH = "export.tcss"
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+    """Under 30 rows the dialog takes the full height: the preview keeps 10 lines beside the notice."""
     FIRST_FIELD = "#export-format"
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="export.close", tooltip="Close the export window"),
@@ -80,6 +85,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
                             tooltip="The ConnectX-7 netdev NCCL uses (the '(Up)' one in ibdev2netdev)")
                 yield Input(placeholder="gateway URL", id="export-gateway", compact=True,
                             tooltip="A gateway Claude Code talks to instead of vLLM")
+            yield Label("", id="export-notice", markup=False)
             with Horizontal(id="export-target"):
                 yield Input(str(default_folder(self.plan)), id="export-folder", compact=True)
                 yield Checkbox("overwrite", id="export-force", compact=True)
@@ -126,6 +132,16 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         except (ExportError, ValueError) as error:
             self.files, text = (), f"Cannot export: {error}"
         self.query_one("#export-text", TextArea).load_text(text)
+        self._show_notice(fmt)
+
+    def _show_notice(self, fmt: str) -> None:
+        """Which addresses the files name by placeholder, as `sparkadvisor export` says it."""
+        label = self.query_one("#export-notice", Label)
+        notice = left_out(fmt, self.plan.cluster.nodes, self.options()) if self.files else None
+        label.display = notice is not None
+        if notice is not None:
+            fields = [name for key, name in FIELD_NAMES.items() if getattr(notice, key)]
+            label.update(f"No {' or '.join(fields)}: {notice.short}")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "export-write":
@@ -145,3 +161,6 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
             self.notify(safe_text(error), title="Not written", severity="error", markup=False)
             return
         self.notify(safe_text(f"Wrote {plural(len(written), 'file')} to {folder}"), title="Exported", markup=False)
+        notice = self.query_one("#export-notice", Label)
+        if notice.display:
+            self.notify(str(notice.render()), title="Addresses left out", severity="warning", markup=False)
