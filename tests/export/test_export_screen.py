@@ -77,3 +77,29 @@ async def test_the_dialog_says_which_addresses_it_left_out_as_export_does(index,
         screen.query_one("#export-workers", Input).value = "10.1.2.4"
         await pilot.pause()
         assert not notice.display, "every address given: nothing left out"
+
+
+async def test_a_refused_write_names_the_dialogs_own_controls_and_the_folder(index, tmp_path):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    (tmp_path / "taken").write_text("a file\n", encoding="utf-8")
+    app = App()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = ExportScreen(index, plan, ranked_for(index, 2))
+        await app.push_screen(screen)
+        await pilot.pause()
+        screen.query_one("#export-format", Select).value = "json"
+        screen.query_one("#export-folder", Input).value = str(tmp_path / "out")
+        await pilot.pause()
+        screen.action_write()
+        screen.action_write()
+        await pilot.pause()
+        refused = list(app._notifications)[-1].message
+        assert refused == (f"{tmp_path / 'out' / 'plan.json'} already exists; tick overwrite to replace it, "
+                           "or choose another folder")
+        screen.query_one("#export-folder", Input).value = str(tmp_path / "taken")
+        screen.action_write()
+        await pilot.pause()
+        refused = list(app._notifications)[-1].message
+        assert refused == (f"{tmp_path / 'taken'} is a file, not a folder; give the folder to write plan.json "
+                           "into"), refused
+        assert (tmp_path / "taken").read_text(encoding="utf-8") == "a file\n"

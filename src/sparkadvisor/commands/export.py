@@ -120,13 +120,12 @@ def _to_stdout(files: tuple[ExportFile, ...], fmt: str) -> int:
 
 
 def _to_folder(folder: Path, files: tuple[ExportFile, ...], force: bool) -> int:
-    from sparkadvisor.export.write import ExistingFiles, write_files
+    from sparkadvisor.export.write import ExistingFiles, NotAFolder, write_files
 
-    if folder.exists() and not folder.is_dir():
-        names = ", ".join(f.name for f in files)
-        return _refused(f"--out {folder} is a file, not a folder; give the folder to write {names} into")
     try:
         written = write_files(folder, files, force)
+    except NotAFolder as error:
+        return _refused(f"--out {error}")
     except ExistingFiles as error:
         return _refused(str(error))
     except OSError as error:

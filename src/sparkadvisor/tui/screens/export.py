@@ -149,7 +149,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
 
     def action_write(self) -> None:
         """Write the rendered files; existing files only with overwrite ticked."""
-        from sparkadvisor.export.write import ExistingFiles, write_files
+        from sparkadvisor.export.write import ExistingFiles, NotAFolder, write_files
 
         if not self.files:
             self.notify("Nothing to write: this export cannot be made.", severity="error")
@@ -157,10 +157,19 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         folder = Path(self.query_one("#export-folder", Input).value).expanduser()
         try:
             written = write_files(folder, self.files, self.query_one("#export-force", Checkbox).value)
-        except (ExistingFiles, OSError) as error:
-            self.notify(safe_text(error), title="Not written", severity="error", markup=False)
+        except ExistingFiles as error:
+            self._not_written(error.sentence(f"tick overwrite to replace {'it' if len(error.paths) == 1 else 'them'}"))
+            return
+        except NotAFolder as error:
+            self._not_written(str(error))
+            return
+        except OSError as error:
+            self._not_written(f"cannot write to {folder}: {error.strerror or error}")
             return
         self.notify(safe_text(f"Wrote {plural(len(written), 'file')} to {folder}"), title="Exported", markup=False)
         notice = self.query_one("#export-notice", Label)
         if notice.display:
             self.notify(str(notice.render()), title="Addresses left out", severity="warning", markup=False)
+
+    def _not_written(self, sentence: str) -> None:
+        self.notify(safe_text(sentence), title="Not written", severity="error", markup=False)
