@@ -361,3 +361,15 @@ def test_a_malformed_url_is_one_sentence(capsys) -> None:
         main(["probe", "--vllm", "http://[::1"])
     assert exit_info.value.code == 2
     assert "cannot be read as a URL" in capsys.readouterr().err
+
+
+def test_a_served_build_the_plan_says_does_not_fit_is_not_held_to_that_plans_speed(capsys, vllm, local_claude):
+    # GLM-5.3-Flash needs two Sparks: served, it says the cluster options are wrong instead of
+    # comparing the decode and first token with figures of a build that cannot load on one.
+    code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(local_claude), "--nodes", "1")
+    assert code == 0 and data["build"] == "glm-5.3-flash-nvfp4-redhat"
+    assert texts(data, "warning") == [
+        "vLLM serves glm-5.3-flash-nvfp4-redhat, which by the plan does not fit on 1 x DGX Spark (it needs "
+        "2 nodes): check --nodes and --hardware; its speed is not held against that plan"]
+    assert not any("expected" in t or "plan expects" in t for f in data["findings"] for t in [f["text"]])
+    assert data["plan"]["fits"] is False and data["plan"]["decode_tok_s"] is None and data["plan"]["ttft_s"] is None

@@ -94,7 +94,15 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
     """The plans for the builds vLLM may be serving, and where the service strays from them: findings
     that need only the workload always, those that need the build against each matching plan."""
     from sparkadvisor.core.advisor import evaluate_build
-    from sparkadvisor.core.checkup import BuildMatch, Finding, build_findings, match_build, narrow, workload_findings
+    from sparkadvisor.core.checkup import (
+        BuildMatch,
+        Finding,
+        build_findings,
+        match_build,
+        narrow,
+        unfit_findings,
+        workload_findings,
+    )
 
     models, metrics = report.vllm.models, report.vllm.metrics
     if build_id is not None:
@@ -115,6 +123,7 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
             match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
                                match.served)
     findings = workload_findings(workload, match.served, metrics, plans, replan) + build_findings(plans, metrics)
+    findings += unfit_findings(plans)
     if len(plans) != 1:
         more = ("; findings that need the build are given against each one's plan; pass --build ID to compare "
                 "with one") if plans else ""
@@ -169,9 +178,12 @@ def _metrics_json(metrics: Any) -> dict[str, Any]:
 def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
     if plan is None:
         return None
+    loaded = plan.fits  # a build that does not fit has no speed, as in `rank --json`
     return {"build": plan.build.id, "nodes": plan.cluster.nodes, "workload": plan.workload.kind,
-            "recipe": plan.recipe.id if plan.recipe else None, "ttft_s": _rounded(plan.ttft_s, 1),
-            "prefill_tok_s": _rounded(plan.prefill_tok_s, 0), "decode_tok_s": _rounded(plan.decode_tok_s, 1),
+            "recipe": plan.recipe.id if plan.recipe else None, "fits": plan.fits,
+            "ttft_s": _rounded(plan.ttft_s, 1) if loaded else None,
+            "prefill_tok_s": _rounded(plan.prefill_tok_s, 0) if loaded else None,
+            "decode_tok_s": _rounded(plan.decode_tok_s, 1) if loaded else None,
             "prefix_caching": plan.prefix_caching, "context_tokens": plan.workload.context_tokens}
 
 
