@@ -265,18 +265,18 @@ def build_findings(plans: Sequence[Plan], metrics: MetricsWindow | None) -> list
 def unfit_findings(plans: Sequence[Plan]) -> list[Finding]:
     """A served build whose plan on this cluster does not fit: the cluster options are likely wrong, and that
     plan's speed figures (those of a build that cannot load) are no yardstick."""
+    return [Finding("warning", f"vLLM serves {p.build.id}, {does_not_fit(p)}: check --nodes and --hardware; its "
+                    "speed is not held against that plan", f"does not fit {p.cluster.label}?")
+            for p in plans if not p.fits]
+
+
+def does_not_fit(plan: Plan) -> str:
+    """"which by the plan does not fit on 1 x DGX Spark (it needs 2 nodes)", from the ranking's reason."""
     from sparkadvisor.core.ranking import exclusion_reason
 
-    return [Finding("warning", f"vLLM serves {p.build.id}, which by the plan {_unfit(p, exclusion_reason(p))}: "
-                    "check --nodes and --hardware; its speed is not held against that plan",
-                    f"does not fit {p.cluster.label}?") for p in plans if not p.fits]
-
-
-def _unfit(plan: Plan, reason: str | None) -> str:
-    """"does not fit on 1 x DGX Spark (it needs 2 nodes)" from the ranking's reason."""
-    where = (reason or "").partition(": ")[2]
-    return f"does not fit on {plan.cluster.label}" + (f" (it {where})" if where.startswith("needs") else
-                                                     f" ({where})" if where else "")
+    where = (exclusion_reason(plan) or "").partition(": ")[2]
+    return f"which by the plan does not fit on {plan.cluster.label}" + (
+        f" (it {where})" if where.startswith("needs") else f" ({where})" if where else "")
 
 
 def _spread(values: Sequence[float], fmt: str) -> str:

@@ -101,6 +101,7 @@ class BenchScreen(ModalScreen[str | None]):
     @work(exclusive=True, group="bench")
     async def run_bench(self, session: BenchSession) -> None:
         """Every outcome leaves as a Finished message."""
+        from sparkadvisor.benchsession import PlanDoesNotFit
         from sparkadvisor.benchtext import lines
         from sparkadvisor.sources.bench import BenchError
 
@@ -110,6 +111,10 @@ class BenchScreen(ModalScreen[str | None]):
 
         try:
             await session.run(moved)
+        except PlanDoesNotFit as error:
+            self.post_message(self.Finished([], error.sentence("close this and pick the cluster it runs on "
+                                                               "(1-4 nodes, h hardware)")))
+            return
         except BenchError as error:
             self.post_message(self.Finished([], str(error)))
             return
