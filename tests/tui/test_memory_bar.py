@@ -30,3 +30,12 @@ def test_a_build_a_recipe_runs_against_the_arithmetic_says_so_beside_the_shortfa
                           AGENTIC)
     text = bar_content(plan.budget, 72, by_recipe=True).plain.split("\n")[2]
     assert "weights exceed vLLM's 103.4 GiB by 92.9 GiB in the arithmetic; the recipe runs it" in text
+
+
+def test_the_title_says_what_the_utilization_multiplies(index) -> None:
+    # "vLLM takes 0.5 = 60.8 GiB" left the reader to guess what 0.5 is and of what.
+    plan = evaluate_build(index, index.builds["qwen3.6-35b-a3b-nvfp4-nvidia"], Cluster(index.hardware["dgx-spark"], 1),
+                          AGENTIC)
+    title = bar_content(plan.budget, 72).plain.split("\n")[0]
+    assert title == "Per node 121.6 GiB; vLLM gets gpu-memory-utilization 0.5 x 121.6 = 60.8 GiB"
+    assert len(title) <= 76, "whole in the detail pane at 80 columns"
