@@ -179,3 +179,10 @@ def test_a_build_that_does_not_fit_shows_no_speed_and_passes_no_speed_target(cap
     rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "2", "--format", "tsv")), delimiter="\t"))
     glm = next(r for r in rows if r["model"] == "GLM-5.3-Flash" and r["build"] == "RedHatAI NVFP4")
     assert glm["fit"].startswith("fits") and re.fullmatch(r"\d+ \(\d+-\d+\)", glm["tok/s"])
+
+
+def test_the_cluster_line_says_which_figure_is_the_whole_cluster_and_which_each_node(capsys):
+    # "2 x DGX Spark · 243.2 GiB · 273 GB/s" put a cluster's memory beside one node's bandwidth unmarked.
+    assert run(capsys, "rank", "--nodes", "2").splitlines()[0].startswith(
+        "2 x DGX Spark: 243.2 GiB in all, 273 GB/s each · Agentic (Claude Code)")
+    assert run(capsys, "rank", "--nodes", "1").splitlines()[0].startswith("1 x DGX Spark: 121.6 GiB, 273 GB/s · ")
