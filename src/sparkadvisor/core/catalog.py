@@ -161,6 +161,9 @@ def _message(loc: tuple[Any, ...], item: Any) -> str:
         return f'should be text in quotes (got the TOML {what} {value.isoformat()}; write "{value.isoformat()}")'
     if pattern in PATTERN_WORDS:
         return f"should be {PATTERN_WORDS[pattern]} (got {_shown(value)})"
+    if kind == "string_too_short":
+        least = item.get("ctx", {}).get("min_length", 1)
+        return f"should {'not be empty' if least == 1 else f'have at least {least} characters'} (got {_shown(value)})"
     text = item["msg"].replace("Input should be", "should be").replace("a valid tuple", "a valid list")
     text = text.replace("Value error, ", "")
     if kind == "value_error":
