@@ -175,3 +175,16 @@ def test_compare_json_gives_no_first_token_to_a_build_that_does_not_fit(capsys):
     assert glm["cold_ttft_s"] is None and glm["ttft_s"] is None and glm["if_it_fit"]["cold_ttft_s"] > glm["if_it_fit"]["ttft_s"] > 0
     cold = next(row for row in data["rows"] if row["key"] == "cold")
     assert cold["cells"][0] == "-" and cold["cells"][1].endswith(" s")
+
+
+def test_a_broken_own_catalog_says_whose_file_it_is_and_how_to_go_on(capsys):
+    from sparkadvisor import paths
+
+    user = paths.user_catalog_path()
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[[builds]]\nid = "x"\nmodel = "glm-5.3-flash"\n', encoding="utf-8")
+    assert main(["rank"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "sparkadvisor: the catalog has 3 problems:" and err[1].startswith(f"  {user}:1: builds[0]")
+    assert err[-1] == (f"{user} is your own catalog (imports and recorded bench runs): fix it, or move it aside "
+                       "to go on with the bundled catalog alone")

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import ModuleType
 
+    from sparkadvisor.core.catalog import CatalogError
+
 PROG = "sparkadvisor"
 DESCRIPTION = ("Which LLM build fits your DGX Sparks, how fast it decodes, and what an agent turn costs. "
                "With no command, opens the terminal app.")
@@ -109,6 +111,7 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         print(f"sparkadvisor: the catalog has {plural(len(error.problems), 'problem')}:", file=sys.stderr)
         for problem in error.problems:
             print(f"  {safe_text(problem)}", file=sys.stderr)
+        _own_catalog_hint(error)
         return 1
     except UsageError as error:
         print(f"sparkadvisor: {safe_text(error)}", file=sys.stderr)
@@ -117,6 +120,17 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         return 130
     finally:
         _say_unsaved()
+
+
+def _own_catalog_hint(error: "CatalogError") -> None:
+    """When the problems are in the user's own catalog, whose file it is and how to go on without it."""
+    from sparkadvisor import paths
+    from sparkadvisor.core.safetext import safe_text
+
+    own = str(paths.user_catalog_path())
+    if any(problem.file == own for problem in error.problems):
+        print(safe_text(f"{own} is your own catalog (imports and recorded bench runs): fix it, or move it aside "
+                        "to go on with the bundled catalog alone"), file=sys.stderr)
 
 
 def _say_unsaved() -> None:
