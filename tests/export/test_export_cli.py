@@ -51,7 +51,7 @@ def test_refusals_exit_1_and_usage_errors_exit_2(capsys, tmp_path):
     assert usage.value.code == 2
     assert "is not an IP address or host name" in capsys.readouterr().err
     assert main([*GLM, "--format", "sh", "--worker-addrs", "10.0.0.2,10.0.0.3", "--out", str(tmp_path)]) == 2
-    assert "2 worker address(es) for 1 worker(s)" in capsys.readouterr().err
+    assert "2 worker addresses for 1 worker" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", ["http://user:secret@gw:8082", "ftp://gw", "http://gw:8082/?x=1"])

@@ -89,7 +89,7 @@ def test_recipe_option_sets_the_nodes_and_rejects_a_mismatch(tmp_path, capsys):
     assert main([*ok, "--out", str(tmp_path / "a")]) == 0
     assert len(json.loads((tmp_path / "a" / "plan.json").read_text())["nodes"]) == 1
     assert main([*ok, "--nodes", "2", "--out", str(tmp_path / "b")]) == 2
-    assert "runs on 1 node(s), not --nodes 2" in capsys.readouterr().err
+    assert "runs on 1 node, not --nodes 2" in capsys.readouterr().err
     assert main(["export", "qwen3.8-flash-next-nvfp4", "--recipe", "nope", "--format", "json",
                  "--out", str(tmp_path / "c")]) == 2
     assert "no recipe 'nope'" in capsys.readouterr().err

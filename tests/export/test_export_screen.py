@@ -50,7 +50,7 @@ async def test_address_fields_reach_the_files_and_bad_ones_are_named(index):
         assert '"ANTHROPIC_BASE_URL": "http://10.1.2.3:8000"' in text.text
         screen.query_one("#export-workers", Input).value = "10.1.2.4, 10.1.2.5"
         await pilot.pause()
-        assert "2 worker address(es) for 1 worker(s)" in text.text and not screen.files
+        assert "2 worker addresses for 1 worker" in text.text and not screen.files
 
 
 async def test_the_dialog_says_which_addresses_it_left_out_as_export_does(index, tmp_path):

@@ -128,6 +128,7 @@ async def test_broken_theme_is_reported_once_and_the_app_runs(index) -> None:
     async with app.run_test(size=(140, 40), notifications=True):
         messages = [n.message for n in app._notifications]
         assert len(messages) == 1 and "broken.toml: primary: 'purple-ish' is not a colour" in messages[0]
+        assert [n.title for n in app._notifications] == ["1 theme file skipped"]  # not "1 theme file(s)"
         assert len(row_ids(app.screen.table)) == len(index.builds)
 
 

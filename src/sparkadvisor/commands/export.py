@@ -138,6 +138,7 @@ def _to_folder(folder: Path, files: tuple[ExportFile, ...], force: bool) -> int:
 def _nodes(args: argparse.Namespace, index: object, build_id: str) -> int:
     """--nodes as given, else the recipe's, else 2."""
     from sparkadvisor.commands.common import UsageError
+    from sparkadvisor.core.units import plural
 
     if args.recipe is None:
         return int(args.nodes or 2)
@@ -146,5 +147,5 @@ def _nodes(args: argparse.Namespace, index: object, build_id: str) -> int:
         known = [r.id for r in index.catalog.recipes if r.build == build_id]  # type: ignore[attr-defined]
         raise UsageError(f"no recipe {args.recipe!r} for {build_id}; its recipes: {', '.join(known) or 'none'}")
     if args.nodes not in (None, recipe.nodes):
-        raise UsageError(f"recipe {recipe.id} runs on {recipe.nodes} node(s), not --nodes {args.nodes}")
+        raise UsageError(f"recipe {recipe.id} runs on {plural(recipe.nodes, 'node')}, not --nodes {args.nodes}")
     return int(recipe.nodes)

@@ -11,7 +11,7 @@ from typing import Literal
 
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Patch
-from sparkadvisor.core.units import fmt_seconds
+from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.export import addresses
 from sparkadvisor.export.argv import (
     Arg,
@@ -216,7 +216,7 @@ def _check(plan: Plan, options: ExportOptions) -> None:
         raise ExportError(f"gpu-memory-utilization {plan.budget.utilization:g} is above the "
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; choose at most that")
     if plan.tp * plan.pp != plan.cluster.nodes:
-        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plan.cluster.nodes} node(s) of one GPU each")
+        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one GPU each")
     if options.launcher not in LAUNCHERS:
         raise ExportError(f"unknown launcher {options.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     _check_options(options, plan.cluster.nodes)
@@ -225,7 +225,8 @@ def _check(plan: Plan, options: ExportOptions) -> None:
 def _check_options(options: ExportOptions, nodes: int) -> None:
     """Addresses, NIC and gateway through the same checks as the CLI's; one sentence for the first bad one."""
     if options.worker_addrs and len(options.worker_addrs) != nodes - 1:
-        raise ExportError(f"{len(options.worker_addrs)} worker address(es) for {nodes - 1} worker(s); give one "
+        raise ExportError(f"{plural(len(options.worker_addrs), 'worker address', 'worker addresses')} for "
+                          f"{plural(nodes - 1, 'worker')}; give one "
                           "per worker, rank 1 first")
     try:
         for value in (options.head_addr, *options.worker_addrs):

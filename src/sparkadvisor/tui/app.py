@@ -16,6 +16,7 @@ from textual.binding import Binding
 
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.core.units import plural
 from sparkadvisor.core.workload import WORKLOADS
 from sparkadvisor.state import AppState, load_state, save_state
 from sparkadvisor.tui.model import Scenario
@@ -83,7 +84,7 @@ class SparkAdvisorApp(App[int]):
         if self.themes.problems:
             count = len(self.themes.problems)
             self.notify(safe_text("\n".join(self.themes.problems), keep_newlines=True),
-                        title=f"{count} theme file(s) skipped", severity="warning", timeout=12, markup=False)
+                        title=f"{plural(count, 'theme file')} skipped", severity="warning", timeout=12, markup=False)
         if self._theme_missing:
             self.notify(safe_text(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}."),
                         severity="warning", markup=False)
