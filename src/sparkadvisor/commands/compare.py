@@ -55,7 +55,7 @@ def compare_listing(chosen: list[Ranked], index: CatalogIndex, title: str) -> Li
     rows = tuple((label, *(c[key] for c in cells)) for key, label in COMPARE_ROWS if key != "reason")
     why = tuple(f"why {r.plan.build.id}: {r.reason}" for r in chosen)
     columns = ("", *(r.plan.build.id for r in chosen))
-    return Listing(columns, rows, title=title, keep=len(columns),
+    return Listing(columns, rows, title=title, keep=len(columns), wrap=True,
                    notes=("", *why, *(line for r in chosen for line in caveat_lines(r, index))))
 
 
