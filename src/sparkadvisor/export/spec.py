@@ -216,7 +216,8 @@ def _check(plan: Plan, options: ExportOptions) -> None:
         raise ExportError(f"gpu-memory-utilization {plan.budget.utilization:g} is above the "
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; choose at most that")
     if plan.tp * plan.pp != plan.cluster.nodes:
-        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one GPU each")
+        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
+                          "GPU each")
     if options.launcher not in LAUNCHERS:
         raise ExportError(f"unknown launcher {options.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     _check_options(options, plan.cluster.nodes)
