@@ -45,7 +45,8 @@ def test_writing_a_folder_says_so_on_stderr_only(capsys, tmp_path):
 
 def test_refusals_exit_1_and_usage_errors_exit_2(capsys, tmp_path):
     assert main(["export", "deepseek-v4.1-flash", "--nodes", "2", "--format", "json"]) == 1
-    assert "does not fit" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("sparkadvisor: deepseek-v4.1-flash does not fit on 2 x DGX Spark: there is "
+                                       "nothing to launch; it needs 4 nodes (--nodes 4)\n")
     with pytest.raises(SystemExit) as usage:
         main([*GLM, "--format", "sh", "--head-addr", "spark 1; rm -rf ~"])
     assert usage.value.code == 2

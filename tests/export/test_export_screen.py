@@ -103,3 +103,18 @@ async def test_a_refused_write_names_the_dialogs_own_controls_and_the_folder(ind
         assert refused == (f"{tmp_path / 'taken'} is a file, not a folder; give the folder to write plan.json "
                            "into"), refused
         assert (tmp_path / "taken").read_text(encoding="utf-8") == "a file\n"
+
+
+async def test_a_build_that_does_not_fit_says_why_whole_at_80_columns_in_the_apps_words(index):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 1)
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ExportScreen(index, plan, ranked_for(index, 1))
+        await app.push_screen(screen)
+        await pilot.pause()
+        preview = screen.query_one("#export-text", TextArea)
+        assert preview.text == ("Cannot export: glm-5.3-flash-nvfp4-redhat does not fit on 1 x DGX Spark: there is "
+                                "nothing to launch; it needs 2 nodes (close this and press 2)")
+        lines = [preview.render_line(y).text for y in range(preview.scrollable_content_region.height)]
+        shown = " ".join(line.strip() for line in lines if line.strip())
+        assert shown == preview.text, "wrapped in the preview, not cut at its edge"

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         files = render(args.fmt, plan, options, ranked, index.catalog.sources)
     except ExportRefused as error:
-        return _refused(str(error))
+        return _refused(f"{error} (--nodes {error.nodes_needed})" if error.nodes_needed else str(error))
     except ExportError as error:
         raise UsageError(str(error)) from None
     if args.out in (None, "-"):

@@ -61,6 +61,11 @@ class ExportError(ValueError):
 class ExportRefused(ExportError):
     """The plan itself cannot run (it does not fit): nothing to launch, whatever the options."""
 
+    def __init__(self, message: str, nodes_needed: int | None = None):
+        super().__init__(message)
+        self.nodes_needed = nodes_needed
+        """The cluster size it would fit on, when there is one (each shell says how to choose it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ExportOptions:
@@ -210,8 +215,9 @@ def _needed(plan: Plan, patch: Patch) -> tuple[bool, str]:
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
     if not plan.fits:
-        hint = f"; it needs {plan.nodes_needed} nodes (--nodes {plan.nodes_needed})" if plan.nodes_needed else ""
-        raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}")
+        hint = f"; it needs {plural(plan.nodes_needed, 'node')}" if plan.nodes_needed else ""
+        raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}",
+                            plan.nodes_needed)
     if plan.budget.utilization > hw.max_gpu_memory_utilization:
         raise ExportError(f"gpu-memory-utilization {plan.budget.utilization:g} is above the "
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; choose at most that")

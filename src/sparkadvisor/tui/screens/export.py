@@ -16,7 +16,7 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import plural
-from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, addresses, render
+from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, ExportRefused, addresses, render
 from sparkadvisor.export.placeholders import left_out
 from sparkadvisor.export.spec import CX7_NETDEV
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
@@ -129,9 +129,14 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         try:
             self.files = render(fmt, self.plan, self.options(), self.ranked, self.index.catalog.sources)
             text = preview(self.files)
+        except ExportRefused as error:
+            press = f" (close this and press {error.nodes_needed})" if error.nodes_needed else ""
+            self.files, text = (), f"Cannot export: {error}{press}"
         except (ExportError, ValueError) as error:
             self.files, text = (), f"Cannot export: {error}"
-        self.query_one("#export-text", TextArea).load_text(text)
+        area = self.query_one("#export-text", TextArea)
+        area.soft_wrap = not self.files  # a reason is read whole; files keep their lines as written
+        area.load_text(text)
         self._show_notice(fmt)
 
     def _show_notice(self, fmt: str) -> None:
