@@ -23,6 +23,8 @@ from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
 
 ADDRESS_FIELDS = ("export-head", "export-workers", "export-nic", "export-gateway")
+NODE_KEYS = (1, 2, 3, 4)
+"""The cluster sizes the main screen has keys for."""
 FIELD_NAMES = {"head": "head addr", "workers": "worker addrs"}
 """The address fields as their placeholders name them, for the notice of what was left out."""
 
@@ -130,7 +132,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
             self.files = render(fmt, self.plan, self.options(), self.ranked, self.index.catalog.sources)
             text = preview(self.files)
         except ExportRefused as error:
-            press = f" (close this and press {error.nodes_needed})" if error.nodes_needed else ""
+            press = f" (close this and press {error.nodes_needed})" if error.nodes_needed in NODE_KEYS else ""
             self.files, text = (), f"Cannot export: {error}{press}"
         except (ExportError, ValueError) as error:
             self.files, text = (), f"Cannot export: {error}"
