@@ -189,3 +189,15 @@ def test_a_broken_own_catalog_says_whose_file_it_is_and_how_to_go_on(capsys):
     assert err[0] == "sparkadvisor: the catalog has 3 problems:" and err[1].startswith(f"  {user}:1: builds[0]")
     assert err[-1] == (f"{user} is your own catalog (imports and recorded bench runs): fix it, or move it aside "
                        "to go on with the bundled catalog alone")
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["catalog", "info"], "catalog info"), (["check"], "check"), (["catalog", "rollback"], "catalog rollback")])
+def test_catalog_before_a_command_that_reads_none_is_refused_as_after_it(argv, command, capsys):
+    # Before the command it was silently ignored: `catalog info` then named a catalog without the file.
+    addition = str(REPO_DATA / "user_addition.toml")
+    for where in ([*argv, "--catalog", addition], ["--catalog", addition, *argv]):
+        with pytest.raises(SystemExit) as refused:
+            main(where)
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and err.splitlines()[0] == f"sparkadvisor: {command} has no option --catalog"

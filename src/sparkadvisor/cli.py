@@ -92,6 +92,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     from sparkadvisor.cliparser import build_parser
 
     args = build_parser(only=chosen_command(argv) or "").parse_args(argv)
+    if args.catalog and args.command and not hasattr(args, "sub_catalog"):
+        # A command that reads no catalog refuses --catalog before it as after it (argparse's own sentence).
+        build_parser(only=args.command).parse_args([*_without_catalog(argv), "--catalog", str(args.catalog[0])])
     args.catalog = [*args.catalog, *getattr(args, "sub_catalog", [])]
     from sparkadvisor.commands.common import UsageError
     from sparkadvisor.core.catalog import CatalogError
@@ -120,6 +123,20 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         return 130
     finally:
         _say_unsaved()
+
+
+def _without_catalog(argv: "Sequence[str]") -> list[str]:
+    """`argv` without its `--catalog FILE` and `--catalog=FILE`."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--catalog":
+            skip = True
+        elif not arg.startswith("--catalog="):
+            kept.append(arg)
+    return kept
 
 
 def _own_catalog_hint(error: "CatalogError") -> None:
