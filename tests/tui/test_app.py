@@ -145,3 +145,25 @@ def test_the_app_imports_without_hub_or_http_libraries() -> None:
             "print([m for m in ('huggingface_hub', 'httpx') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+async def test_an_unticked_box_reads_unticked_without_colour(index, monkeypatch) -> None:
+    from textual.app import App
+
+    from sparkadvisor.core.advisor import advise
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.tui.screens.export import ExportScreen
+    from sparkadvisor.tui.widgets.tickbox import TickBox
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    ranked = advise(index, Cluster(index.hardware["dgx-spark"], 2), AGENTIC)
+    app = App()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.push_screen(ExportScreen(index, ranked[0].plan, ranked))
+        await pilot.pause()
+        box = app.screen.query_one("#export-force", TickBox)
+        assert "▐ ▌ overwrite" in box.render().plain
+        box.value = True
+        await pilot.pause()
+        assert "▐X▌ overwrite" in box.render().plain

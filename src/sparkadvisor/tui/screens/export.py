@@ -21,6 +21,7 @@ from sparkadvisor.export.placeholders import left_out
 from sparkadvisor.export.spec import CX7_NETDEV
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
+from sparkadvisor.tui.widgets.tickbox import TickBox
 
 ADDRESS_FIELDS = ("export-head", "export-workers", "export-nic", "export-gateway")
 NODE_KEYS = (1, 2, 3, 4)
@@ -90,7 +91,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
             yield Label("", id="export-notice", markup=False)
             with Horizontal(id="export-target"):
                 yield Input(str(default_folder(self.plan)), id="export-folder", compact=True)
-                yield Checkbox("overwrite", id="export-force", compact=True)
+                yield TickBox("overwrite", id="export-force", compact=True)
                 yield Button("Write", id="export-write", variant="primary", compact=True)
             yield TextArea("", read_only=True, soft_wrap=False, id="export-text")
         yield KeyFooter()
