@@ -59,7 +59,9 @@ class CatalogError(Exception):
     """A catalog that cannot be used, with every problem found."""
 
     def __init__(self, problems: list[Problem]):
-        self.problems = problems
+        files = list(dict.fromkeys(p.file for p in problems))
+        self.problems = sorted(problems, key=lambda p: (files.index(p.file), p.line or 0))
+        """Each file's problems in the order of its lines (the checks find them in another)."""
         super().__init__("\n".join(str(p) for p in problems))
 
 
