@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, schedule
@@ -155,6 +155,7 @@ class BenchSession:
         from sparkadvisor.core.bench import figures
         from sparkadvisor.core.stages import published_recipe
         from sparkadvisor.sources.bench import BenchError
+        from sparkadvisor.urls import without_credentials
         from sparkadvisor.usercatalog import record_bench
 
         if not figures(self.collected) or self.info is None:
@@ -164,7 +165,8 @@ class BenchSession:
             raise BenchError(f"{how.split('; pass --build')[0]}; recording needs the catalog build: pass --build ID")
         facts, cluster = self.index.facts.get(self.match.build.id), self.options.cluster
         base = published_recipe(facts, cluster.hardware, cluster.nodes) if facts else None
-        return record_bench(self.index, self.match.build, self.options.cluster, self.info, self.collected, base)
+        info = replace(self.info, url=without_credentials(self.info.url))  # the source keeps no password
+        return record_bench(self.index, self.match.build, self.options.cluster, info, self.collected, base)
 
 
 def spec_text(spec: BenchSpec) -> str:
