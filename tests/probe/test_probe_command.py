@@ -373,3 +373,14 @@ def test_a_served_build_the_plan_says_does_not_fit_is_not_held_to_that_plans_spe
         "2 nodes): check --nodes and --hardware; its speed is not held against that plan"]
     assert not any("expected" in t or "plan expects" in t for f in data["findings"] for t in [f["text"]])
     assert data["plan"]["fits"] is False and data["plan"]["decode_tok_s"] is None and data["plan"]["ttft_s"] is None
+
+
+def test_a_base_url_that_is_not_a_url_is_named_as_such_not_probed(capsys, vllm, settings_file) -> None:
+    # It was probed as a gateway: "not a url/health broke off the exchange (UnsupportedProtocol)".
+    path = settings_file({"ANTHROPIC_BASE_URL": "spark 1:8000", "CLAUDE_CODE_ATTRIBUTION_HEADER": "0"})
+    code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(path))
+    assert code == 1 and data["gateway_url"] is None
+    assert texts(data, "critical") == [
+        f"ANTHROPIC_BASE_URL in {path} 'http://spark 1:8000' contains spaces or control characters; give a URL "
+        "such as http://spark1:8000; Claude Code cannot reach it, so every agent request fails"]
+    assert not any("UnsupportedProtocol" in f["text"] or "neither vLLM" in f["text"] for f in data["findings"])
