@@ -271,12 +271,11 @@ def unfit_findings(plans: Sequence[Plan]) -> list[Finding]:
 
 
 def does_not_fit(plan: Plan) -> str:
-    """"which by the plan does not fit on 1 x DGX Spark (it needs 2 nodes)", from the ranking's reason."""
-    from sparkadvisor.core.ranking import exclusion_reason
+    """"which by the plan does not fit on 1 x DGX Spark (it needs 2 nodes)", in the ranking's words."""
+    from sparkadvisor.core.ranking import where_it_fits
 
-    where = (exclusion_reason(plan) or "").partition(": ")[2]
-    return f"which by the plan does not fit on {plan.cluster.label}" + (
-        f" (it {where})" if where.startswith("needs") else f" ({where})" if where else "")
+    where = where_it_fits(plan)
+    return f"which by the plan does not fit on {plan.cluster.label} ({'it ' * where.startswith('needs')}{where})"
 
 
 def _spread(values: Sequence[float], fmt: str) -> str:
