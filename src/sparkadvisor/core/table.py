@@ -111,7 +111,7 @@ def measured_cell(plan: Plan) -> str:
 
 def cluster_line(cluster: Cluster) -> str:
     """"2 x DGX Spark: 243.2 GiB in all, 273 GB/s each" (memory for the cluster, bandwidth per node)."""
-    bandwidth = f"{cluster.hardware.memory_bandwidth_gb_s:,g} GB/s"
+    bandwidth = f"{cluster.hardware.memory_bandwidth_gb_s:g} GB/s"
     if cluster.nodes == 1:
         return f"{cluster.label}: {cluster.usable_gib:.1f} GiB, {bandwidth}"
     return f"{cluster.label}: {cluster.usable_gib:.1f} GiB in all, {bandwidth} each"
