@@ -205,3 +205,8 @@ def test_compare_on_a_narrow_terminal_wraps_each_cell_in_its_column(capsys, monk
     assert continued[:second].strip() and not continued[:22].strip(), "the rest under its own column"
     assert " ".join(line[22:second].strip() for line in table[caveats:caveats + 3]).startswith(
         "SWAP, PATCH, DROP-CACHES, CUSTOM-IMAGE, EAGER, SLOW-LOAD")
+
+
+def test_a_one_token_workload_reads_in_the_singular(capsys):
+    head = run(capsys, "rank", "--context", "1", "--output-tokens", "1").splitlines()[0]
+    assert head.endswith("Agentic (Claude Code): 1 token, 95% reuse, 1 out")

@@ -119,7 +119,8 @@ def cluster_line(cluster: Cluster) -> str:
 
 def workload_line(workload: Workload) -> str:
     """"Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
-    return (f"{workload.label}: {workload.context_tokens:,} tokens, {workload.prefix_reuse:.0%} reuse, "
+    tokens = "token" if workload.context_tokens == 1 else "tokens"
+    return (f"{workload.label}: {workload.context_tokens:,} {tokens}, {workload.prefix_reuse:.0%} reuse, "
             f"{workload.output_tokens:,} out")
 
 
