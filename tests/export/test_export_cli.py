@@ -96,3 +96,12 @@ def test_out_naming_an_existing_file_says_out_is_a_folder(capsys, tmp_path):
     assert capsys.readouterr().err == (f"sparkadvisor: --out {mine} is a file, not a folder; give the folder to "
                                        "write serve.sh into\n")
     assert mine.read_text() == "mine"
+
+
+def test_a_tilde_the_shell_left_alone_means_home(capsys, tmp_path, monkeypatch):
+    # `--out=~/x` reaches us unexpanded: it made a folder named "~" here and said "wrote ~/x/plan.json".
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert main([*QWEN, "--format", "json", "--out=~/x"]) == 0
+    assert (tmp_path / "home" / "x" / "plan.json").is_file() and not (tmp_path / "~").exists()
+    assert f"wrote {tmp_path / 'home' / 'x' / 'plan.json'}" in capsys.readouterr().err

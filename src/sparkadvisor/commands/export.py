@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out in (None, "-"):
         code = _to_stdout(files, args.fmt)
     else:
-        code = _to_folder(Path(args.out), files, args.force)
+        code = _to_folder(Path(args.out).expanduser(), files, args.force)
     if code == 0:
         _placeholder_notice(args.fmt, cluster.nodes, options)
     return code

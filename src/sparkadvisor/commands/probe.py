@@ -15,6 +15,7 @@ from sparkadvisor.commands.common import (
     find_build_id,
     load,
     number_above_zero,
+    path_option,
     print_json,
     scenario,
 )
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or http://127.0.0.1:8000)")
     parser.add_argument("--gateway", metavar="URL", type=url_option, help="gateway base URL (default: Claude Code's "
                         "ANTHROPIC_BASE_URL when it is not vLLM)")
-    parser.add_argument("--claude-settings", type=Path, metavar="PATH",
+    parser.add_argument("--claude-settings", type=path_option, metavar="PATH",
                         help="Claude Code settings file (default: ~/.claude/settings.json)")
     parser.add_argument("--interval", type=seconds, default=5.0, metavar="SECONDS",
                         help="time between the two /metrics scrapes that rates are measured over (default: 5)")
