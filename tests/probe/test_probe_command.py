@@ -384,3 +384,9 @@ def test_a_base_url_that_is_not_a_url_is_named_as_such_not_probed(capsys, vllm, 
         f"ANTHROPIC_BASE_URL in {path} 'http://spark 1:8000' contains spaces or control characters; give a URL "
         "such as http://spark1:8000; Claude Code cannot reach it, so every agent request fails"]
     assert not any("UnsupportedProtocol" in f["text"] or "neither vLLM" in f["text"] for f in data["findings"])
+
+
+def test_an_empty_token_variable_name_is_named_as_such(capsys) -> None:
+    assert main(["probe", "--token-env", ""]) == 2
+    assert capsys.readouterr().err == ("sparkadvisor: --token-env needs the name of an environment variable that "
+                                       "holds vLLM's --api-key (got an empty name)\n")

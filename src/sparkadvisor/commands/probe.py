@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
 def _token(name: str | None) -> str | None:
     if name is None:
         return None
+    if not name.strip():
+        raise UsageError("--token-env needs the name of an environment variable that holds vLLM's --api-key "
+                         "(got an empty name)")
     value = os.environ.get(name)
     if not value:
         raise UsageError(f"--token-env {name} names an environment variable that is not set or is empty")
