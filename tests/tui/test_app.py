@@ -167,3 +167,15 @@ async def test_an_unticked_box_reads_unticked_without_colour(index, monkeypatch)
         box.value = True
         await pilot.pause()
         assert "▐X▌ overwrite" in box.render().plain
+
+
+async def test_remembered_hardware_this_catalog_lacks_is_said_not_swapped_silently(index) -> None:
+    from sparkadvisor.state import AppState
+    from sparkadvisor.tui.app import SparkAdvisorApp
+
+    app = SparkAdvisorApp(index, [], AppState(hardware="my-own-box", nodes=2), remember_choices=False)
+    async with app.run_test(size=(140, 40), notifications=True):
+        assert [n.message for n in app._notifications] == [
+            "Hardware 'my-own-box', remembered from the last session, is not in this catalog (was it added with "
+            "--catalog?); showing DGX Spark."]
+        assert app.screen.scenario.hardware_id == "dgx-spark"

@@ -88,6 +88,11 @@ class SparkAdvisorApp(App[int]):
         if self._theme_missing:
             self.notify(safe_text(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}."),
                         severity="warning", markup=False)
+        if self.state.hardware not in self.index.hardware:
+            shown = self.index.hardware[scenario_from(self.state, self.index).hardware_id].name
+            self.notify(safe_text(f"Hardware {self.state.hardware!r}, remembered from the last session, is not in "
+                                  f"this catalog (was it added with --catalog?); showing {shown}."),
+                        severity="warning", markup=False)
         self._say_unsaved()
 
     def _say_unsaved(self) -> None:
