@@ -212,6 +212,14 @@ def _needed(plan: Plan, patch: Patch) -> tuple[bool, str]:
     return False, "the recipe applies it; this plan does not depend on it"
 
 
+def _utilization_origin(plan: Plan) -> str:
+    """"recipe X sets gpu-memory-utilization" when the value is the recipe's, else the setting's words."""
+    recipe = plan.recipe
+    if recipe is not None and recipe.gpu_memory_utilization == plan.budget.utilization:
+        return f"recipe {recipe.id} sets gpu-memory-utilization"
+    return "gpu-memory-utilization is"
+
+
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
     if not plan.fits:
@@ -219,8 +227,10 @@ def _check(plan: Plan, options: ExportOptions) -> None:
         raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}",
                             plan.nodes_needed)
     if plan.budget.utilization > hw.max_gpu_memory_utilization:
-        raise ExportError(f"gpu-memory-utilization {plan.budget.utilization:g} is above the "
-                          f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; choose at most that")
+        raise ExportError(f"{_utilization_origin(plan)} {plan.budget.utilization:g}, above the "
+                          f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; export it with a "
+                          f"gpu-memory-utilization of {hw.max_gpu_memory_utilization:g} or less "
+                          "(--gpu-memory-utilization, or a in the app)")
     if plan.tp * plan.pp != plan.cluster.nodes:
         raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
                           "GPU each")
