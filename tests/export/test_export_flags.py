@@ -113,3 +113,15 @@ def test_a_recipes_own_utilization_above_the_limit_says_it_came_from_the_recipe(
         "sparkadvisor: recipe gpt-oss-120b-conselara-tp1 sets gpu-memory-utilization 0.87, above the 0.85 that is "
         "safe on DGX Spark; export it with a gpu-memory-utilization of 0.85 or less (--gpu-memory-utilization, or "
         "a in the app)\n")
+
+
+def test_a_build_planned_on_another_engine_is_not_exported_as_a_vllm_launch(tmp_path, capsys):
+    # A GGUF build costed on llama.cpp got a vLLM script whose figures were llama.cpp's, for a repo vLLM
+    # does not load as it is.
+    assert main(["export", "gpt-oss-20b-gguf-ggml", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        "sparkadvisor: gpt-oss-20b-gguf-ggml is planned on llama.cpp, not vLLM (vLLM does not load it; the catalog "
+        "lists llama.cpp): export writes vLLM launches only, so there is nothing to launch for this plan\n")
+    assert main(["export", "qwen3.5-27b-q8-unsloth", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 1
+    assert "(vLLM does not load it; the catalog lists llama.cpp, ollama)" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

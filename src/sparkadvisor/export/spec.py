@@ -220,8 +220,22 @@ def _utilization_origin(plan: Plan) -> str:
     return "gpu-memory-utilization is"
 
 
+def _not_vllm(plan: Plan) -> str | None:
+    """Why the plan runs on another engine than vLLM (the only launch the exporter writes), or None."""
+    recipe, engines = plan.recipe, plan.build.engines
+    if recipe is not None and recipe.engine != "vllm":
+        return f"recipe {recipe.id} runs it on {recipe.engine}"
+    if recipe is None and engines and "vllm" not in engines:
+        return f"vLLM does not load it; the catalog lists {', '.join(engines)}"
+    return "the engine asked for" if plan.constants.engine != "vllm" else None
+
+
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
+    if (why := _not_vllm(plan)) is not None:
+        engine = plan.recipe.engine if plan.recipe else plan.constants.engine
+        raise ExportRefused(f"{plan.build.id} is planned on {engine}, not vLLM ({why}): export writes vLLM launches "
+                            "only, so there is nothing to launch for this plan")
     if not plan.fits:
         hint = f"; it needs {plural(plan.nodes_needed, 'node')}" if plan.nodes_needed else ""
         raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}",
