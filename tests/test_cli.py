@@ -150,3 +150,54 @@ def test_the_app_without_a_terminal_says_so_instead_of_drawing_into_a_file(isola
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == ("sparkadvisor: the app needs a terminal, and stdin or stderr is not one; for text, "
                              "run `sparkadvisor rank` (every command: `sparkadvisor --help`)\n")
+
+
+LOADED_ONLY = ("decode_ceiling_tok_s", "decode_expected_tok_s", "decode_low_tok_s", "decode_high_tok_s",
+               "decode_per_stream_tok_s", "prefill_tok_s", "ttft_s", "turn_s")
+"""The figures a build has only once it loads."""
+
+
+def test_rank_json_gives_no_speed_to_a_build_that_does_not_fit(capsys):
+    # The text views show - for these; a script must not read 15 tok/s for a build that cannot load.
+    data = run_json(capsys, "rank", "--nodes", "1")
+    glm = next(c for c in data["candidates"] if c["build"] == "glm-5.3-flash-nvfp4-redhat")
+    assert glm["fits"] is False and glm["rank"] is None and glm["nodes_needed"] == 2
+    assert all(glm[key] is None for key in LOADED_ONLY)
+    assert set(glm["if_it_fit"]) == set(LOADED_ONLY) and glm["if_it_fit"]["decode_expected_tok_s"] > 0
+    assert {t["key"]: t["status"] for t in glm["targets"]}["decode"] == "missed"
+    fitting = next(c for c in data["candidates"] if c["fits"])
+    assert fitting["if_it_fit"] is None and all(fitting[key] is not None for key in ("ttft_s", "turn_s"))
+
+
+def test_compare_json_gives_no_first_token_to_a_build_that_does_not_fit(capsys):
+    data = run_json(capsys, "compare", "glm-5.3-flash-nvfp4-redhat", "qwen3.6-35b-a3b-nvfp4-nvidia", "--nodes", "1")
+    glm = data["builds"][0]
+    assert glm["cold_ttft_s"] is None and glm["ttft_s"] is None
+    assert glm["if_it_fit"]["cold_ttft_s"] > glm["if_it_fit"]["ttft_s"] > 0
+    cold = next(row for row in data["rows"] if row["key"] == "cold")
+    assert cold["cells"][0] == "-" and cold["cells"][1].endswith(" s")
+
+
+def test_a_broken_own_catalog_says_whose_file_it_is_and_how_to_go_on(capsys):
+    from sparkadvisor import paths
+
+    user = paths.user_catalog_path()
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[[builds]]\nid = "x"\nmodel = "glm-5.3-flash"\n', encoding="utf-8")
+    assert main(["rank"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "sparkadvisor: the catalog has 3 problems:" and err[1].startswith(f"  {user}:1: builds[0]")
+    assert err[-1] == (f"{user} is your own catalog (imports and recorded bench runs): fix it, or move it aside "
+                       "to go on with the bundled catalog alone")
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["catalog", "info"], "catalog info"), (["check"], "check"), (["catalog", "rollback"], "catalog rollback")])
+def test_catalog_before_a_command_that_reads_none_is_refused_as_after_it(argv, command, capsys):
+    # Before the command it was silently ignored: `catalog info` then named a catalog without the file.
+    addition = str(REPO_DATA / "user_addition.toml")
+    for where in ([*argv, "--catalog", addition], ["--catalog", addition, *argv]):
+        with pytest.raises(SystemExit) as refused:
+            main(where)
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and err.splitlines()[0] == f"sparkadvisor: {command} has no option --catalog"

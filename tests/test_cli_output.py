@@ -179,3 +179,34 @@ def test_a_build_that_does_not_fit_shows_no_speed_and_passes_no_speed_target(cap
     rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "2", "--format", "tsv")), delimiter="\t"))
     glm = next(r for r in rows if r["model"] == "GLM-5.3-Flash" and r["build"] == "RedHatAI NVFP4")
     assert glm["fit"].startswith("fits") and re.fullmatch(r"\d+ \(\d+-\d+\)", glm["tok/s"])
+
+
+def test_the_cluster_line_says_which_figure_is_the_whole_cluster_and_which_each_node(capsys):
+    # "2 x DGX Spark · 243.2 GiB · 273 GB/s" put a cluster's memory beside one node's bandwidth unmarked.
+    assert run(capsys, "rank", "--nodes", "2").splitlines()[0].startswith(
+        "2 x DGX Spark: 243.2 GiB in all, 273 GB/s each · Agentic (Claude Code)")
+    assert run(capsys, "rank", "--nodes", "1").splitlines()[0].startswith("1 x DGX Spark: 121.6 GiB, 273 GB/s · ")
+
+
+def test_compare_on_a_narrow_terminal_wraps_each_cell_in_its_column(capsys, monkeypatch):
+    # Every build is kept, so the columns cannot be dropped: a long caveats cell pushed the second
+    # build past column 80, where the terminal folded it under the first.
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "80")
+    out = re.sub(r"\x1b\[[0-9;]*m", "", run(capsys, "compare", GLM, "qwen3.6-35b-a3b-nvfp4-nvidia"))
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith(GLM))
+    table = lines[start:lines.index("", start)]
+    assert max(len(line) for line in table) <= 80
+    second = table[0].index("qwen3.6-35b-a3b-nvfp4-nvidia")
+    caveats = [i for i, line in enumerate(table) if line.startswith("caveats")][0]
+    assert "SWAP, PATCH" in table[caveats] and table[caveats][second:].strip() == "CRASHES"
+    continued = table[caveats + 1]
+    assert continued[:second].strip() and not continued[:22].strip(), "the rest under its own column"
+    assert " ".join(line[22:second].strip() for line in table[caveats:caveats + 3]).startswith(
+        "SWAP, PATCH, DROP-CACHES, CUSTOM-IMAGE, EAGER, SLOW-LOAD")
+
+
+def test_a_one_token_workload_reads_in_the_singular(capsys):
+    head = run(capsys, "rank", "--context", "1", "--output-tokens", "1").splitlines()[0]
+    assert head.endswith("Agentic (Claude Code): 1 token, 95% reuse, 1 out")

@@ -71,7 +71,7 @@ def _typed_options() -> list[tuple[list[str], str]]:
                 for name, sub in action.choices.items():
                     walk(sub, [*words, name])
             elif action.option_strings and action.nargs != 0 and (
-                    action.choices or getattr(action.type, "__name__", "_path") not in ("_path", "Path")):
+                    action.choices or getattr(action.type, "__name__", "path_option") not in ("path_option", "Path")):
                 found.append((words, action.option_strings[-1]))
 
     walk(build_parser(), [])

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, schedule
+from sparkadvisor.sources.bench import BenchError
 
 if TYPE_CHECKING:
     from sparkadvisor.core.benchplan import Prediction
@@ -34,6 +35,21 @@ class BenchOptions:
     """The catalog build being served; None matches it from what vLLM loaded."""
     max_seconds: float | None = None
     max_tokens: int | None = None
+
+
+class PlanDoesNotFit(BenchError):
+    """The served build does not fit the cluster by its plan: the cluster given is likely not the one it runs
+    on, and its predictions and a recorded run would belong to a cluster that cannot load it."""
+
+    def __init__(self, plan: Plan):
+        from sparkadvisor.core.checkup import does_not_fit
+
+        self.served = f"vLLM serves {plan.build.id}, {does_not_fit(plan)}"
+        super().__init__(self.sentence("give the cluster it runs on with --nodes and --hardware"))
+
+    def sentence(self, how: str) -> str:
+        """The refusal with the shell's own way to choose the cluster."""
+        return f"{self.served}: {how}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +79,8 @@ class BenchSession:
         self.predicted = Rates()
 
     async def run(self, progress: Callable[[Step | None], None]) -> None:
-        """Measure into `collected`; a BenchError (one sentence) when the server stops it."""
+        """Measure into `collected`; a BenchError (one sentence) when the server stops it, PlanDoesNotFit
+        before any request when the served build does not fit the cluster by its plan."""
         from sparkadvisor.core.benchplan import predict, predicted_rates
         from sparkadvisor.sources.bench import Limits, check_fits, connect, run
 
@@ -71,6 +88,8 @@ class BenchSession:
         self.info = await connect(o.config)
         check_fits(self.info, o.spec)
         self.match, self.plan = self._plan(self.info)
+        if self.plan is not None and not self.plan.fits:
+            raise PlanDoesNotFit(self.plan)
         self.predictions = predict(self.plan, o.spec) if self.plan else {}
         self.predicted = predicted_rates(self.predictions, o.spec)
         self._check_budget()
@@ -136,6 +155,7 @@ class BenchSession:
         from sparkadvisor.core.bench import figures
         from sparkadvisor.core.stages import published_recipe
         from sparkadvisor.sources.bench import BenchError
+        from sparkadvisor.urls import without_credentials
         from sparkadvisor.usercatalog import record_bench
 
         if not figures(self.collected) or self.info is None:
@@ -145,7 +165,8 @@ class BenchSession:
             raise BenchError(f"{how.split('; pass --build')[0]}; recording needs the catalog build: pass --build ID")
         facts, cluster = self.index.facts.get(self.match.build.id), self.options.cluster
         base = published_recipe(facts, cluster.hardware, cluster.nodes) if facts else None
-        return record_bench(self.index, self.match.build, self.options.cluster, self.info, self.collected, base)
+        info = replace(self.info, url=without_credentials(self.info.url))  # the source keeps no password
+        return record_bench(self.index, self.match.build, self.options.cluster, info, self.collected, base)
 
 
 def spec_text(spec: BenchSpec) -> str:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import ModuleType
 
+    from sparkadvisor.core.catalog import CatalogError
+
 PROG = "sparkadvisor"
 DESCRIPTION = ("Which LLM build fits your DGX Sparks, how fast it decodes, and what an agent turn costs. "
                "With no command, opens the terminal app.")
@@ -90,6 +92,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     from sparkadvisor.cliparser import build_parser
 
     args = build_parser(only=chosen_command(argv) or "").parse_args(argv)
+    if args.catalog and args.command and not hasattr(args, "sub_catalog"):
+        # A command that reads no catalog refuses --catalog before it as after it (argparse's own sentence).
+        build_parser(only=args.command).parse_args([*_without_catalog(argv), "--catalog", str(args.catalog[0])])
     args.catalog = [*args.catalog, *getattr(args, "sub_catalog", [])]
     from sparkadvisor.commands.common import UsageError
     from sparkadvisor.core.catalog import CatalogError
@@ -109,6 +114,7 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         print(f"sparkadvisor: the catalog has {plural(len(error.problems), 'problem')}:", file=sys.stderr)
         for problem in error.problems:
             print(f"  {safe_text(problem)}", file=sys.stderr)
+        _own_catalog_hint(error)
         return 1
     except UsageError as error:
         print(f"sparkadvisor: {safe_text(error)}", file=sys.stderr)
@@ -117,6 +123,31 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         return 130
     finally:
         _say_unsaved()
+
+
+def _without_catalog(argv: "Sequence[str]") -> list[str]:
+    """`argv` without its `--catalog FILE` and `--catalog=FILE`."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--catalog":
+            skip = True
+        elif not arg.startswith("--catalog="):
+            kept.append(arg)
+    return kept
+
+
+def _own_catalog_hint(error: "CatalogError") -> None:
+    """When the problems are in the user's own catalog, whose file it is and how to go on without it."""
+    from sparkadvisor import paths
+    from sparkadvisor.core.safetext import safe_text
+
+    own = str(paths.user_catalog_path())
+    if any(problem.file == own for problem in error.problems):
+        print(safe_text(f"{own} is your own catalog (imports and recorded bench runs): fix it, or move it aside "
+                        "to go on with the bundled catalog alone"), file=sys.stderr)
 
 
 def _say_unsaved() -> None:

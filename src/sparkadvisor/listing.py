@@ -12,9 +12,13 @@ import argparse
 import sys
 import unicodedata
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sparkadvisor.core.records import record
 from sparkadvisor.core.safetext import safe_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 FORMATS = ("table", "tsv", "md", "json")
 """What `--format` accepts; `--json` is `--format json`."""
@@ -51,6 +55,9 @@ class Listing:
     first_word: frozenset[int] = frozenset()
     """Columns whose cells, when too wide, keep their first word whole instead of an ellipsis (the flags:
     the severity glyphs without the badge, as in the TUI)."""
+    wrap: bool = False
+    """On a terminal too narrow for every kept column, wrap cells onto more lines within their column
+    instead of cutting them (a comparison, whose columns are the builds)."""
 
 
 def add_format_option(parser: argparse.ArgumentParser, json_help: str = "print JSON for scripts") -> None:
@@ -183,6 +190,8 @@ def _print_on_terminal(listing: Listing) -> None:
     cells = _cells(listing)
     widths = terminal_widths(listing, natural_widths(listing, cells), console.width)
     shown = len(widths)
+    if listing.wrap and shown == len(listing.columns):
+        return _print_wrapped(listing, cells, narrowed(widths, console.width), console)
     if listing.title:
         console.print(Text(safe_text(listing.title), style="dim"))
     headings = [_cut(safe_text(c), w) for c, w in zip(listing.columns, widths, strict=False)]
@@ -209,3 +218,40 @@ def _styled_row(row: Sequence[str], widths: Sequence[int], numeric: frozenset[in
         line.append(padded, styles[i] if i < len(styles) and styles[i] else "")
     line.rstrip()
     return line
+
+
+WRAP_MIN = 12
+"""Narrowest a wrapped column gets: a number or a short word still fits on one line."""
+
+
+def narrowed(widths: Sequence[int], width: int) -> list[int]:
+    """`widths` with the widest columns narrowed, one cell at a time, until a row fits `width` cells
+    (none below WRAP_MIN, or its own width)."""
+    shown = list(widths)
+    while sum(shown) + len(TERMINAL_GAP) * (len(shown) - 1) > width:
+        widest = max(range(len(shown)), key=lambda i: shown[i])
+        if shown[widest] <= WRAP_MIN:
+            break
+        shown[widest] -= 1
+    return shown
+
+
+def _print_wrapped(listing: Listing, cells: list[list[str]], widths: list[int], console: Console) -> None:
+    """Every column, each cell wrapped onto as many lines as it needs within its width."""
+    import textwrap
+
+    from rich.text import Text
+
+    def lines_of(row: Sequence[str]) -> list[list[str]]:
+        parts = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] for c, w in zip(row, widths, strict=False)]
+        return [[p[n] if n < len(p) else "" for p in parts] for n in range(max(map(len, parts)))]
+
+    if listing.title:
+        console.print(Text(safe_text(listing.title), style="dim"))
+    heading = [safe_text(c) for c in listing.columns]
+    for r, row in enumerate([heading, *cells]):
+        styles = ("bold",) * len(widths) if r == 0 else listing.styles[r - 1] if r - 1 < len(listing.styles) else ()
+        for line in lines_of(row):
+            console.print(_styled_row(line, widths, listing.numeric, styles, Text), crop=False)
+    for note in listing.notes:
+        console.print(Text(safe_text(note)))

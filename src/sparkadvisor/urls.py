@@ -63,6 +63,12 @@ def _host_port(hostport: str) -> tuple[str, str | None]:
     return (host, port) if colon else (hostport, None)
 
 
+def without_credentials(url: str) -> str:
+    """`url` with its `user:password@` left out: the address a file may keep."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])) if "@" in parts.netloc else url
+
+
 def redact(url: str) -> str:
     """`url` with any `user:password@` replaced by `***@`."""
     return redact_urls(url)

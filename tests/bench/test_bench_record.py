@@ -145,3 +145,13 @@ def test_measurements_written_inline_grow_inline(standin, capsys):
     assert "measurements = [  # mine, inline\n" + rows in after
     assert "[[recipes.measurements]]" not in after
     assert len(user_recipes()[0]["measurements"]) == 10 and main(["check", str(path)]) == 0
+
+
+def test_a_recorded_run_keeps_the_address_without_its_credentials(standin, capsys):
+    secret = standin.url.replace("http://", "http://user:s3cret@")
+    assert main(["bench", "--vllm", secret, *RUN]) == 0
+    capsys.readouterr()
+    text = paths.user_catalog_path().read_text(encoding="utf-8")
+    assert "s3cret" not in text and f'url = "{standin.url}"' in text
+    assert main(["show", BUILD, "--context", "4000"]) == 0
+    assert "s3cret" not in capsys.readouterr().out

@@ -157,3 +157,14 @@ def test_a_refusal_is_one_sentence_without_a_question_or_doubled_stops(handler, 
     said = one_sentence(err)
     assert code == 1 and said.endswith(ending), said
     assert "?" not in said and ".;" not in said and not paths.user_catalog_path().exists()
+
+
+def test_a_served_build_the_plan_says_does_not_fit_is_refused_before_any_request(standin, capsys):
+    # GLM-5.3-Flash needs two Sparks: on --nodes 1 its predictions are those of a build that cannot
+    # load, and a recorded run would make it "fit by recipe" on one Spark.
+    code, out, err = bench(capsys, "--vllm", standin.url, "--nodes", "1", "--record", *FAST)
+    assert code == 1 and out == ""
+    assert one_sentence(err) == (
+        "sparkadvisor: vLLM serves glm-5.3-flash-nvfp4-redhat, which by the plan does not fit on 1 x DGX Spark "
+        "(it needs 2 nodes): give the cluster it runs on with --nodes and --hardware; nothing was recorded")
+    assert standin.state.completions == 0 and not paths.user_catalog_path().exists()

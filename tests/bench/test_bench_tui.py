@@ -71,3 +71,45 @@ async def test_a_server_that_is_down_says_so_in_the_dialog(monkeypatch):
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, BenchScreen))
     assert not paths.user_catalog_path().exists()
+
+
+async def test_a_served_build_that_does_not_fit_the_screens_cluster_is_named_in_the_dialog(monkeypatch):
+    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=400.0)
+    monkeypatch.setenv("SPARKADVISOR_VLLM_URL", server.url)
+    app = SparkAdvisorApp(load_index(), [], AppState(workload="agentic", hardware="dgx-spark", nodes=1),
+                          remember_choices=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("b")
+            await until(pilot, lambda: isinstance(app.screen, BenchScreen))
+            await pilot.click("#bench-run")
+            status = app.screen.query_one("#bench-status", Static)
+            await until(pilot, lambda: "does not fit" in str(status.render()))
+            assert str(status.render()) == (
+                "vLLM serves glm-5.3-flash-nvfp4-redhat, which by the plan does not fit on 1 x DGX Spark (it needs "
+                "2 nodes): close this and pick the cluster it runs on (1-4 nodes, h hardware)")
+            assert app.screen.query_one("#bench-record", Button).disabled and server.state.completions == 0
+    finally:
+        server.close()
+
+
+async def test_credentials_in_the_vllm_address_never_reach_the_dialog(monkeypatch):
+    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=400.0)
+    monkeypatch.setenv("SPARKADVISOR_VLLM_URL", server.url.replace("http://", "http://user:s3cret@"))
+    app = SparkAdvisorApp(load_index(), [], AppState(workload="agentic", hardware="dgx-spark", nodes=2),
+                          remember_choices=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            main = app.screen
+            main.set_assumptions(main.scenario.workload.changed(context_tokens=4000, output_tokens=20),
+                                 main.scenario.settings, None)
+            await pilot.press("b")
+            await until(pilot, lambda: isinstance(app.screen, BenchScreen))
+            dialog = app.screen
+            await pilot.click("#bench-run")
+            await until(pilot, lambda: not dialog.query_one("#bench-record", Button).disabled)
+            shown = " ".join(str(dialog.query_one(f"#bench-{part}", Static).render())
+                             for part in ("what", "status", "results"))
+            assert "s3cret" not in shown and "http://***@127.0.0.1" in shown
+    finally:
+        server.close()

@@ -258,3 +258,20 @@ def test_the_address_comes_from_the_environment_and_is_checked(server, capsys, m
     code, _, err = run(capsys, "catalog", "update")
     assert code == 1 and "$SPARKADVISOR_CATALOG_URL 'ftp://mirror.example/catalog.toml' is not an http" in err
     one_sentence(err, "still using the updated catalog dated 2026-12-24")
+
+
+def test_credentials_in_the_address_are_never_printed_or_kept(server, capsys):
+    secret = server.url.replace("http://", "http://mirror:s3cret-token@")
+    server.status, server.body = 404, b"Not Found"
+    code, out, err = update(capsys, secret)
+    assert code == 1 and "s3cret" not in out + err and "http://***@127.0.0.1" in err
+    server.status, server.body = 200, newer()
+    code, out, err = update(capsys, secret)
+    assert code == 0 and "s3cret" not in out + err
+    code, out, err = update(capsys, secret, "--json")
+    assert "s3cret" not in out + err
+    for command in (["catalog", "info"], ["catalog", "info", "--json"]):
+        _, out, err = run(capsys, *command)
+        assert "s3cret" not in out + err and "http://***@127.0.0.1" in out
+    assert not any("s3cret" in p.read_text(encoding="utf-8", errors="replace")
+                   for p in paths.catalog_updates_dir().iterdir() if p.suffix == ".json")

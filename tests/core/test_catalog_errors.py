@@ -111,3 +111,21 @@ def test_a_repo_that_is_not_owner_slash_name_is_named_with_its_line(written, sai
     path.write_text("\n".join(LINES[:first] + [f"repo = {written!r}".replace("'", '"')] + LINES[first + 1:]))
     code, err = check(path, capsys)
     assert code == 1 and f"catalog.toml:{first + 1}:" in err and said in err and "pattern" not in err
+
+
+def test_an_empty_text_says_so_in_the_houses_words(tmp_path, capsys):
+    # pydantic's own "String should have at least 1 character" reached the reader.
+    path = tmp_path / "cat.toml"
+    path.write_text('[sources.a]\ntitle = ""\n')
+    code, err = check(path, capsys)
+    assert code == 1 and "cat.toml:2: sources.a.title: should not be empty (got '')" in err
+    assert "String" not in err
+
+
+def test_problems_come_in_the_order_of_the_file(tmp_path, capsys):
+    # The arithmetic's limits were listed last line first.
+    path = tmp_path / "cat.toml"
+    path.write_text('[[hardware]]\nid = "x"\nname = "X"\nmemory_gb = nan\nusable_memory_gib = inf\n'
+                    'memory_bandwidth_gb_s = 1e400\nsource = "article"\n')
+    code, err = check(path, capsys)
+    assert code == 1 and [line.split(":")[1] for line in err.splitlines()[1:]] == ["4", "5", "6"]

@@ -45,13 +45,14 @@ def test_writing_a_folder_says_so_on_stderr_only(capsys, tmp_path):
 
 def test_refusals_exit_1_and_usage_errors_exit_2(capsys, tmp_path):
     assert main(["export", "deepseek-v4.1-flash", "--nodes", "2", "--format", "json"]) == 1
-    assert "does not fit" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("sparkadvisor: deepseek-v4.1-flash does not fit on 2 x DGX Spark: there is "
+                                       "nothing to launch; it needs 4 nodes (--nodes 4)\n")
     with pytest.raises(SystemExit) as usage:
         main([*GLM, "--format", "sh", "--head-addr", "spark 1; rm -rf ~"])
     assert usage.value.code == 2
     assert "is not an IP address or host name" in capsys.readouterr().err
     assert main([*GLM, "--format", "sh", "--worker-addrs", "10.0.0.2,10.0.0.3", "--out", str(tmp_path)]) == 2
-    assert "2 worker address(es) for 1 worker(s)" in capsys.readouterr().err
+    assert "2 worker addresses for 1 worker" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", ["http://user:secret@gw:8082", "ftp://gw", "http://gw:8082/?x=1"])
@@ -95,3 +96,12 @@ def test_out_naming_an_existing_file_says_out_is_a_folder(capsys, tmp_path):
     assert capsys.readouterr().err == (f"sparkadvisor: --out {mine} is a file, not a folder; give the folder to "
                                        "write serve.sh into\n")
     assert mine.read_text() == "mine"
+
+
+def test_a_tilde_the_shell_left_alone_means_home(capsys, tmp_path, monkeypatch):
+    # `--out=~/x` reaches us unexpanded: it made a folder named "~" here and said "wrote ~/x/plan.json".
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert main([*QWEN, "--format", "json", "--out=~/x"]) == 0
+    assert (tmp_path / "home" / "x" / "plan.json").is_file() and not (tmp_path / "~").exists()
+    assert f"wrote {tmp_path / 'home' / 'x' / 'plan.json'}" in capsys.readouterr().err

@@ -89,7 +89,7 @@ def test_recipe_option_sets_the_nodes_and_rejects_a_mismatch(tmp_path, capsys):
     assert main([*ok, "--out", str(tmp_path / "a")]) == 0
     assert len(json.loads((tmp_path / "a" / "plan.json").read_text())["nodes"]) == 1
     assert main([*ok, "--nodes", "2", "--out", str(tmp_path / "b")]) == 2
-    assert "runs on 1 node(s), not --nodes 2" in capsys.readouterr().err
+    assert "runs on 1 node, not --nodes 2" in capsys.readouterr().err
     assert main(["export", "qwen3.8-flash-next-nvfp4", "--recipe", "nope", "--format", "json",
                  "--out", str(tmp_path / "c")]) == 2
     assert "no recipe 'nope'" in capsys.readouterr().err
@@ -104,3 +104,24 @@ def test_utilization_above_the_hardware_limit_is_refused(tmp_path, capsys):
     assert main(["export", "qwen3-next-80b-a3b-nvfp4", "--nodes", "1", "--gpu-memory-utilization", "0.92",
                  "--format", "sh", "--out", str(tmp_path)]) == 2
     assert "above the 0.85 that is safe on DGX Spark" in capsys.readouterr().err
+
+
+def test_a_recipes_own_utilization_above_the_limit_says_it_came_from_the_recipe(tmp_path, capsys):
+    # "choose at most that" read as if the user had chosen 0.87; the recipe had.
+    assert main(["export", "gpt-oss-120b-mxfp4", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        "sparkadvisor: recipe gpt-oss-120b-conselara-tp1 sets gpu-memory-utilization 0.87, above the 0.85 that is "
+        "safe on DGX Spark; export it with a gpu-memory-utilization of 0.85 or less (--gpu-memory-utilization, or "
+        "a in the app)\n")
+
+
+def test_a_build_planned_on_another_engine_is_not_exported_as_a_vllm_launch(tmp_path, capsys):
+    # A GGUF build costed on llama.cpp got a vLLM script whose figures were llama.cpp's, for a repo vLLM
+    # does not load as it is.
+    assert main(["export", "gpt-oss-20b-gguf-ggml", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        "sparkadvisor: gpt-oss-20b-gguf-ggml is planned on llama.cpp, not vLLM (vLLM does not load it; the catalog "
+        "lists llama.cpp): export writes vLLM launches only, so there is nothing to launch for this plan\n")
+    assert main(["export", "qwen3.5-27b-q8-unsloth", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 1
+    assert "(vLLM does not load it; the catalog lists llama.cpp, ollama)" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

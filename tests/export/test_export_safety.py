@@ -171,3 +171,28 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
 def test_scripts_are_executable(tmp_path):
     assert main(["export", "qwen3.8-flash-next-nvfp4", "--nodes", "2", "--format", "sh", "--out", str(tmp_path)]) == 0
     assert all(os.access(p, os.X_OK) for p in tmp_path.glob("*.sh"))
+
+
+TERMINAL_ID = "evil\x1b]2;owned\x07\u009b31m\u202efp8"
+"""An id with an OSC title sequence, a C1 CSI and a right-to-left override: `cat`ing a file must not run them."""
+UNSAFE = ("\x1b", "\x07", "\u009b", "\u202e")
+
+
+@pytest.mark.parametrize("fmt", ["sh", "yaml", "compose", "claude", "md", "json"])
+def test_terminal_sequences_in_an_id_reach_no_file_raw(fmt, tmp_path):
+    catalog = tmp_path / "terminal.toml"
+    catalog.write_text(HOSTILE.split("[[recipes]]")[0].replace(_toml(EVIL_ID), _toml(TERMINAL_ID)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["export", TERMINAL_ID, "--catalog", str(catalog), "--nodes", "1", "--format", fmt,
+                 "--out", str(out)]) == 0
+    for path in out.iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert not [ch for ch in UNSAFE if ch in text], path.name
+        if path.suffix == ".json":
+            names = json.loads(text).get("served_model_name") or json.loads(text)["env"]["ANTHROPIC_DEFAULT_OPUS_MODEL"]
+            assert names == TERMINAL_ID, "the value reads back exactly"
+    if fmt == "sh":
+        result, calls = run_with_standins(out / "serve.sh", tmp_path, IGNORE_CHECKS="1")
+        assert result.returncode == 0, result.stderr
+        argv = calls[-1][calls[-1].index("serve") + 1:]
+        assert argv[argv.index("--served-model-name") + 1] == TERMINAL_ID

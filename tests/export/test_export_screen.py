@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from export_helpers import plan_for, ranked_for
 from textual.app import App
-from textual.widgets import Input, Select, TextArea
+from textual.widgets import Input, Label, Select, TextArea
 
 from sparkadvisor.tui.screens.export import ExportScreen
 
@@ -50,4 +50,71 @@ async def test_address_fields_reach_the_files_and_bad_ones_are_named(index):
         assert '"ANTHROPIC_BASE_URL": "http://10.1.2.3:8000"' in text.text
         screen.query_one("#export-workers", Input).value = "10.1.2.4, 10.1.2.5"
         await pilot.pause()
-        assert "2 worker address(es) for 1 worker(s)" in text.text and not screen.files
+        assert "2 worker addresses for 1 worker" in text.text and not screen.files
+
+
+async def test_the_dialog_says_which_addresses_it_left_out_as_export_does(index, tmp_path):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ExportScreen(index, plan, ranked_for(index, 2))
+        await app.push_screen(screen)
+        await pilot.pause()
+        notice = screen.query_one("#export-notice", Label)
+        assert notice.display and str(notice.render()) == (
+            "No head addr or worker addrs: the files name placeholders that never resolve; the scripts "
+            "stop until HEAD_ADDR and NODE_ADDR are set")
+        assert notice.size.height <= 2, "at 80 columns it leaves the preview most of the dialog"
+        screen.query_one("#export-head", Input).value = "10.1.2.3"
+        await pilot.pause()
+        assert str(notice.render()) == ("No worker addrs: the files name a placeholder that never "
+                                        "resolves; the scripts stop until NODE_ADDR is set")
+        screen.query_one("#export-folder", Input).value = str(tmp_path / "out")
+        screen.action_write()
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+        assert "Wrote 2 files to" in messages[0] and messages[1] == str(notice.render())
+        screen.query_one("#export-workers", Input).value = "10.1.2.4"
+        await pilot.pause()
+        assert not notice.display, "every address given: nothing left out"
+
+
+async def test_a_refused_write_names_the_dialogs_own_controls_and_the_folder(index, tmp_path):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    (tmp_path / "taken").write_text("a file\n", encoding="utf-8")
+    app = App()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = ExportScreen(index, plan, ranked_for(index, 2))
+        await app.push_screen(screen)
+        await pilot.pause()
+        screen.query_one("#export-format", Select).value = "json"
+        screen.query_one("#export-folder", Input).value = str(tmp_path / "out")
+        await pilot.pause()
+        screen.action_write()
+        screen.action_write()
+        await pilot.pause()
+        refused = list(app._notifications)[-1].message
+        assert refused == (f"{tmp_path / 'out' / 'plan.json'} already exists; tick overwrite to replace it, "
+                           "or choose another folder")
+        screen.query_one("#export-folder", Input).value = str(tmp_path / "taken")
+        screen.action_write()
+        await pilot.pause()
+        refused = list(app._notifications)[-1].message
+        assert refused == (f"{tmp_path / 'taken'} is a file, not a folder; give the folder to write plan.json "
+                           "into"), refused
+        assert (tmp_path / "taken").read_text(encoding="utf-8") == "a file\n"
+
+
+async def test_a_build_that_does_not_fit_says_why_whole_at_80_columns_in_the_apps_words(index):
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 1)
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ExportScreen(index, plan, ranked_for(index, 1))
+        await app.push_screen(screen)
+        await pilot.pause()
+        preview = screen.query_one("#export-text", TextArea)
+        assert preview.text == ("Cannot export: glm-5.3-flash-nvfp4-redhat does not fit on 1 x DGX Spark: there is "
+                                "nothing to launch; it needs 2 nodes (close this and press 2)")
+        lines = [preview.render_line(y).text for y in range(preview.scrollable_content_region.height)]
+        shown = " ".join(line.strip() for line in lines if line.strip())
+        assert shown == preview.text, "wrapped in the preview, not cut at its edge"

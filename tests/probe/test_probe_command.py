@@ -361,3 +361,32 @@ def test_a_malformed_url_is_one_sentence(capsys) -> None:
         main(["probe", "--vllm", "http://[::1"])
     assert exit_info.value.code == 2
     assert "cannot be read as a URL" in capsys.readouterr().err
+
+
+def test_a_served_build_the_plan_says_does_not_fit_is_not_held_to_that_plans_speed(capsys, vllm, local_claude):
+    # GLM-5.3-Flash needs two Sparks: served, it says the cluster options are wrong instead of
+    # comparing the decode and first token with figures of a build that cannot load on one.
+    code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(local_claude), "--nodes", "1")
+    assert code == 0 and data["build"] == "glm-5.3-flash-nvfp4-redhat"
+    assert texts(data, "warning") == [
+        "vLLM serves glm-5.3-flash-nvfp4-redhat, which by the plan does not fit on 1 x DGX Spark (it needs "
+        "2 nodes): check --nodes and --hardware; its speed is not held against that plan"]
+    assert not any("expected" in t or "plan expects" in t for f in data["findings"] for t in [f["text"]])
+    assert data["plan"]["fits"] is False and data["plan"]["decode_tok_s"] is None and data["plan"]["ttft_s"] is None
+
+
+def test_a_base_url_that_is_not_a_url_is_named_as_such_not_probed(capsys, vllm, settings_file) -> None:
+    # It was probed as a gateway: "not a url/health broke off the exchange (UnsupportedProtocol)".
+    path = settings_file({"ANTHROPIC_BASE_URL": "spark 1:8000", "CLAUDE_CODE_ATTRIBUTION_HEADER": "0"})
+    code, data = probe_json(capsys, "--vllm", vllm.url, "--claude-settings", str(path))
+    assert code == 1 and data["gateway_url"] is None
+    assert texts(data, "critical") == [
+        f"ANTHROPIC_BASE_URL in {path} 'http://spark 1:8000' contains spaces or control characters; give a URL "
+        "such as http://spark1:8000; Claude Code cannot reach it, so every agent request fails"]
+    assert not any("UnsupportedProtocol" in f["text"] or "neither vLLM" in f["text"] for f in data["findings"])
+
+
+def test_an_empty_token_variable_name_is_named_as_such(capsys) -> None:
+    assert main(["probe", "--token-env", ""]) == 2
+    assert capsys.readouterr().err == ("sparkadvisor: --token-env needs the name of an environment variable that "
+                                       "holds vLLM's --api-key (got an empty name)\n")

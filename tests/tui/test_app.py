@@ -128,6 +128,7 @@ async def test_broken_theme_is_reported_once_and_the_app_runs(index) -> None:
     async with app.run_test(size=(140, 40), notifications=True):
         messages = [n.message for n in app._notifications]
         assert len(messages) == 1 and "broken.toml: primary: 'purple-ish' is not a colour" in messages[0]
+        assert [n.title for n in app._notifications] == ["1 theme file skipped"]  # not "1 theme file(s)"
         assert len(row_ids(app.screen.table)) == len(index.builds)
 
 
@@ -144,3 +145,37 @@ def test_the_app_imports_without_hub_or_http_libraries() -> None:
             "print([m for m in ('huggingface_hub', 'httpx') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+async def test_an_unticked_box_reads_unticked_without_colour(index, monkeypatch) -> None:
+    from textual.app import App
+
+    from sparkadvisor.core.advisor import advise
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.tui.screens.export import ExportScreen
+    from sparkadvisor.tui.widgets.tickbox import TickBox
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    ranked = advise(index, Cluster(index.hardware["dgx-spark"], 2), AGENTIC)
+    app = App()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.push_screen(ExportScreen(index, ranked[0].plan, ranked))
+        await pilot.pause()
+        box = app.screen.query_one("#export-force", TickBox)
+        assert "▐ ▌ overwrite" in box.render().plain
+        box.value = True
+        await pilot.pause()
+        assert "▐X▌ overwrite" in box.render().plain
+
+
+async def test_remembered_hardware_this_catalog_lacks_is_said_not_swapped_silently(index) -> None:
+    from sparkadvisor.state import AppState
+    from sparkadvisor.tui.app import SparkAdvisorApp
+
+    app = SparkAdvisorApp(index, [], AppState(hardware="my-own-box", nodes=2), remember_choices=False)
+    async with app.run_test(size=(140, 40), notifications=True):
+        assert [n.message for n in app._notifications] == [
+            "Hardware 'my-own-box', remembered from the last session, is not in this catalog (was it added with "
+            "--catalog?); showing DGX Spark."]
+        assert app.screen.scenario.hardware_id == "dgx-spark"

@@ -100,7 +100,7 @@ async def test_2_and_3_set_the_node_count(make_app) -> None:
         await pilot.press("3")
         assert header_text(app).startswith("3 x DGX Spark")
         await pilot.press("2")
-        assert header_text(app).startswith("2 x DGX Spark · 243.2 GiB · 273 GB/s")
+        assert header_text(app).startswith("2 x DGX Spark: 243.2 GiB in all, 273 GB/s each")
 
 
 async def test_h_picks_the_hardware_and_the_view_goes_to_the_top(make_app, extra_hardware_catalog) -> None:
@@ -467,3 +467,12 @@ async def test_q_quits(make_app) -> None:
         await pilot.press("q")
         await pilot.pause()
         assert app.return_code == 0
+
+
+@pytest.mark.parametrize(("width", "title"), [
+    (80, f"{GLM} · 2 x DGX Spark"), (120, f"{GLM} · 2 x DGX Spark: 243.2 GiB in all, 273 GB/s each")])
+async def test_the_build_screens_title_is_whole_at_every_width(make_app, width, title) -> None:
+    app = make_app()
+    async with app.run_test(size=(width, 24)) as pilot:
+        await pilot.press("enter")
+        assert str(app.screen.query_one("#build-document").border_title) == title

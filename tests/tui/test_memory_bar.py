@@ -30,3 +30,24 @@ def test_a_build_a_recipe_runs_against_the_arithmetic_says_so_beside_the_shortfa
                           AGENTIC)
     text = bar_content(plan.budget, 72, by_recipe=True).plain.split("\n")[2]
     assert "weights exceed vLLM's 103.4 GiB by 92.9 GiB in the arithmetic; the recipe runs it" in text
+
+
+def test_the_title_says_what_the_utilization_multiplies(index) -> None:
+    # "vLLM takes 0.5 = 60.8 GiB" left the reader to guess what 0.5 is and of what.
+    plan = evaluate_build(index, index.builds["qwen3.6-35b-a3b-nvfp4-nvidia"], Cluster(index.hardware["dgx-spark"], 1),
+                          AGENTIC)
+    title = bar_content(plan.budget, 72).plain.split("\n")[0]
+    assert title == "Per node 121.6 GiB; vLLM gets gpu-memory-utilization 0.5 x 121.6 = 60.8 GiB"
+    assert len(title) <= 76, "whole in the detail pane at 80 columns"
+
+
+def test_the_speed_lines_give_a_build_that_does_not_fit_no_expected_figure(index) -> None:
+    # The table shows - for its speed; this line said "ceiling - · expected 15, 80% range 12-20".
+    from sparkadvisor.core.ranking import rank
+    from sparkadvisor.tui.widgets.detail import speed_content
+
+    plan = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], Cluster(index.hardware["dgx-spark"], 1),
+                          AGENTIC)
+    text = speed_content(rank([plan], AGENTIC)[0]).plain
+    assert text.split("\n")[1] == ("decode tok/s: none here, it does not fit on 1 node (the arithmetic below says "
+                                   "what it would be if it did)")

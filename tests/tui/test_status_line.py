@@ -24,3 +24,13 @@ async def test_the_screens_plans_give_the_first_token_cost_of_a_low_hit_rate(mak
         cold = fmt_seconds(replan(plan[0], 0.15).ttft_s)
         assert line.parts[0].text == f"prefix hits 15% (agent: ~95%) -> 1st token ~{cold}"
         assert line.parts[0].severity == "warning" and cold != fmt_seconds(plan[0].ttft_s)
+
+
+async def test_a_served_build_that_does_not_fit_the_screens_cluster_gives_no_first_token(make_app) -> None:
+    # GLM-5.3-Flash needs two Sparks; on a one-node screen its plan has no first token to quote.
+    app = make_app(nodes=1)
+    async with app.run_test(size=(120, 40)):
+        served = ServedModel("RedHatAI/GLM-5.3-Flash-NVFP4", None, 262144)
+        up = QuickCheck("http://x", True, None, served, None, 0.0, "vllm", True)
+        line = status_line(up, _low_hit_rate(), app.screen.scenario.workload, app.screen.served_plans)
+        assert line.parts[0].text == "prefix hits 15% (agent: ~95%)", line.parts[0].text

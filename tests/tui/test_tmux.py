@@ -91,7 +91,7 @@ def terminal(isolated_home: Path):
 
 def test_real_terminal_rank_toggle_one_node_and_quit(terminal: Terminal) -> None:
     screen = terminal.wait_for(lambda s: "GLM-5.3-Flash" in s and "Agentic" in s, "the ranked table")
-    assert "2 x DGX Spark · 243.2 GiB · 273 GB/s" in screen and "Agentic (Claude Code)" in screen
+    assert "2 x DGX Spark: 243.2 GiB in all, 273 GB/s each" in screen and "Agentic (Claude Code)" in screen
     # The catalog holds more builds than a screen: narrow the table to the article's candidates.
     terminal.press("/")
     terminal.wait_for(lambda s: "filter by model" in s, "the filter box")
@@ -113,7 +113,7 @@ def test_real_terminal_rank_toggle_one_node_and_quit(terminal: Terminal) -> None
     assert first_token_s(qwen_row) < 10, "chat: a short prompt, no minute-long first token"
 
     terminal.press("1")
-    screen = terminal.wait_for(lambda s: "1 x DGX Spark · 121.6 GiB" in s, "the one-node view")
+    screen = terminal.wait_for(lambda s: "1 x DGX Spark: 121.6 GiB" in s, "the one-node view")
     assert "▶ 1 " in screen, "the detail pane's node sweep marks the one-node row"
 
     terminal.press("q")

@@ -9,7 +9,7 @@ from typing import Any
 from sparkadvisor.commands.common import number_above_zero
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.listing import Listing, add_format_option, print_listing
-from sparkadvisor.urls import url_option
+from sparkadvisor.urls import redact_urls, url_option
 
 SHOWN_IDS = 8
 """Ids listed per kind in a change report before 'and N more'."""
@@ -43,7 +43,7 @@ def _update(args: argparse.Namespace) -> int:
         url = catalog_url(args.url)
         outcome = update(url, args.timeout, force=args.force)
     except UpdateError as error:
-        print(f"sparkadvisor: {safe_text(error)}; {_still_in_use()}.", file=sys.stderr)
+        print(f"sparkadvisor: {safe_text(redact_urls(str(error)))}; {_still_in_use()}.", file=sys.stderr)
         return 1
     if args.json:
         print_json(_update_json(outcome))
@@ -104,7 +104,7 @@ def _info(args: argparse.Namespace) -> int:
     active = active_catalog()
     catalog = load_index(include_user=False).catalog
     counts = {kind: len(getattr(catalog, kind)) for kind in KINDS}
-    came_from = origin() if active.updated else {}
+    came_from = {k: redact_urls(v) for k, v in origin().items()} if active.updated else {}
     previous = paths.catalog_updates_dir() / "previous.toml"
     user = paths.user_catalog_path()
     facts = {"updated": active.updated, "catalog_date": active.date, "path": str(active.path),

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sparkadvisor.commands.common import path_option
 from sparkadvisor.listing import add_format_option
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ COUNTED = ("hardware", "models", "builds", "recipes", "caveats", "sources")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", nargs="?", type=Path, help="catalog TOML (default: the catalog in use)")
+    parser.add_argument("file", nargs="?", type=path_option, help="catalog TOML (default: the catalog in use)")
     add_format_option(parser, "print the problems (or the counts) as JSON")
 
 

@@ -50,10 +50,11 @@ class SubcommandParser(Parser):
         return parsed, extras
 
 
-def _path(text: str) -> Path:
+def path_option(text: str) -> Path:
+    """A path option's value, `~` as the home folder (a shell leaves `--opt=~/x` alone)."""
     from pathlib import Path
 
-    return Path(text)
+    return Path(text).expanduser()
 
 
 def add_catalog_option(parser: argparse.ArgumentParser, dest: str = "sub_catalog") -> None:
@@ -61,7 +62,7 @@ def add_catalog_option(parser: argparse.ArgumentParser, dest: str = "sub_catalog
     `cli.main` adds to the one given before the subcommand, so both places count."""
     from sparkadvisor.cli import CATALOG_HELP
 
-    parser.add_argument("--catalog", type=_path, action="append", default=[], metavar="FILE", dest=dest,
+    parser.add_argument("--catalog", type=path_option, action="append", default=[], metavar="FILE", dest=dest,
                         help=CATALOG_HELP)
 
 

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkadvisor.core.advisor import advise, candidate, workload_dict
+    from sparkadvisor.core.advisor import advise, workload_dict
 
     if not 2 <= len(args.builds) <= MAX_BUILDS:
         raise UsageError(f"compare takes two or three builds; {len(args.builds)} given")
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = [by_id[i] for i in ids]
     if args.format == "json":
         print_json({"hardware": cluster.hardware.id, "nodes": cluster.nodes, "workload": workload_dict(workload),
-                    "builds": [_build_json(r) | candidate(r) for r in chosen], "rows": _rows_json(chosen)})
+                    "builds": [_build_json(r) for r in chosen], "rows": _rows_json(chosen)})
         return 0
     from sparkadvisor.core.table import header
     from sparkadvisor.listing import print_listing
@@ -55,7 +55,7 @@ def compare_listing(chosen: list[Ranked], index: CatalogIndex, title: str) -> Li
     rows = tuple((label, *(c[key] for c in cells)) for key, label in COMPARE_ROWS if key != "reason")
     why = tuple(f"why {r.plan.build.id}: {r.reason}" for r in chosen)
     columns = ("", *(r.plan.build.id for r in chosen))
-    return Listing(columns, rows, title=title, keep=len(columns),
+    return Listing(columns, rows, title=title, keep=len(columns), wrap=True,
                    notes=("", *why, *(line for r in chosen for line in caveat_lines(r, index))))
 
 
@@ -83,8 +83,12 @@ def _sources(caveat: Any, index: CatalogIndex) -> str:
 
 
 def _build_json(item: Ranked) -> dict[str, Any]:
+    """The candidate, and its cold first token beside the cached one (null with them where it does not fit)."""
+    from sparkadvisor.core.advisor import LOADED_ONLY, candidate_figures, if_it_fit
+
     plan = item.plan
-    return {"cold_ttft_s": None if plan.cold_ttft_s is None else round(plan.cold_ttft_s, 1)}
+    cold = {"cold_ttft_s": None if plan.cold_ttft_s is None else round(plan.cold_ttft_s, 1)}
+    return if_it_fit(cold | candidate_figures(item), plan.fits, ("cold_ttft_s", *LOADED_ONLY))
 
 
 def _rows_json(chosen: list[Ranked]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, scenario
 
 if TYPE_CHECKING:
-    from sparkadvisor.export.spec import ExportFile
+    from sparkadvisor.export.spec import ExportFile, ExportOptions
 
 
 def port(text: str) -> int:
@@ -79,15 +79,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         files = render(args.fmt, plan, options, ranked, index.catalog.sources)
     except ExportRefused as error:
-        return _refused(str(error))
+        return _refused(f"{error} (--nodes {error.nodes_needed})" if error.nodes_needed else str(error))
     except ExportError as error:
         raise UsageError(str(error)) from None
     if args.out in (None, "-"):
         code = _to_stdout(files, args.fmt)
     else:
-        code = _to_folder(Path(args.out), files, args.force)
+        code = _to_folder(Path(args.out).expanduser(), files, args.force)
     if code == 0:
-        _placeholder_notice(args, cluster.nodes)
+        _placeholder_notice(args.fmt, cluster.nodes, options)
     return code
 
 
@@ -96,23 +96,17 @@ def _refused(message: str) -> int:
     return 1
 
 
-def _placeholder_notice(args: argparse.Namespace, nodes: int) -> None:
+def _placeholder_notice(fmt: str, nodes: int, options: ExportOptions) -> None:
     """Which addresses the files name by placeholder, and what that means for each format."""
-    from sparkadvisor.export.spec import PLACEHOLDER_HOST, worker_placeholder
+    from sparkadvisor.export.placeholders import left_out
 
-    head = args.head_addr is None and (args.fmt in ("claude", "md") or nodes > 1) and not (
-        args.fmt == "claude" and args.gateway_url)
-    workers = nodes > 1 and not args.worker_addrs and args.fmt not in ("claude", "md")
-    if not (head or workers):
+    notice = left_out(fmt, nodes, options)
+    if notice is None:
         return
-    given = [(o, v, a) for o, v, a, m in (("--head-addr", "HEAD_ADDR", "ADDR", head),
-                                          ("--worker-addrs", "NODE_ADDR", "ADDR,...", workers)) if m]
-    names = [PLACEHOLDER_HOST] * head + [worker_placeholder(r) for r in range(1, nodes)] * workers
-    what = "a placeholder that never resolves" if len(names) == 1 else "placeholders that never resolve"
-    unset = " and ".join(v for _, v, _ in given)
-    stops = f"; the scripts stop until {unset} {'is' if len(given) == 1 else 'are'} set" if args.fmt == "sh" else ""
-    sys.stderr.write(f"sparkadvisor: no {' or '.join(o for o, _, _ in given)}: the files name {', '.join(names)}, "
-                     f"{what}{stops}; export again with {' '.join(f'{o} {a}' for o, _, a in given)}\n")
+    given = [(o, a) for o, a, m in (("--head-addr", "ADDR", notice.head),
+                                    ("--worker-addrs", "ADDR,...", notice.workers)) if m]
+    sys.stderr.write(f"sparkadvisor: no {' or '.join(o for o, _ in given)}: {notice.text}; "
+                     f"export again with {' '.join(f'{o} {a}' for o, a in given)}\n")
 
 
 def _to_stdout(files: tuple[ExportFile, ...], fmt: str) -> int:
@@ -126,13 +120,12 @@ def _to_stdout(files: tuple[ExportFile, ...], fmt: str) -> int:
 
 
 def _to_folder(folder: Path, files: tuple[ExportFile, ...], force: bool) -> int:
-    from sparkadvisor.export.write import ExistingFiles, write_files
+    from sparkadvisor.export.write import ExistingFiles, NotAFolder, write_files
 
-    if folder.exists() and not folder.is_dir():
-        names = ", ".join(f.name for f in files)
-        return _refused(f"--out {folder} is a file, not a folder; give the folder to write {names} into")
     try:
         written = write_files(folder, files, force)
+    except NotAFolder as error:
+        return _refused(f"--out {error}")
     except ExistingFiles as error:
         return _refused(str(error))
     except OSError as error:
@@ -145,6 +138,7 @@ def _to_folder(folder: Path, files: tuple[ExportFile, ...], force: bool) -> int:
 def _nodes(args: argparse.Namespace, index: object, build_id: str) -> int:
     """--nodes as given, else the recipe's, else 2."""
     from sparkadvisor.commands.common import UsageError
+    from sparkadvisor.core.units import plural
 
     if args.recipe is None:
         return int(args.nodes or 2)
@@ -153,5 +147,5 @@ def _nodes(args: argparse.Namespace, index: object, build_id: str) -> int:
         known = [r.id for r in index.catalog.recipes if r.build == build_id]  # type: ignore[attr-defined]
         raise UsageError(f"no recipe {args.recipe!r} for {build_id}; its recipes: {', '.join(known) or 'none'}")
     if args.nodes not in (None, recipe.nodes):
-        raise UsageError(f"recipe {recipe.id} runs on {recipe.nodes} node(s), not --nodes {args.nodes}")
+        raise UsageError(f"recipe {recipe.id} runs on {plural(recipe.nodes, 'node')}, not --nodes {args.nodes}")
     return int(recipe.nodes)

@@ -15,6 +15,7 @@ from sparkadvisor.commands.common import (
     find_build_id,
     load,
     number_above_zero,
+    path_option,
     print_json,
     scenario,
 )
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or http://127.0.0.1:8000)")
     parser.add_argument("--gateway", metavar="URL", type=url_option, help="gateway base URL (default: Claude Code's "
                         "ANTHROPIC_BASE_URL when it is not vLLM)")
-    parser.add_argument("--claude-settings", type=Path, metavar="PATH",
+    parser.add_argument("--claude-settings", type=path_option, metavar="PATH",
                         help="Claude Code settings file (default: ~/.claude/settings.json)")
     parser.add_argument("--interval", type=seconds, default=5.0, metavar="SECONDS",
                         help="time between the two /metrics scrapes that rates are measured over (default: 5)")
@@ -83,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
 def _token(name: str | None) -> str | None:
     if name is None:
         return None
+    if not name.strip():
+        raise UsageError("--token-env needs the name of an environment variable that holds vLLM's --api-key "
+                         "(got an empty name)")
     value = os.environ.get(name)
     if not value:
         raise UsageError(f"--token-env {name} names an environment variable that is not set or is empty")
@@ -94,7 +98,15 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
     """The plans for the builds vLLM may be serving, and where the service strays from them: findings
     that need only the workload always, those that need the build against each matching plan."""
     from sparkadvisor.core.advisor import evaluate_build
-    from sparkadvisor.core.checkup import BuildMatch, Finding, build_findings, match_build, narrow, workload_findings
+    from sparkadvisor.core.checkup import (
+        BuildMatch,
+        Finding,
+        build_findings,
+        match_build,
+        narrow,
+        unfit_findings,
+        workload_findings,
+    )
 
     models, metrics = report.vllm.models, report.vllm.metrics
     if build_id is not None:
@@ -115,6 +127,7 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
             match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
                                match.served)
     findings = workload_findings(workload, match.served, metrics, plans, replan) + build_findings(plans, metrics)
+    findings += unfit_findings(plans)
     if len(plans) != 1:
         more = ("; findings that need the build are given against each one's plan; pass --build ID to compare "
                 "with one") if plans else ""
@@ -169,9 +182,12 @@ def _metrics_json(metrics: Any) -> dict[str, Any]:
 def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
     if plan is None:
         return None
+    loaded = plan.fits  # a build that does not fit has no speed, as in `rank --json`
     return {"build": plan.build.id, "nodes": plan.cluster.nodes, "workload": plan.workload.kind,
-            "recipe": plan.recipe.id if plan.recipe else None, "ttft_s": _rounded(plan.ttft_s, 1),
-            "prefill_tok_s": _rounded(plan.prefill_tok_s, 0), "decode_tok_s": _rounded(plan.decode_tok_s, 1),
+            "recipe": plan.recipe.id if plan.recipe else None, "fits": plan.fits,
+            "ttft_s": _rounded(plan.ttft_s, 1) if loaded else None,
+            "prefill_tok_s": _rounded(plan.prefill_tok_s, 0) if loaded else None,
+            "decode_tok_s": _rounded(plan.decode_tok_s, 1) if loaded else None,
             "prefix_caching": plan.prefix_caching, "context_tokens": plan.workload.context_tokens}
 
 

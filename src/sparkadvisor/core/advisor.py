@@ -41,8 +41,27 @@ def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
+LOADED_ONLY = ("decode_ceiling_tok_s", "decode_expected_tok_s", "decode_low_tok_s", "decode_high_tok_s",
+               "decode_per_stream_tok_s", "prefill_tok_s", "ttft_s", "turn_s")
+"""The figures a build has only once it loads: null where it does not fit, kept under `if_it_fit`."""
+
+
 def candidate(ranked: Ranked) -> dict[str, Any]:
     """One candidate in the stable JSON shape of `rank --json` (field names are an API)."""
+    return if_it_fit(candidate_figures(ranked), ranked.plan.fits)
+
+
+def if_it_fit(figures: dict[str, Any], fits: bool, loaded_only: tuple[str, ...] = LOADED_ONLY) -> dict[str, Any]:
+    """`figures` as scripts read them: where the build does not fit, each of `loaded_only` is null and
+    its value is under `if_it_fit` (null where it fits), as the text views show - and "If it did: ..."."""
+    if fits:
+        return figures | {"if_it_fit": None}
+    hypothetical = {key: figures[key] for key in loaded_only}
+    return figures | dict.fromkeys(loaded_only) | {"if_it_fit": hypothetical}
+
+
+def candidate_figures(ranked: Ranked) -> dict[str, Any]:
+    """The candidate's fields with every figure, also those a build that does not fit would have."""
     p = ranked.plan
     d = p.decode
     m = p.decode_measured

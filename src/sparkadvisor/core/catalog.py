@@ -59,7 +59,9 @@ class CatalogError(Exception):
     """A catalog that cannot be used, with every problem found."""
 
     def __init__(self, problems: list[Problem]):
-        self.problems = problems
+        files = list(dict.fromkeys(p.file for p in problems))
+        self.problems = sorted(problems, key=lambda p: (files.index(p.file), p.line or 0))
+        """Each file's problems in the order of its lines (the checks find them in another)."""
         super().__init__("\n".join(str(p) for p in problems))
 
 
@@ -161,6 +163,9 @@ def _message(loc: tuple[Any, ...], item: Any) -> str:
         return f'should be text in quotes (got the TOML {what} {value.isoformat()}; write "{value.isoformat()}")'
     if pattern in PATTERN_WORDS:
         return f"should be {PATTERN_WORDS[pattern]} (got {_shown(value)})"
+    if kind == "string_too_short":
+        least = item.get("ctx", {}).get("min_length", 1)
+        return f"should {'not be empty' if least == 1 else f'have at least {least} characters'} (got {_shown(value)})"
     text = item["msg"].replace("Input should be", "should be").replace("a valid tuple", "a valid list")
     text = text.replace("Value error, ", "")
     if kind == "value_error":

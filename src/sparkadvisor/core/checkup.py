@@ -243,7 +243,8 @@ Replan = Callable[[Plan, float], Plan]
 def workload_findings(workload: Workload, served: ServedModel | None, metrics: MetricsWindow | None,
                       plans: Sequence[Plan] = (), replan: Replan | None = None) -> list[Finding]:
     """What holds whatever the build: the context vLLM accepts and its prefix cache against the workload.
-    `plans` (the matching builds' plans) only add first-token times to the sentences."""
+    `plans` (the matching builds' plans) only add first-token times to the sentences, those that fit."""
+    plans = [p for p in plans if p.fits]
     findings = _context_findings(workload, served)
     if metrics is not None:
         findings += _caching_off_findings(workload, metrics)
@@ -253,10 +254,28 @@ def workload_findings(workload: Workload, served: ServedModel | None, metrics: M
 
 def build_findings(plans: Sequence[Plan], metrics: MetricsWindow | None) -> list[Finding]:
     """What needs the build: decode speed against the plan and speculative acceptance against the recipe,
-    against each matching build's plan as a spread when several match."""
+    against each matching build's plan as a spread when several match (a plan that does not fit has no
+    speed to hold it against: `unfit_findings`)."""
+    plans = [p for p in plans if p.fits]
     if metrics is None or not plans:
         return []
     return _decode_findings(plans, metrics) + _acceptance_findings(plans, metrics)
+
+
+def unfit_findings(plans: Sequence[Plan]) -> list[Finding]:
+    """A served build whose plan on this cluster does not fit: the cluster options are likely wrong, and that
+    plan's speed figures (those of a build that cannot load) are no yardstick."""
+    return [Finding("warning", f"vLLM serves {p.build.id}, {does_not_fit(p)}: check --nodes and --hardware; its "
+                    "speed is not held against that plan", f"does not fit {p.cluster.label}?")
+            for p in plans if not p.fits]
+
+
+def does_not_fit(plan: Plan) -> str:
+    """"which by the plan does not fit on 1 x DGX Spark (it needs 2 nodes)", in the ranking's words."""
+    from sparkadvisor.core.ranking import where_it_fits
+
+    where = where_it_fits(plan)
+    return f"which by the plan does not fit on {plan.cluster.label} ({'it ' * where.startswith('needs')}{where})"
 
 
 def _spread(values: Sequence[float], fmt: str) -> str:

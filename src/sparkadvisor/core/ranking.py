@@ -83,14 +83,18 @@ def capability_share(model: Model, workload: Workload) -> float | None:
     return cap.score / cap.reference_score if cap else None
 
 
+def where_it_fits(plan: Plan) -> str:
+    """For a plan that does not fit: "needs 3 nodes", "does not fit even on 4 nodes", or that one node is all."""
+    needed, most = plan.nodes_needed, plan.cluster.hardware.max_nodes
+    if needed:
+        return f"needs {plural(needed, 'node')}"
+    return f"does not fit even on {plural(most, 'node')}" if most > 1 else "one node is all this hardware takes"
+
+
 def exclusion_reason(plan: Plan) -> str | None:
     """Why a plan cannot be used for its workload, or None."""
     if not plan.fits:
-        needed = plan.nodes_needed
-        most = plan.cluster.hardware.max_nodes
-        where = f"needs {plural(needed, 'node')}" if needed else (
-            f"does not fit even on {plural(most, 'node')}" if most > 1 else "one node is all this hardware takes")
-        return f"does not fit on {plural(plan.cluster.nodes, 'node')}: {where}"
+        return f"does not fit on {plural(plan.cluster.nodes, 'node')}: {where_it_fits(plan)}"
     caveat = plan.disqualified_by
     if caveat is not None:
         cite = f", {caveat.cite}" if caveat.cite else ""

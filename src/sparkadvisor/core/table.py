@@ -110,14 +110,17 @@ def measured_cell(plan: Plan) -> str:
 
 
 def cluster_line(cluster: Cluster) -> str:
-    """"2 x DGX Spark · 243.2 GiB · 273 GB/s"."""
-    hw = cluster.hardware
-    return f"{cluster.label} · {cluster.usable_gib:.1f} GiB · {hw.memory_bandwidth_gb_s:g} GB/s"
+    """"2 x DGX Spark: 243.2 GiB in all, 273 GB/s each" (memory for the cluster, bandwidth per node)."""
+    bandwidth = f"{cluster.hardware.memory_bandwidth_gb_s:g} GB/s"
+    if cluster.nodes == 1:
+        return f"{cluster.label}: {cluster.usable_gib:.1f} GiB, {bandwidth}"
+    return f"{cluster.label}: {cluster.usable_gib:.1f} GiB in all, {bandwidth} each"
 
 
 def workload_line(workload: Workload) -> str:
     """"Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
-    return (f"{workload.label}: {workload.context_tokens:,} tokens, {workload.prefix_reuse:.0%} reuse, "
+    tokens = "token" if workload.context_tokens == 1 else "tokens"
+    return (f"{workload.label}: {workload.context_tokens:,} {tokens}, {workload.prefix_reuse:.0%} reuse, "
             f"{workload.output_tokens:,} out")
 
 
@@ -210,7 +213,7 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
     plan = ranked.plan
     return row_cells(ranked) | {
         "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
-        "cold": fmt_seconds(plan.cold_ttft_s), "reason": safe_text(ranked.reason),
+        "cold": fmt_seconds(plan.cold_ttft_s) if plan.fits else "-", "reason": safe_text(ranked.reason),
         "prefix": "on" if plan.prefix_caching else "OFF",
         "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
     }

@@ -6,11 +6,11 @@ Renderers are pure: a `Plan` (and, for the report, the ranking and the sources) 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
+from sparkadvisor.core.safetext import safe_json
 from sparkadvisor.core.schema import Source
 from sparkadvisor.export.argv import resolve
 from sparkadvisor.export.spec import (
@@ -73,5 +73,5 @@ def render(fmt: str, plan: Plan, options: ExportOptions = DEFAULT_OPTIONS, ranke
     if fmt == "md":
         return report.render_md(launch, ranked, sources or {})
     if fmt == "json":
-        return (ExportFile("plan.json", json.dumps(plan_json(launch), indent=2, ensure_ascii=False) + "\n"),)
+        return (ExportFile("plan.json", safe_json(plan_json(launch)) + "\n"),)
     raise ExportError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")

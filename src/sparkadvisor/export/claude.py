@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from sparkadvisor.core.safetext import safe_json
 from sparkadvisor.export.spec import PLACEHOLDER_HOST, ExportFile, Launch
 from sparkadvisor.export.text import comment, sh_arg
 
@@ -61,7 +62,7 @@ def check_command(launch: Launch) -> str:
 
 def render_claude(launch: Launch) -> tuple[ExportFile, ...]:
     """claude-settings.json (merge into ~/.claude/settings.json) and claude-check.sh."""
-    text = json.dumps(settings(launch), indent=2, ensure_ascii=False) + "\n"
+    text = safe_json(settings(launch)) + "\n"  # a catalog's escape sequences as \\uXXXX, the value unchanged
     where = "the gateway" if launch.options.gateway_url else "vLLM on the head node"
     script = ["#!/usr/bin/env bash"]
     script += comment(f"Does {where} answer as {launch.served_name}? Run before starting Claude Code: the "

@@ -11,7 +11,7 @@ from typing import Literal
 
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Patch
-from sparkadvisor.core.units import fmt_seconds
+from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.export import addresses
 from sparkadvisor.export.argv import (
     Arg,
@@ -60,6 +60,11 @@ class ExportError(ValueError):
 
 class ExportRefused(ExportError):
     """The plan itself cannot run (it does not fit): nothing to launch, whatever the options."""
+
+    def __init__(self, message: str, nodes_needed: int | None = None):
+        super().__init__(message)
+        self.nodes_needed = nodes_needed
+        """The cluster size it would fit on, when there is one (each shell says how to choose it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,16 +212,42 @@ def _needed(plan: Plan, patch: Patch) -> tuple[bool, str]:
     return False, "the recipe applies it; this plan does not depend on it"
 
 
+def _utilization_origin(plan: Plan) -> str:
+    """"recipe X sets gpu-memory-utilization" when the value is the recipe's, else the setting's words."""
+    recipe = plan.recipe
+    if recipe is not None and recipe.gpu_memory_utilization == plan.budget.utilization:
+        return f"recipe {recipe.id} sets gpu-memory-utilization"
+    return "gpu-memory-utilization is"
+
+
+def _not_vllm(plan: Plan) -> str | None:
+    """Why the plan runs on another engine than vLLM (the only launch the exporter writes), or None."""
+    recipe, engines = plan.recipe, plan.build.engines
+    if recipe is not None and recipe.engine != "vllm":
+        return f"recipe {recipe.id} runs it on {recipe.engine}"
+    if recipe is None and engines and "vllm" not in engines:
+        return f"vLLM does not load it; the catalog lists {', '.join(engines)}"
+    return "the engine asked for" if plan.constants.engine != "vllm" else None
+
+
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
+    if (why := _not_vllm(plan)) is not None:
+        engine = plan.recipe.engine if plan.recipe else plan.constants.engine
+        raise ExportRefused(f"{plan.build.id} is planned on {engine}, not vLLM ({why}): export writes vLLM launches "
+                            "only, so there is nothing to launch for this plan")
     if not plan.fits:
-        hint = f"; it needs {plan.nodes_needed} nodes (--nodes {plan.nodes_needed})" if plan.nodes_needed else ""
-        raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}")
+        hint = f"; it needs {plural(plan.nodes_needed, 'node')}" if plan.nodes_needed else ""
+        raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}",
+                            plan.nodes_needed)
     if plan.budget.utilization > hw.max_gpu_memory_utilization:
-        raise ExportError(f"gpu-memory-utilization {plan.budget.utilization:g} is above the "
-                          f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; choose at most that")
+        raise ExportError(f"{_utilization_origin(plan)} {plan.budget.utilization:g}, above the "
+                          f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; export it with a "
+                          f"gpu-memory-utilization of {hw.max_gpu_memory_utilization:g} or less "
+                          "(--gpu-memory-utilization, or a in the app)")
     if plan.tp * plan.pp != plan.cluster.nodes:
-        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plan.cluster.nodes} node(s) of one GPU each")
+        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
+                          "GPU each")
     if options.launcher not in LAUNCHERS:
         raise ExportError(f"unknown launcher {options.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     _check_options(options, plan.cluster.nodes)
@@ -225,7 +256,8 @@ def _check(plan: Plan, options: ExportOptions) -> None:
 def _check_options(options: ExportOptions, nodes: int) -> None:
     """Addresses, NIC and gateway through the same checks as the CLI's; one sentence for the first bad one."""
     if options.worker_addrs and len(options.worker_addrs) != nodes - 1:
-        raise ExportError(f"{len(options.worker_addrs)} worker address(es) for {nodes - 1} worker(s); give one "
+        raise ExportError(f"{plural(len(options.worker_addrs), 'worker address', 'worker addresses')} for "
+                          f"{plural(nodes - 1, 'worker')}; give one "
                           "per worker, rank 1 first")
     try:
         for value in (options.head_addr, *options.worker_addrs):

@@ -26,8 +26,20 @@ def comment(text: str, prefix: str = "# ", width: int = 110) -> list[str]:
 
 
 def sh_arg(arg: Arg) -> str:
-    """One shell word: a literal quoted with shlex.quote, an EnvRef as "$NAME"."""
-    return f'"${arg.name}"' if isinstance(arg, EnvRef) else shlex.quote(arg)
+    """One shell word: a literal quoted with shlex.quote, an EnvRef as "$NAME". A literal holding a control
+    or format character (a terminal escape, a bidi override) is written in bash's $'...' with those
+    characters as \\xHH bytes of their UTF-8, so the script reads the same string and `cat` shows no escape."""
+    if isinstance(arg, EnvRef):
+        return f'"${arg.name}"'
+    if safe_text(arg) == arg:
+        return shlex.quote(arg)
+    return "$'" + "".join(_c_escaped(ch) for ch in arg) + "'"
+
+
+def _c_escaped(char: str) -> str:
+    if char in "'\\":
+        return "\\" + char
+    return char if safe_text(char) == char else "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8"))
 
 
 def sh_words(args: list[Arg] | tuple[Arg, ...]) -> str:

@@ -84,9 +84,16 @@ def catalog_url(explicit: str | None = None) -> str:
 
 
 def update(url: str, timeout_s: float, force: bool = False) -> Installed:
-    """Download, check and install the catalog at `url`; UpdateError when nothing was installed."""
+    """Download, check and install the catalog at `url`; UpdateError when nothing was installed. Credentials
+    in `url` are sent, never shown or kept: every message and the installed catalog's origin name it redacted."""
+    from sparkadvisor.urls import redact, redact_urls
+
     before = active_catalog()
-    raw = download(url, timeout_s)
+    try:
+        raw = download(url, timeout_s)
+    except UpdateError as error:
+        raise UpdateError(redact_urls(str(error))) from None
+    url = redact(url)
     new = validate(raw, url)
     old = read_catalog(before.path)
     changes = diff(old, new)

@@ -36,6 +36,8 @@ class ClaudeSettings:
     env: dict[str, str]
     """The kept variables (CLAUDE_KEPT_VARS) from the settings file, overlaid on the environment."""
     findings: tuple[Finding, ...] = ()
+    base_url_problem: str | None = None
+    """Why base_url is no URL Claude Code can reach (then nothing is probed there); None when it is one."""
 
 
 def read_claude_settings(path: Path, environ: Mapping[str, str]) -> ClaudeSettings:
@@ -49,7 +51,21 @@ def read_claude_settings(path: Path, environ: Mapping[str, str]) -> ClaudeSettin
     if file_env.get("ANTHROPIC_BASE_URL") and in_shell and in_shell != base:
         findings.append(Finding("info", f"ANTHROPIC_BASE_URL is {base} in {path} but {in_shell} in this shell; "
                                 "run /status inside Claude Code to see which one it uses"))
-    return ClaudeSettings(path, base, source, merged, tuple(findings))
+    problem = _url_problem(base, "the environment" if source == "environment" else str(path))
+    if problem:
+        findings.append(Finding("critical", f"{problem}; Claude Code cannot reach it, so every agent request fails"))
+    return ClaudeSettings(path, base, source, merged, tuple(findings), problem)
+
+
+def _url_problem(base: str | None, where: str) -> str | None:
+    """The sentence `check_url` has for ANTHROPIC_BASE_URL, or None when it is a URL."""
+    from sparkadvisor.urls import UrlError, check_url
+
+    try:
+        check_url(base, f"ANTHROPIC_BASE_URL in {where}") if base else None
+    except UrlError as error:
+        return str(error)
+    return None
 
 
 def _settings_env(path: Path) -> tuple[dict[str, str], list[Finding]]:
@@ -91,7 +107,8 @@ def claude_findings(settings: ClaudeSettings, target: Target, vllm: VllmState, g
         advice = _where_to_point(settings, vllm, gateway)
         findings.append(Finding("critical", f"Claude Code goes to the cloud: {how}; {advice}"))
         return findings
-    findings += _target_up(url or "", target, vllm, gateway)
+    if settings.base_url_problem is None:
+        findings += _target_up(url or "", target, vllm, gateway)
     if (url or "").rstrip("/").endswith("/v1"):
         findings.append(Finding("critical", f"ANTHROPIC_BASE_URL {url} ends in /v1, but Claude Code appends "
                                 "/v1/messages itself; drop the /v1"))

@@ -351,7 +351,8 @@ async def probe(config: ProbeConfig, environ: Mapping[str, str] | None = None) -
     path = config.claude_settings or Path.home() / ".claude" / "settings.json"
     settings = read_claude_settings(path, environ)
     gateway_url, inferred = config.gateway_url, False
-    if gateway_url is None and settings.base_url and not same_service(settings.base_url, config.vllm_url):
+    if gateway_url is None and settings.base_url and settings.base_url_problem is None \
+            and not same_service(settings.base_url, config.vllm_url):
         if claude_target(settings.base_url, config.vllm_url, None) == "other":
             gateway_url, inferred = settings.base_url, True
     vllm, gateway = await asyncio.gather(probe_vllm(config), probe_gateway(gateway_url, config.timeout_s, inferred))

@@ -16,6 +16,7 @@ from textual.binding import Binding
 
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.core.units import plural
 from sparkadvisor.core.workload import WORKLOADS
 from sparkadvisor.state import AppState, load_state, save_state
 from sparkadvisor.tui.model import Scenario
@@ -83,9 +84,14 @@ class SparkAdvisorApp(App[int]):
         if self.themes.problems:
             count = len(self.themes.problems)
             self.notify(safe_text("\n".join(self.themes.problems), keep_newlines=True),
-                        title=f"{count} theme file(s) skipped", severity="warning", timeout=12, markup=False)
+                        title=f"{plural(count, 'theme file')} skipped", severity="warning", timeout=12, markup=False)
         if self._theme_missing:
             self.notify(safe_text(f"Theme {self._theme_missing!r} is not available; using {self.theme!r}."),
+                        severity="warning", markup=False)
+        if self.state.hardware not in self.index.hardware:
+            shown = self.index.hardware[scenario_from(self.state, self.index).hardware_id].name
+            self.notify(safe_text(f"Hardware {self.state.hardware!r}, remembered from the last session, is not in "
+                                  f"this catalog (was it added with --catalog?); showing {shown}."),
                         severity="warning", markup=False)
         self._say_unsaved()
 

@@ -67,7 +67,7 @@ class BenchScreen(ModalScreen[str | None]):
                 f"{spec_text(o.spec)}; decode at {', '.join(map(str, o.spec.streams))} streams.")
         with Vertical(id="bench"):
             yield Label("Bench the served build", id="bench-title")
-            yield Static(safe_text(what), id="bench-what", markup=False)
+            yield Static(_shown(what), id="bench-what", markup=False)
             yield ProgressBar(total=1, id="bench-progress", show_eta=False)  # still at 0% until Run (None pulses)
             yield Static("Run to measure; Esc to close.", id="bench-status", markup=False)
             with VerticalScroll(id="bench-scroll"):
@@ -101,6 +101,7 @@ class BenchScreen(ModalScreen[str | None]):
     @work(exclusive=True, group="bench")
     async def run_bench(self, session: BenchSession) -> None:
         """Every outcome leaves as a Finished message."""
+        from sparkadvisor.benchsession import PlanDoesNotFit
         from sparkadvisor.benchtext import lines
         from sparkadvisor.sources.bench import BenchError
 
@@ -110,6 +111,10 @@ class BenchScreen(ModalScreen[str | None]):
 
         try:
             await session.run(moved)
+        except PlanDoesNotFit as error:
+            self.post_message(self.Finished([], error.sentence("close this and pick the cluster it runs on "
+                                                               "(1-4 nodes, h hardware)")))
+            return
         except BenchError as error:
             self.post_message(self.Finished([], str(error)))
             return
@@ -136,7 +141,7 @@ class BenchScreen(ModalScreen[str | None]):
             run.focus()
             return
         bar.update(total=bar.total or 1, progress=bar.total or 1)
-        self.query_one("#bench-results", Static).update(safe_text("\n".join(message.lines), keep_newlines=True))
+        self.query_one("#bench-results", Static).update(_shown("\n".join(message.lines)))
         measured = self.session is not None and bool(self.session.rows())
         record = self.query_one("#bench-record", Button)
         record.disabled = not measured
@@ -173,5 +178,13 @@ class BenchScreen(ModalScreen[str | None]):
 
     def _status(self, text: str, error: bool = False) -> None:
         status = self.query_one("#bench-status", Static)
-        status.update(safe_text(text))
+        status.update(_shown(text))
         status.set_class(error, "error")
+
+
+def _shown(text: str) -> str:
+    """Server and catalog text made safe for the screen, with the credentials of any URL in it redacted
+    (SPARKADVISOR_VLLM_URL may carry them)."""
+    from sparkadvisor.urls import redact_urls
+
+    return safe_text(redact_urls(text), keep_newlines=True)

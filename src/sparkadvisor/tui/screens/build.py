@@ -40,10 +40,17 @@ class BuildScreen(EarlyKeys, Screen[None]):
 
     def compose(self) -> ComposeResult:
         document = Document(split_at=150, left_width=80, id="build-document")
-        document.border_title = Content(safe_text(f"{self.item.plan.build.id} · {cluster_line(self.ranking.cluster)}"))
+        document.border_title = Content(safe_text(self._title()))
         document.border_subtitle = Content(safe_text(workload_line(self.ranking.scenario.workload)))
         yield document
         yield KeyFooter()
+
+    def _title(self) -> str:
+        """The build and its cluster with memory and bandwidth, or only the cluster's size where that line
+        would be cut (the memory bar and the arithmetic below give both)."""
+        build, cluster = self.item.plan.build.id, self.ranking.cluster
+        whole = f"{build} · {cluster_line(cluster)}"
+        return whole if len(whole) <= self.app.size.width - 6 else f"{build} · {cluster.label}"
 
     def on_mount(self) -> None:
         document = self.query_one(Document)

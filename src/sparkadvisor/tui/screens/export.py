@@ -16,12 +16,18 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import plural
-from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, addresses, render
+from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, ExportRefused, addresses, render
+from sparkadvisor.export.placeholders import left_out
 from sparkadvisor.export.spec import CX7_NETDEV
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
+from sparkadvisor.tui.widgets.tickbox import TickBox
 
 ADDRESS_FIELDS = ("export-head", "export-workers", "export-nic", "export-gateway")
+NODE_KEYS = (1, 2, 3, 4)
+"""The cluster sizes the main screen has keys for."""
+FIELD_NAMES = {"head": "head addr", "workers": "worker addrs"}
+"""The address fields as their placeholders name them, for the notice of what was left out."""
 
 
 def default_folder(plan: Plan) -> Path:
@@ -39,6 +45,8 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
     """Renders the plan in the chosen format and writes it; Esc closes."""
 
     CSS_PATH = "export.tcss"
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+    """Under 30 rows the dialog takes the full height: the preview keeps 10 lines beside the notice."""
     FIRST_FIELD = "#export-format"
     BINDINGS = [
         Binding("escape", "dismiss", "Close", id="export.close", tooltip="Close the export window"),
@@ -80,9 +88,10 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
                             tooltip="The ConnectX-7 netdev NCCL uses (the '(Up)' one in ibdev2netdev)")
                 yield Input(placeholder="gateway URL", id="export-gateway", compact=True,
                             tooltip="A gateway Claude Code talks to instead of vLLM")
+            yield Label("", id="export-notice", markup=False)
             with Horizontal(id="export-target"):
                 yield Input(str(default_folder(self.plan)), id="export-folder", compact=True)
-                yield Checkbox("overwrite", id="export-force", compact=True)
+                yield TickBox("overwrite", id="export-force", compact=True)
                 yield Button("Write", id="export-write", variant="primary", compact=True)
             yield TextArea("", read_only=True, soft_wrap=False, id="export-text")
         yield KeyFooter()
@@ -123,9 +132,24 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         try:
             self.files = render(fmt, self.plan, self.options(), self.ranked, self.index.catalog.sources)
             text = preview(self.files)
+        except ExportRefused as error:
+            press = f" (close this and press {error.nodes_needed})" if error.nodes_needed in NODE_KEYS else ""
+            self.files, text = (), f"Cannot export: {error}{press}"
         except (ExportError, ValueError) as error:
             self.files, text = (), f"Cannot export: {error}"
-        self.query_one("#export-text", TextArea).load_text(text)
+        area = self.query_one("#export-text", TextArea)
+        area.soft_wrap = not self.files  # a reason is read whole; files keep their lines as written
+        area.load_text(text)
+        self._show_notice(fmt)
+
+    def _show_notice(self, fmt: str) -> None:
+        """Which addresses the files name by placeholder, as `sparkadvisor export` says it."""
+        label = self.query_one("#export-notice", Label)
+        notice = left_out(fmt, self.plan.cluster.nodes, self.options()) if self.files else None
+        label.display = notice is not None
+        if notice is not None:
+            fields = [name for key, name in FIELD_NAMES.items() if getattr(notice, key)]
+            label.update(f"No {' or '.join(fields)}: {notice.short}")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "export-write":
@@ -133,7 +157,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
 
     def action_write(self) -> None:
         """Write the rendered files; existing files only with overwrite ticked."""
-        from sparkadvisor.export.write import ExistingFiles, write_files
+        from sparkadvisor.export.write import ExistingFiles, NotAFolder, write_files
 
         if not self.files:
             self.notify("Nothing to write: this export cannot be made.", severity="error")
@@ -141,7 +165,19 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         folder = Path(self.query_one("#export-folder", Input).value).expanduser()
         try:
             written = write_files(folder, self.files, self.query_one("#export-force", Checkbox).value)
-        except (ExistingFiles, OSError) as error:
-            self.notify(safe_text(error), title="Not written", severity="error", markup=False)
+        except ExistingFiles as error:
+            self._not_written(error.sentence(f"tick overwrite to replace {'it' if len(error.paths) == 1 else 'them'}"))
+            return
+        except NotAFolder as error:
+            self._not_written(str(error))
+            return
+        except OSError as error:
+            self._not_written(f"cannot write to {folder}: {error.strerror or error}")
             return
         self.notify(safe_text(f"Wrote {plural(len(written), 'file')} to {folder}"), title="Exported", markup=False)
+        notice = self.query_one("#export-notice", Label)
+        if notice.display:
+            self.notify(str(notice.render()), title="Addresses left out", severity="warning", markup=False)
+
+    def _not_written(self, sentence: str) -> None:
+        self.notify(safe_text(sentence), title="Not written", severity="error", markup=False)

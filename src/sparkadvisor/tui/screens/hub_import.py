@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
+from sparkadvisor.tui.widgets.tickbox import TickBox
 
 
 class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
@@ -48,7 +49,7 @@ class HubImportScreen(EarlyKeys, ModalScreen[str | None]):
             yield Label("Import a Hugging Face repo (metadata only, no weights)", id="hub-import-title")
             yield Input(placeholder="ORG/NAME, e.g. HuggingFaceTB/SmolLM3-3B", id="hub-import-repo")
             yield Input(placeholder="revision (default: main)", id="hub-import-revision")
-            yield Checkbox("Force: replace an import, or add a repo the catalog has", id="hub-import-force")
+            yield TickBox("Force: replace an import, or add a repo the catalog has", id="hub-import-force")
             yield ProgressBar(total=1, id="hub-import-progress", show_eta=False)  # still until Import (None pulses)
             yield Static("Enter to import, Esc to cancel.", id="hub-import-status", markup=False)
             with Horizontal(id="hub-import-buttons"):

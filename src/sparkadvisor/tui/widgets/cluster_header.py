@@ -27,7 +27,7 @@ def settings_text(settings: Settings) -> str:
 
 
 class ClusterHeader(Static):
-    """"2 x DGX Spark · 243.2 GiB · 273 GB/s" over "Agentic (Claude Code): 100,000 tokens, ..."."""
+    """"2 x DGX Spark: 243.2 GiB in all, 273 GB/s each" over "Agentic (Claude Code): 100,000 tokens, ..."."""
 
     DEFAULT_CSS = """
     ClusterHeader { height: auto; padding: 0 1; background: $panel; }

@@ -53,6 +53,10 @@ def steps_content(item: Ranked) -> Content:
 def speed_content(item: Ranked) -> Content:
     """Ceiling, expected and measured decode side by side, with the efficiency."""
     cells, plan = row_cells(item), item.plan
+    if not plan.fits:  # as the table's -: a build that cannot load has no speed here
+        return Content("\n").join([heading("Measured against predicted"), Content(
+            f"decode tok/s: none here, it does not fit on {plural(plan.cluster.nodes, 'node')} (the arithmetic "
+            "below says what it would be if it did)")])
     d = plan.decode
     expected = (f"{d.expected_tok_s:.0f}, 80% range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}" if d is not None
                 else cells["expected"])

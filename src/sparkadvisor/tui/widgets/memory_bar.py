@@ -54,8 +54,8 @@ def bar_content(budget: Budget, width: int, by_recipe: bool = False) -> Content:
     usable = budget.usable_bytes / GiB
     widths = segment_widths([p.gib for p in segments], max(width, 10))
     bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths, strict=True)))
-    title = f"Memory per node: {usable:.1f} GiB; vLLM takes {budget.utilization:g} = " \
-            f"{budget.engine_bytes / GiB:.1f} GiB"
+    title = f"Per node {usable:.1f} GiB; vLLM gets gpu-memory-utilization {budget.utilization:g} x " \
+            f"{usable:.1f} = {budget.engine_bytes / GiB:.1f} GiB"
     legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {_amount(p, budget)}")
                                for p in segments if p.label != "free" or budget.left_bytes >= 0) + " GiB"
     return Content("\n").join([Content.assemble((title, "bold")), bar, legend + _shortfall(budget, by_recipe)])
