@@ -282,3 +282,14 @@ def test_an_mtp_drafters_layers_are_cached_like_the_targets_full_layers(index):
     assert drafted.full_layers == 13 and drafted.group_size == 13 and drafted.linear_slots == 39
     assert drafted.bytes_per_token == pytest.approx(plain.bytes_per_token * 13 / 12)
     assert drafted.bytes_read(100_000) == pytest.approx(plain.bytes_read(100_000))
+
+
+def test_the_explanation_names_deepseek_v4s_compressed_rows(index):
+    # 21 ratio-4 layers keep a 584 B row and a 132 B indexer key per 4 tokens, 20 ratio-128 layers a row per
+    # 128 tokens: 21 x (584 + 132) / 4 + 20 x 584 / 128 = 3,850 B per token; no layer keeps every token.
+    build = index.builds["deepseek-v4-flash-0731-stack"]
+    plan = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 2), WORKLOADS["agentic"])
+    text = next(s for s in explain(plan) if s.key == "kv").text
+    assert "0 full-attention layers" not in text
+    assert ("on 21 layers keeping one row per 4 tokens with its indexer key and 20 layers keeping one row per "
+            "128 tokens per rank (3,850 B per token from the compressed rows)") in text

@@ -11,7 +11,7 @@ from typing import Literal
 
 from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS
+from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS, KvShape
 from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
@@ -300,7 +300,7 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
             core += " (attention_k_eq_v makes V from K's projection, but vLLM caches K and V apart, so both count)"
     else:
         core = f"{a.design.upper()}: 2 x {kv.kv_heads_per_rank} KV heads per rank x {a.head_dim} x {size:g} B"
-    text = f"{core}, on {kv.full_layers} full-attention layers per rank"
+    text = f"{core}, {_kv_layers_text(kv)}"
     if kv.draft_layers:
         text += (f" ({kv.full_layers - kv.draft_layers} + {kv.draft_layers} MTP: vLLM caches the drafter's layers "
                  "beside the target's)")
@@ -328,6 +328,18 @@ def _kv_formula(a: Attention, plan: Plan) -> str:
                  f"{recurrent}, convolution state in BF16, {kv.conv_step_bytes / 1024:g} KiB more per speculative "
                  "token: vLLM widens it to conv_kernel - 1 + num_spec steps)")
     return text + f" (KV dtype {dtype})."
+
+
+def _kv_layers_text(kv: KvShape) -> str:
+    """Which layers keep each token: the full-attention layers, and a compressed design's rows (one per
+    `ratio` tokens of each compressed layer, with its indexer key where the layer is indexed)."""
+    if not kv.compressed:
+        return f"on {kv.full_layers} full-attention layers per rank"
+    groups = " and ".join(
+        f"{layers:g} layers keeping one row per {ratio} tokens" + (" with its indexer key" if indexed else "")
+        for layers, ratio, indexed in kv.compressed)
+    full = f"{kv.full_layers} full-attention layers and " if kv.full_layers else ""
+    return f"on {full}{groups} per rank ({kv.compressed_bytes_per_token:,.0f} B per token from the compressed rows)"
 
 
 def _pool(plan: Plan) -> Step:
