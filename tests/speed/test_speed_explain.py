@@ -54,3 +54,16 @@ def test_a_measurement_above_the_counted_read_is_said_to_speculate(index) -> Non
     assert "Counted tensor by tensor" in steps["ceiling"] and "without speculative decoding" in steps["ceiling"]
     assert "decodes speculatively" in steps["measured"]
     assert "Counted tensor by tensor" not in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["ceiling"]
+
+
+def test_whose_constants_says_why_a_build_without_a_recipe_got_its_engine(index) -> None:
+    """No --engine given: the build's default, not 'the --engine setting'; --engine given: the setting."""
+    from sparkadvisor.core.workload import Settings
+
+    build = index.builds["qwen3.6-35b-a3b-nvfp4-redhat"]
+    cluster = Cluster(index.hardware["dgx-spark"], 1)
+    default = {s.key: s.text for s in explain(evaluate_build(index, build, cluster, AGENTIC))}["constants"]
+    assert default.startswith("vllm (the build's default engine: no recipe for this cluster; --engine picks another)")
+    chosen = evaluate_build(index, build, cluster, AGENTIC, Settings(engine="llama.cpp"))
+    assert {s.key: s.text for s in explain(chosen)}["constants"].startswith(
+        "llama.cpp (the --engine setting: no recipe for this cluster)")

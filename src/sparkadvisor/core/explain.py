@@ -13,7 +13,7 @@ from sparkadvisor.core.caveats import badge, by_severity
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS, KvShape
 from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
-from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
 from sparkadvisor.core.speed import (
@@ -516,7 +516,7 @@ def _constants_text(plan: Plan) -> str:
     """Which engine's constants the estimates used, in which mode, and how many measurements fitted them."""
     c = plan.constants
     mode = "eager (no CUDA graphs)" if plan.speed.eager else "CUDA graphs"
-    origin = "the recipe's engine" if plan.recipe else "the --engine setting (no recipe for this cluster)"
+    origin = _engine_origin(plan)
     fitted = (f"fixed costs {c.basis.get('fixed_ms')}; the rates shared by all engines "
               f"{c.basis.get('kv_ms_per_gb')} on this hardware"
               if c.decode_measurements or "fitted" in c.basis.get("fixed_ms", "") else
@@ -524,6 +524,15 @@ def _constants_text(plan: Plan) -> str:
     return (f"{c.engine} ({origin}), {mode}, on {plan.cluster.hardware.name}: {fitted}; prefill "
             f"{c.basis.get('prefill_ms_per_gflop', 'assumed')}. `sparkadvisor fidelity` shows how these constants "
             "predict each measurement left out of the fit.")
+
+
+def _engine_origin(plan: Plan) -> str:
+    """Why the estimates use this engine: the recipe's, the build's default, or the --engine setting."""
+    if plan.recipe:
+        return "the recipe's engine"
+    if plan.constants.engine == default_engine(plan.build):
+        return "the build's default engine: no recipe for this cluster; --engine picks another"
+    return "the --engine setting: no recipe for this cluster"
 
 
 def _measured_text(plan: Plan, m: Measurement) -> str:

@@ -227,10 +227,12 @@ def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | N
 
 
 def _engine(build: Build, settings: Settings) -> str:
-    """The engine a build without a recipe is costed on: the setting, else vLLM if it serves the build,
-    else the build's first engine."""
-    if settings.engine:
-        return settings.engine
+    """The engine a build without a recipe is costed on: the setting, else the build's default."""
+    return settings.engine or default_engine(build)
+
+
+def default_engine(build: Build) -> str:
+    """vLLM if it serves the build, else the build's first engine."""
     return "vllm" if not build.engines or "vllm" in build.engines else build.engines[0]
 
 
