@@ -103,6 +103,21 @@ async def test_2_and_3_set_the_node_count(make_app) -> None:
         assert header_text(app).startswith("2 x DGX Spark: 243.2 GiB in all, 273 GB/s each")
 
 
+async def test_5_to_8_set_the_node_count_where_the_hardware_sweeps_that_far(make_app) -> None:
+    app = make_app(nodes=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("8")
+        # DGX Spark's catalog entry sweeps 4 nodes: the key says so and changes nothing.
+        assert header_text(app).startswith("2 x DGX Spark")
+        app.screen.set_hardware("rtx-pro-6000")
+        await pilot.pause()
+        await pilot.press("8")
+        assert header_text(app).startswith("8 x NVIDIA RTX PRO 6000")
+        await pilot.press("5")
+        assert header_text(app).startswith("5 x NVIDIA RTX PRO 6000")
+    assert load_state().nodes == 5
+
+
 async def test_h_picks_the_hardware_and_the_view_goes_to_the_top(make_app, extra_hardware_catalog) -> None:
     app = make_app(nodes=4, catalog_paths=[extra_hardware_catalog])
     async with app.run_test(size=SIZE) as pilot:

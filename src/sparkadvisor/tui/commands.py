@@ -34,7 +34,7 @@ class Command:
     show: bool = True
     """Shown in the footer."""
     in_help: bool = True
-    """Listed in the help (2-4 are listed as the 1-4 row)."""
+    """Listed in the help (2-8 are listed as the 1-8 row)."""
     key_display: str | None = None
     footer_rank: int = 5
     """Which footer keys a narrow screen keeps: lower first (help and quit are 0)."""
@@ -55,13 +55,21 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("w", "toggle_workload", "Workload", "Switch between the agentic (Claude Code) and chat workloads "
             "and re-rank every build at once.", "workload", "Toggle agentic / chat", footer_rank=1),
-    Command("1", "nodes(1)", "Nodes", "Set the cluster size: 1 to 4 nodes.", "cluster", "1 node", key_display="1-4",
-            footer_rank=1),
+    Command("1", "nodes(1)", "Nodes", "Set the cluster size: 1 to 8 nodes, as many as the hardware's catalog "
+            "entry sweeps (DGX Spark: 4).", "cluster", "1 node", key_display="1-8", footer_rank=1),
     Command("2", "nodes(2)", "2 nodes", "A cluster of 2 nodes.", "cluster", "2 nodes", show=False,
             in_help=False),
     Command("3", "nodes(3)", "3 nodes", "A cluster of 3 nodes.", "cluster", "3 nodes", show=False,
             in_help=False),
     Command("4", "nodes(4)", "4 nodes", "A cluster of 4 nodes.", "cluster", "4 nodes", show=False,
+            in_help=False),
+    Command("5", "nodes(5)", "5 nodes", "A cluster of 5 nodes.", "cluster", "5 nodes", show=False,
+            in_help=False),
+    Command("6", "nodes(6)", "6 nodes", "A cluster of 6 nodes.", "cluster", "6 nodes", show=False,
+            in_help=False),
+    Command("7", "nodes(7)", "7 nodes", "A cluster of 7 nodes.", "cluster", "7 nodes", show=False,
+            in_help=False),
+    Command("8", "nodes(8)", "8 nodes", "A cluster of 8 nodes.", "cluster", "8 nodes", show=False,
             in_help=False),
     Command("enter", "open_build", "Open", "The highlighted build full-screen: the arithmetic, the 1-4 node "
             "sweep, caveats with sources, export (Esc returns).", "build", "Open highlighted build",

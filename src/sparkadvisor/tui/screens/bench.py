@@ -113,7 +113,7 @@ class BenchScreen(ModalScreen[str | None]):
             await session.run(moved)
         except PlanDoesNotFit as error:
             self.post_message(self.Finished([], error.sentence("close this and pick the cluster it runs on "
-                                                               "(1-4 nodes, h hardware)")))
+                                                               "(1-8 nodes, h hardware)")))
             return
         except BenchError as error:
             self.post_message(self.Finished([], str(error)))
