@@ -87,7 +87,7 @@ async def test_a_served_build_that_does_not_fit_the_screens_cluster_is_named_in_
             await until(pilot, lambda: "does not fit" in str(status.render()))
             assert str(status.render()) == (
                 "vLLM serves glm-5.3-flash-nvfp4-redhat, which by the plan does not fit on 1 x DGX Spark (it needs "
-                "2 nodes): close this and pick the cluster it runs on (1-4 nodes, h hardware)")
+                "2 nodes): close this and pick the cluster it runs on (1-8 nodes, h hardware)")
             assert app.screen.query_one("#bench-record", Button).disabled and server.state.completions == 0
     finally:
         server.close()
