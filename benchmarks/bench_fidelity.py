@@ -108,7 +108,7 @@ def _pools(index) -> list[dict[str, object]]:
 def _at_pin(plan, pinned_gib: float) -> float | None:
     """The pool the plan's per-request cost gives at another --kv-cache-memory pin (config basis only:
     a pool derived from a measured pool would only restate that measurement)."""
-    from sparkadvisor.core.stages import pool_tokens
+    from sparkadvisor.core.stages.kv_pool import pool_tokens
     from sparkadvisor.core.units import GiB
 
     inputs = plan.pool.inputs

@@ -46,7 +46,8 @@ from sparkadvisor.core.speed import (
     read_ms,
     tensor_peak_flops,
 )
-from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs, recipe_kv_read
+from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs
+from sparkadvisor.core.stages.kv_pool import recipe_kv_read
 
 BAND_QUANTILE = 0.8
 """The share of figures a range is built to hold: of the errors the model makes on measurements

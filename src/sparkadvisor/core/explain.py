@@ -24,7 +24,8 @@ from sparkadvisor.core.speed import (
     prefill_range,
     weight_class,
 )
-from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at, measured_attended
+from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT, decode_at
+from sparkadvisor.core.stages.first_token import measured_attended
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
 
