@@ -69,7 +69,7 @@ def figures() -> dict[str, object]:
 def _read_bound(index) -> float | None:
     """What a step of the article's stack without speculation cannot pass: its build's counted read at
     rated bandwidth (None when the build has no counted read)."""
-    from sparkadvisor.core.speed import read_bound
+    from sparkadvisor.core.speed.decode import read_bound
 
     recipe = next(r for r in index.catalog.recipes if r.id == ARTICLE_RECIPE)
     hardware = index.hardware[recipe.hardware]

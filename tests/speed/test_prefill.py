@@ -12,7 +12,7 @@ from sparkadvisor.core.calibration import calibrate
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.speed import (
+from sparkadvisor.core.speed.prefill import (
     attention_flops_per_token,
     indexer_flops_per_token,
     indexer_keys_per_token,
@@ -232,7 +232,7 @@ def test_the_measurement_nearest_the_depth_is_the_one_scaled(index) -> None:
 
 def test_a_launch_flag_of_superscript_digits_is_no_chunk_size():
     # "²".isdigit() is True but int("²") fails: a hostile recipe argument must fall back, not raise.
-    from sparkadvisor.core.speed import prefill_chunk
+    from sparkadvisor.core.speed.prefill import prefill_chunk
 
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=²",), 100_000) == 8192
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=4096",), 100_000) == 4096

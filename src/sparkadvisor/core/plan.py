@@ -13,7 +13,7 @@ from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Capability, Caveat, Hardware, Model, Recipe
 from sparkadvisor.core.shared import model_figures
-from sparkadvisor.core.speed import SpeedConstants
+from sparkadvisor.core.speed.constants import SpeedConstants
 from sparkadvisor.core.stages.decode import DecodeSpeed, decode_speed
 from sparkadvisor.core.stages.first_token import FirstToken, first_token, prefill
 from sparkadvisor.core.stages.fit import Fit, fit_on, short_bytes

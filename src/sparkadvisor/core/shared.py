@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Recipe
-from sparkadvisor.core.speed import SpeedConstants
+from sparkadvisor.core.speed.constants import SpeedConstants
 from sparkadvisor.core.stages.decode import PassTerms, decode_mode, shared_decode
 from sparkadvisor.core.stages.first_token import ModelPrefill, prefill_shared, uncached_tokens
 from sparkadvisor.core.stages.fit import Split, split_and_terms

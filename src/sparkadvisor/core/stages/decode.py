@@ -12,11 +12,11 @@ from sparkadvisor.core.memo import once
 from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Model, Recipe, Speculative
-from sparkadvisor.core.speed import (
+from sparkadvisor.core.speed.constants import SpeedConstants
+from sparkadvisor.core.speed.decode import (
     DecodeEstimate,
     DecodeInputs,
     PassCost,
-    SpeedConstants,
     estimate_decode,
     estimate_for_weights,
     pass_cost,
@@ -31,7 +31,6 @@ from sparkadvisor.core.workload import Workload
 
 if TYPE_CHECKING:
     from sparkadvisor.core.index import BuildFacts
-
 
 BLOCK_DRAFTERS = ("dflash", "dspark")
 """Drafters that propose their whole block in one pass (the others run once per proposed token)."""

@@ -9,10 +9,10 @@ import math
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Measurement, Model, Recipe
-from sparkadvisor.core.speed import (
+from sparkadvisor.core.speed.constants import SpeedConstants
+from sparkadvisor.core.speed.prefill import (
     AttentionTerms,
     PrefillInputs,
-    SpeedConstants,
     attention_terms,
     dense_and_expert_params,
     estimate_prefill,

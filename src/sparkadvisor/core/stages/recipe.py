@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Recipe
-from sparkadvisor.core.speed import launch_flag
+from sparkadvisor.core.speed.prefill import launch_flag
 from sparkadvisor.core.targets import usable_context
 
 if TYPE_CHECKING:
     from sparkadvisor.core.index import BuildFacts
-
 
 PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
 """Caveat kinds that force prefix caching off, whatever the recipe says."""
