@@ -69,7 +69,7 @@ def figures() -> dict[str, object]:
 def _read_bound(index) -> float | None:
     """What a step of the article's stack without speculation cannot pass: its build's counted read at
     rated bandwidth (None when the build has no counted read)."""
-    from sparkadvisor.core.speed import read_bound
+    from sparkadvisor.core.speed.decode import read_bound
 
     recipe = next(r for r in index.catalog.recipes if r.id == ARTICLE_RECIPE)
     hardware = index.hardware[recipe.hardware]
@@ -108,7 +108,7 @@ def _pools(index) -> list[dict[str, object]]:
 def _at_pin(plan, pinned_gib: float) -> float | None:
     """The pool the plan's per-request cost gives at another --kv-cache-memory pin (config basis only:
     a pool derived from a measured pool would only restate that measurement)."""
-    from sparkadvisor.core.stages import pool_tokens
+    from sparkadvisor.core.stages.kv_pool import pool_tokens
     from sparkadvisor.core.units import GiB
 
     inputs = plan.pool.inputs

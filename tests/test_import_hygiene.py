@@ -18,7 +18,7 @@ def loaded_after(code: str) -> set[str]:
 
 def test_core_imports_without_tui_or_network():
     code = ("import importlib, pkgutil, sparkadvisor.core as core\n"
-            "for m in pkgutil.iter_modules(core.__path__): importlib.import_module(f'sparkadvisor.core.{m.name}')")
+            "for m in pkgutil.walk_packages(core.__path__, 'sparkadvisor.core.'): importlib.import_module(m.name)")
     assert loaded_after(code) == set()
 
 

@@ -153,7 +153,7 @@ class BenchSession:
         """Add what was measured to the user's catalog (None when nothing was); a BenchError when
         no catalog build is known, a UserCatalogError when the file cannot be written."""
         from sparkadvisor.core.bench import figures
-        from sparkadvisor.core.stages import published_recipe
+        from sparkadvisor.core.stages.recipe import published_recipe
         from sparkadvisor.sources.bench import BenchError
         from sparkadvisor.urls import without_credentials
         from sparkadvisor.usercatalog import record_bench

@@ -148,11 +148,11 @@ def _read_bytes(path: Path) -> bytes:
 def _digest(files: Sequence[Path], texts: Sequence[bytes]) -> str:
     """Names every input of a cached catalog: the version, the core's source and each file.
     The core's code decides whether a catalog is accepted (schema, sanity) and what its
-    calibrations are (speed model, fitting): an edit to any of its files (name, size and
+    calibrations are (speed model, fitting): an edit to any of its files, its sub-packages' too (name, size and
     modification time, which a checkout or an install changes too) is a new entry."""
     digest = blake2b(f"{__version__}\0{CACHE_FORMAT}\0".encode())
-    with os.scandir(Path(core.__file__).parent) as found:
-        sources = sorted((e.name, e.stat()) for e in found if e.name.endswith(".py"))
+    root = Path(core.__file__).parent
+    sources = sorted((path.relative_to(root).as_posix(), path.stat()) for path in root.rglob("*.py"))
     for name, stat in sources:
         digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     for path, text in zip(files, texts, strict=True):

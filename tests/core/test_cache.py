@@ -51,7 +51,7 @@ def test_an_edit_to_the_core_is_a_new_entry(tmp_path, monkeypatch):
     bundled = [paths.bundled("catalog.toml")]
     before = catalogs._digest(bundled, [bundled[0].read_bytes()])
     assert catalogs._digest(bundled, [bundled[0].read_bytes()]) == before
-    with (copy / "speed.py").open("a") as speed:
+    with (copy / "speed" / "decode.py").open("a") as speed:  # a sub-package's file counts too
         speed.write("\n# an edit\n")
     assert catalogs._digest(bundled, [bundled[0].read_bytes()]) != before
 

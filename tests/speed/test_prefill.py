@@ -12,7 +12,7 @@ from sparkadvisor.core.calibration import calibrate
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.speed import (
+from sparkadvisor.core.speed.prefill import (
     attention_flops_per_token,
     indexer_flops_per_token,
     indexer_keys_per_token,
@@ -122,7 +122,7 @@ def test_show_names_the_path_and_whose_prefill_rates(index) -> None:
 @pytest.mark.parametrize("args", [("--max-num-batched-tokens", "4096"), ("--max_num_batched_tokens=4096",)])
 def test_the_prefill_chunk_and_the_kv_pool_read_the_same_batched_tokens_flag(args) -> None:
     """One reading of launch flags: the pool's per-request reserve and the prefill chunk cannot disagree."""
-    from sparkadvisor.core.stages import engine_arg
+    from sparkadvisor.core.stages.recipe import engine_arg
 
     recipe = type("R", (), {"extra_args": args})()
     assert prefill_chunk("vllm", args, None) == 4096
@@ -197,7 +197,7 @@ def test_a_measured_prefill_rate_holds_at_its_own_depth_and_is_scaled_by_the_mod
     """eugr #197 measured 2,384 tok/s for a 2,048-token prompt at depth 0: a 2,048-token cold prompt
     gets that rate as measured; the agentic turn's 5,000 new tokens on a 95,000-token cached prefix get
     it scaled by the model's own rate there over its rate at the measurement."""
-    from sparkadvisor.core.stages import prefill
+    from sparkadvisor.core.stages.first_token import prefill
 
     short = _minimax_plan(index, replace(AGENTIC, context_tokens=2048, prefix_reuse=0.0))
     assert (short.prefill_tok_s, short.prefill_basis) == (2384, "measured")
@@ -216,7 +216,7 @@ def test_the_measurement_nearest_the_depth_is_the_one_scaled(index) -> None:
     """llama-bench measured pp2048 at depths 0 to 32,768 with -ub 2048: a prompt at a measured depth
     takes that row, scaled only by the chunk (llama-server's default n_ubatch 512 reads every weight
     four times as often per prompt token)."""
-    from sparkadvisor.core.stages import prefill
+    from sparkadvisor.core.stages.first_token import prefill
 
     recipe = next(r for r in index.catalog.recipes if r.id == "gpt-oss-120b-llamacpp-bench")
     facts = index.facts[recipe.build]
@@ -232,7 +232,7 @@ def test_the_measurement_nearest_the_depth_is_the_one_scaled(index) -> None:
 
 def test_a_launch_flag_of_superscript_digits_is_no_chunk_size():
     # "²".isdigit() is True but int("²") fails: a hostile recipe argument must fall back, not raise.
-    from sparkadvisor.core.speed import prefill_chunk
+    from sparkadvisor.core.speed.prefill import prefill_chunk
 
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=²",), 100_000) == 8192
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=4096",), 100_000) == 4096

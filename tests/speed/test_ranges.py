@@ -10,7 +10,9 @@ import pytest
 
 from sparkadvisor.cli import main
 from sparkadvisor.core.calibration import BAND_QUANTILE, band_from
-from sparkadvisor.core.speed import MIN_BAND, DecodeInputs, default_constants, estimate_decode, prefill_range
+from sparkadvisor.core.speed.constants import MIN_BAND, default_constants
+from sparkadvisor.core.speed.decode import DecodeInputs, estimate_decode
+from sparkadvisor.core.speed.prefill import prefill_range
 
 
 def _outside(errors: list[float], below: float, above: float) -> tuple[int, int]:

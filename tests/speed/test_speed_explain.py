@@ -38,7 +38,7 @@ def test_first_token_with_reuse_and_uncached(index) -> None:
 def test_counted_read_bounds_a_step_without_speculation() -> None:
     """Split bytes divide by TP, replicated bytes do not; the bound is rated bandwidth over what one rank reads."""
     from sparkadvisor.core.schema import DecodeRead
-    from sparkadvisor.core.speed import read_bound
+    from sparkadvisor.core.speed.decode import read_bound
 
     read = DecodeRead(split_gb=10.0, replicated_gb=1.0, source="x")
     assert read.per_rank_gb(1) == 11.0 and read.per_rank_gb(2) == 6.0 and read.per_rank_gb(4) == 3.5

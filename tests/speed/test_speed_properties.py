@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.speed import DecodeInputs, SpeedConstants, estimate_decode
+from sparkadvisor.core.speed.constants import SpeedConstants
+from sparkadvisor.core.speed.decode import DecodeInputs, estimate_decode
 from sparkadvisor.core.workload import AGENTIC
 
 CONSTANTS = SpeedConstants(

@@ -13,8 +13,10 @@ from typing import Literal
 
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, figures
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.speed import estimate_decode, estimate_prefill, prefill_chunk, prefill_inputs, prefill_range
-from sparkadvisor.core.stages import decode_inputs, kv_bytes_read
+from sparkadvisor.core.speed.decode import estimate_decode
+from sparkadvisor.core.speed.prefill import estimate_prefill, prefill_chunk, prefill_inputs, prefill_range
+from sparkadvisor.core.stages.decode import decode_inputs
+from sparkadvisor.core.stages.kv_pool import kv_bytes_read
 
 Verdict = Literal["inside", "below", "above", "unknown"]
 

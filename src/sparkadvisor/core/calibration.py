@@ -27,26 +27,20 @@ from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.lsq import nnls
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
-from sparkadvisor.core.speed import (
-    MIN_BAND,
-    PRECISIONS,
-    DecodeInputs,
+from sparkadvisor.core.speed.constants import MIN_BAND, PRECISIONS, SpeedConstants, default_constants, tensor_peak_flops
+from sparkadvisor.core.speed.decode import DecodeInputs, estimate_decode, link_ms, read_ms
+from sparkadvisor.core.speed.prefill import (
     PrefillInputs,
-    SpeedConstants,
     attention_flops_per_token,
-    default_constants,
-    estimate_decode,
     estimate_prefill,
-    link_ms,
     prefill_chunk,
     prefill_indexer,
     prefill_inputs,
     prefill_link_s_per_token,
     prefill_range,
-    read_ms,
-    tensor_peak_flops,
 )
-from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs, recipe_kv_read
+from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs
+from sparkadvisor.core.stages.kv_pool import recipe_kv_read
 
 BAND_QUANTILE = 0.8
 """The share of figures a range is built to hold: of the errors the model makes on measurements

@@ -16,15 +16,16 @@ from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEA
 from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Measurement, Severity
-from sparkadvisor.core.speed import (
+from sparkadvisor.core.speed.decode import weight_class
+from sparkadvisor.core.speed.prefill import (
     indexer_keys_per_token,
     prefill_chunk,
     prefill_cost,
     prefill_precision,
     prefill_range,
-    weight_class,
 )
-from sparkadvisor.core.stages import DEFAULT_DECODE_CONTEXT, decode_at, measured_attended
+from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT, decode_at
+from sparkadvisor.core.stages.first_token import measured_attended
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
 

@@ -16,7 +16,7 @@ from sparkadvisor.core.calibration import calibrate_all, recipe_decode, recipe_p
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Measurement, Recipe
-from sparkadvisor.core.speed import SpeedConstants
+from sparkadvisor.core.speed.constants import SpeedConstants
 
 SPEED_METRICS = ("decode_tok_s", "aggregate_tok_s", "prefill_tok_s")
 """Metrics the speed model predicts; the others are listed as skipped with the reason."""

@@ -15,7 +15,7 @@ from sparkadvisor.core.bulk import collector_paused
 from sparkadvisor.core.memory import Weights, build_weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
-from sparkadvisor.core.speed import SpeedConstants
+from sparkadvisor.core.speed.constants import SpeedConstants
 
 if TYPE_CHECKING:
     from sparkadvisor.core.calibration import Calibration

@@ -13,23 +13,12 @@ from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Capability, Caveat, Hardware, Model, Recipe
 from sparkadvisor.core.shared import model_figures
-from sparkadvisor.core.speed import SpeedConstants
-from sparkadvisor.core.stages import (
-    DecodeSpeed,
-    FirstToken,
-    Fit,
-    KvPool,
-    decode_speed,
-    first_token,
-    fit_on,
-    kv_pool_for,
-    measured,
-    measured_ttft,
-    pick_recipe,
-    prefill,
-    prefix_caching,
-    short_bytes,
-)
+from sparkadvisor.core.speed.constants import SpeedConstants
+from sparkadvisor.core.stages.decode import DecodeSpeed, decode_speed
+from sparkadvisor.core.stages.first_token import FirstToken, first_token, prefill
+from sparkadvisor.core.stages.fit import Fit, fit_on, short_bytes
+from sparkadvisor.core.stages.kv_pool import KvPool, kv_pool_for
+from sparkadvisor.core.stages.recipe import measured, measured_ttft, pick_recipe, prefix_caching
 from sparkadvisor.core.targets import Status, TargetCheck, check_targets, judge_targets
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 

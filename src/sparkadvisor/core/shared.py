@@ -15,19 +15,11 @@ from typing import TYPE_CHECKING
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Recipe
-from sparkadvisor.core.speed import SpeedConstants
-from sparkadvisor.core.stages import (
-    ModelPrefill,
-    PassTerms,
-    PerRequest,
-    Split,
-    decode_mode,
-    pool_per_request,
-    prefill_shared,
-    shared_decode,
-    split_and_terms,
-    uncached_tokens,
-)
+from sparkadvisor.core.speed.constants import SpeedConstants
+from sparkadvisor.core.stages.decode import PassTerms, decode_mode, shared_decode
+from sparkadvisor.core.stages.first_token import ModelPrefill, prefill_shared, uncached_tokens
+from sparkadvisor.core.stages.fit import Split, split_and_terms
+from sparkadvisor.core.stages.kv_pool import PerRequest, pool_per_request
 from sparkadvisor.core.workload import Settings, Workload
 
 if TYPE_CHECKING:

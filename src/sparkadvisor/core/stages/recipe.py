@@ -1,0 +1,75 @@
+"""What every stage reads from the recipe and the caveats: which recipe a build runs, its
+measurements, its launch flags, the context the pool is sized for, and whether prefix caching is on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Recipe
+from sparkadvisor.core.speed.prefill import launch_flag
+from sparkadvisor.core.targets import usable_context
+
+if TYPE_CHECKING:
+    from sparkadvisor.core.index import BuildFacts
+
+PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
+"""Caveat kinds that force prefix caching off, whatever the recipe says."""
+
+
+def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
+    """The recipe's newest measurement of `metric` at `streams` concurrent requests (a later
+    bench run is listed after an earlier one; calibration still uses every run)."""
+    if recipe is None:
+        return None
+    return next((m for m in reversed(recipe.measurements) if m.metric == metric and m.streams == streams), None)
+
+
+def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: int) -> Measurement | None:
+    """The newest first token measured at this context with as many tokens from the prefix
+    cache as the workload reuses (within 2% of the prompt), or None."""
+    if recipe is None:
+        return None
+    cached = context_tokens - uncached_tokens
+    return next((m for m in reversed(recipe.measurements)
+                 if m.metric == "ttft_s" and m.context_tokens == context_tokens and m.cached_tokens is not None
+                 and abs(m.cached_tokens - cached) <= 0.02 * context_tokens), None)
+
+
+def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
+    """The vLLM recipe for this build on exactly `nodes` of this hardware: the newest one the
+    user's own `sparkadvisor bench` recorded, else the best-measured published one."""
+    on_hardware = facts.recipes.get(hardware.id)
+    if not on_hardware:
+        return None
+    candidates = [r for r in on_hardware if r.nodes == nodes]
+    own = [r for r in candidates if r.id in facts.own_recipes]
+    return own[-1] if own else published_recipe(facts, hardware, nodes)
+
+
+def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
+    """The best-measured published vLLM recipe for this build on exactly `nodes` of this hardware
+    (a bench run copies from it what a server cannot tell)."""
+    candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes and r.id not in facts.own_recipes]
+    return max(candidates, key=lambda r: len(r.measurements), default=None)
+
+
+def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
+    """The value a recipe passes for a `vllm serve` flag among its extra arguments (`--flag v` or
+    `--flag=v`, dashes or underscores), or None."""
+    return launch_flag(recipe.extra_args, (flag,)) if recipe is not None else None
+
+
+def _window(facts: BuildFacts, recipe: Recipe | None) -> int | None:
+    """The max_model_len the pool is sized for: the usable context (the recipe's, else the model's native)."""
+    return usable_context(facts.model, recipe).tokens
+
+
+def prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:
+    """(on, why in a sentence): a caveat that turns it off, else the recipe's setting."""
+    for caveat in caveats:
+        if caveat.kind in PREFIX_OFF_KINDS:
+            return False, caveat.explanation
+    if recipe is not None and not recipe.prefix_caching:
+        return False, f"the recipe ({recipe.title}) disables prefix caching"
+    return True, "prefix caching on (vLLM's default)"
