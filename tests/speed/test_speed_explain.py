@@ -67,3 +67,15 @@ def test_whose_constants_says_why_a_build_without_a_recipe_got_its_engine(index)
     chosen = evaluate_build(index, build, cluster, AGENTIC, Settings(engine="llama.cpp"))
     assert {s.key: s.text for s in explain(chosen)}["constants"].startswith(
         "llama.cpp (the --engine setting: no recipe for this cluster)")
+
+
+def test_a_fully_reused_prompt_still_computes_its_last_token(index) -> None:
+    """vLLM caps a prefix-cache hit at the prompt's length - 1: the last token runs for its logits, so
+    100% reuse is one token computed, not a first token in 0 s."""
+    from dataclasses import replace
+
+    build = index.builds["glm-5.3-flash-nvfp4-redhat"]
+    plan = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 2), replace(AGENTIC, prefix_reuse=1.0))
+    assert plan.uncached_tokens == 1 and plan.ttft_s is not None and plan.ttft_s > 0
+    steps = {s.key: s.text for s in explain(plan)}
+    assert "1 token is computed per turn" in steps["prefix"] and steps["ttft"].startswith("1 token / ")

@@ -680,7 +680,8 @@ def _first_token(plan: Plan) -> list[Step]:
     w = plan.workload
     if plan.prefix_caching:
         reuse = (f"Prefix caching works: {w.prefix_reuse:.0%} of the {w.context_tokens:,}-token prompt is reused, "
-                 f"{plan.uncached_tokens:,} tokens are computed per turn.")
+                 f"{plan.uncached_tokens:,} {'token is' if plan.uncached_tokens == 1 else 'tokens are'} computed "
+                 "per turn.")
     else:
         reuse = (f"Prefix caching is OFF ({plan.prefix_caching_note}): every turn recomputes all "
                  f"{w.context_tokens:,} tokens.")
@@ -695,10 +696,11 @@ def _first_token(plan: Plan) -> list[Step]:
         depth = measured_attended(m)
         if plan.prefill_basis == "scaled" and depth is not None and plan.first.prefill_inputs is not None:
             scale, here = plan.prefill_tok_s / m.value, plan.first.prefill_inputs.attended_tokens
+            factor = f"{scale:.2f}" if scale >= 0.01 else f"{scale:.2g}"
             rate = (f"{plan.prefill_tok_s:,.0f} tok/s derived: the {rate} holds at its own depth (a "
                     f"{m.context_tokens:,}-token prompt{_after(m.depth_tokens)}, ~{depth:,.0f} attended tokens per "
                     f"prompt token); the model's own rate at this depth (~{here:,.0f}"
-                    f" attended{_chunks(m, plan)}) over its rate there scales it x{scale:.2f} (depth moves the "
+                    f" attended{_chunks(m, plan)}) over its rate there scales it x{factor} (depth moves the "
                     f"attention and indexer FLOPs and the K/V read; the chunk moves the weights read per token)")
             basis = "derived"
         elif depth is None:
@@ -714,7 +716,7 @@ def _first_token(plan: Plan) -> list[Step]:
                 f"{c.basis.get('prefill_band', 'assumed')}; "
                 f"{_prefill_terms(plan, precision, tflops)})")
         basis = "estimated"
-    text = f"{plan.uncached_tokens:,} tokens / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \
+    text = f"{plan.uncached_tokens:,} token{'' if plan.uncached_tokens == 1 else 's'} / {rate} = {fmt_seconds(plan.uncached_tokens / plan.prefill_tok_s)} " \
            "to the first token."
     if plan.ttft_measured is not None:
         m = plan.ttft_measured

@@ -69,8 +69,12 @@ def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tup
 
 
 def uncached_tokens(workload: Workload, prefix_on: bool) -> int:
-    """Prompt tokens computed afresh each turn: the whole context, or what prefix caching does not reuse."""
-    return workload.context_tokens if not prefix_on else round(workload.context_tokens * (1 - workload.prefix_reuse))
+    """Prompt tokens computed afresh each turn: the whole context, or what prefix caching does not reuse,
+    never less than the last token: vLLM recomputes it when the whole prompt hits the cache, for its
+    logits (v1 kv_cache_manager.get_computed_blocks caps a hit at the prompt's length - 1)."""
+    if not prefix_on:
+        return workload.context_tokens
+    return max(1, round(workload.context_tokens * (1 - workload.prefix_reuse)))
 
 
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
