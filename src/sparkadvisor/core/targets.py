@@ -125,9 +125,12 @@ def _target(target: float) -> str:
     return f"{target:g}"
 
 
-def _past(value: float, target: float, *, above: bool, equal: bool = False) -> tuple[str, str]:
+def _past(value: float | None, target: float, *, above: bool, equal: bool = False) -> tuple[str, str]:
     """(value, target), the value with the fewest decimals that still reads on its side of the
-    target: a 20.4 s first token missing 20 s prints "20.4 s > 20 s", not "20 s > 20 s"."""
+    target: a 20.4 s first token missing 20 s prints "20.4 s > 20 s", not "20 s > 20 s". A status
+    other than unknown has a value (the callers say unknown first)."""
+    if value is None:
+        return "unknown", _target(target)
     for places in range(4):
         shown = round(value, places)
         if (equal and shown == target) or ((shown > target) if above else (shown < target)):
