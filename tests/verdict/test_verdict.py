@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 
@@ -145,8 +146,7 @@ def test_a_missed_target_never_reads_as_equal_to_it(index):
     from sparkadvisor.core.targets import check_targets
     llama = by_build(ranking(index))["llama-3.3-70b-nvfp4-nvidia"]
     assert 20 < llama.plan.ttft_s < 20.5
-    assert "first token 20.4 s > 20 s" in llama.reason or "first token 20.1 s > 20 s" in llama.reason \
-        or "first token 20.2 s > 20 s" in llama.reason or "first token 20.3 s > 20 s" in llama.reason, llama.reason
+    assert re.search(r"first token 20\.[1-4] s > 20 s", llama.reason), llama.reason
     tight = AGENTIC.changed(first_token_target_s=0.5, decode_target_tok_s=12.5)
     seen = set()
     for r in ranking(index, workload=tight):
