@@ -116,6 +116,9 @@ def test_compare_refuses_one_build_or_the_same_twice(capsys):
     assert main(["compare", GLM, GLM.upper()]) == 2
     err = capsys.readouterr().err
     assert "two or three builds; 1 given" in err and "compare needs two different builds" in err
+    assert f"{GLM} and {GLM.upper()} both name {GLM}" in err
+    assert main(["compare", GLM, GLM]) == 2
+    assert f"{GLM} is given 2 times; compare needs" in capsys.readouterr().err  # not "x, x all name x"
 
 
 def test_counts_of_one_are_singular(capsys):

@@ -95,6 +95,18 @@ def test_recipe_option_sets_the_nodes_and_rejects_a_mismatch(tmp_path, capsys):
     assert "no recipe 'nope'" in capsys.readouterr().err
 
 
+def test_recipe_option_follows_a_second_recipe_on_the_same_node_count(tmp_path, capsys):
+    """DeepSeek-V4-Flash-0731 has two recipes on two Sparks: --recipe named the other one and was
+    refused with 'change --nodes or --hardware', though the nodes already matched."""
+    out = tmp_path / "miaai"
+    assert main(["export", "deepseek-v4-flash-0731-stack", "--recipe", "deepseek-v4-flash-0731-miaai-tp2",
+                 "--format", "json", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert json.loads((out / "plan.json").read_text())["recipe"] == "deepseek-v4-flash-0731-miaai-tp2"
+    default = tmp_path / "default"
+    assert main(["export", "deepseek-v4-flash-0731-stack", "--format", "json", "--out", str(default)]) == 0
+    assert json.loads((default / "plan.json").read_text())["recipe"] == "deepseek-v4-flash-article-tp2"
+
+
 def test_a_build_that_does_not_fit_is_not_exported(tmp_path, capsys):
     assert main(["export", "deepseek-v4.1-flash", "--nodes", "2", "--format", "sh", "--out", str(tmp_path)]) == 1
     assert "does not fit on 2 x DGX Spark" in capsys.readouterr().err

@@ -22,7 +22,21 @@ def test_weights_beyond_vllms_share_say_by_how_much(index) -> None:
 
 def test_a_build_that_fits_keeps_its_figures(index) -> None:
     text = legend(index, "glm-5.3-flash-nvfp4-redhat", 2)
-    assert text == "█ weights 92.2 ▓ KV 6.0 ▒ runtime 5.9 ░ free 17.5 GiB"
+    assert text == "█ weights 92.2 ▓ KV 6.0 ▒ runtime 5.2 ░ free 18.2 GiB"
+
+
+def test_a_pinned_kv_cache_never_draws_vllm_past_its_share(index) -> None:
+    """GLM RedHatAI pins 6 GiB of KV: the fit step says the activations come out of the 11.2 GiB the
+    weights leave, so the bar's weights, KV and runtime add up to the title's 103.4 GiB, not 104.1."""
+    plan = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], Cluster(index.hardware["dgx-spark"], 2),
+                          AGENTIC)
+    b = plan.budget
+    assert b.kv_pinned_bytes is not None and b.reserve_bytes > b.left_bytes - b.kv_bytes
+    assert b.weights_bytes + b.kv_bytes + b.runtime_bytes <= b.engine_bytes + 1
+    assert abs(b.free_bytes - (b.usable_bytes - b.engine_bytes)) < 1
+    title, _, legend = bar_content(b, 72).plain.split("\n")
+    shown = [float(w) for w in legend.split()[2:9:3]]
+    assert round(sum(shown), 1) <= float(title.split(" = ")[1].split()[0]), (title, legend)
 
 
 def test_a_build_a_recipe_runs_against_the_arithmetic_says_so_beside_the_shortfall(index) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 
@@ -137,3 +138,27 @@ def test_show_explains_the_context_check_and_the_targets(capsys):
 def test_caveat_text_is_plain_in_a_pipe(build, capsys):
     assert main(["show", build]) == 0
     assert "\x1b[" not in capsys.readouterr().out
+
+
+
+def test_a_missed_target_never_reads_as_equal_to_it(index):
+    """Llama-3.3-70B NVFP4's first token is a little over 20 s: '20 s > 20 s' said nothing."""
+    from sparkadvisor.core.targets import check_targets
+    llama = by_build(ranking(index))["llama-3.3-70b-nvfp4-nvidia"]
+    assert 20 < llama.plan.ttft_s < 20.5
+    assert re.search(r"first token 20\.[1-4] s > 20 s", llama.reason), llama.reason
+    tight = AGENTIC.changed(first_token_target_s=0.5, decode_target_tok_s=12.5)
+    seen = set()
+    for r in ranking(index, workload=tight):
+        if not r.plan.fits:
+            continue
+        for check in check_targets(r.plan):
+            if check.key not in ("first-token", "turn", "decode") or ":" in check.text:
+                continue
+            words = check.text.split()
+            value, sign, limit = float(words[-5]), words[-3], words[-2]
+            assert limit in ("0.5", "45", "12.5"), check.text
+            assert {">": value > float(limit), "<": value < float(limit), "<=": True,
+                    ">=": value >= float(limit)}[sign], check.text
+            seen.add((check.key, sign))
+    assert {("decode", "<"), ("decode", ">="), ("first-token", ">")} <= seen

@@ -30,7 +30,11 @@ def run(args: argparse.Namespace) -> int:
     index = load(args)
     ids = list(dict.fromkeys(find_build_id(index, typed) for typed in args.builds))
     if len(ids) < 2:
-        raise UsageError(f"{', '.join(args.builds)} all name {ids[0]}; compare needs two different builds")
+        typed = list(dict.fromkeys(args.builds))
+        given = (f"{typed[0]} is given {len(args.builds)} times" if len(typed) == 1 else
+                 f"{' and '.join(typed)} both name {ids[0]}" if len(typed) == 2 else
+                 f"{', '.join(typed)} all name {ids[0]}")
+        raise UsageError(f"{given}; compare needs two different builds")
     cluster, workload, settings = scenario(args, index)
     by_id = {r.plan.build.id: r for r in advise(index, cluster, workload, settings)}
     chosen = [by_id[i] for i in ids]

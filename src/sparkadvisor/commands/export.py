@@ -60,6 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from sparkadvisor.commands.common import UsageError
     from sparkadvisor.core.advisor import advise
     from sparkadvisor.export import ExportError, ExportOptions, ExportRefused, render
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     build_id = find_build_id(index, args.build)
     args.nodes = _nodes(args, index, build_id)
     cluster, workload, settings = scenario(args, index)
+    if args.recipe:  # followed over the advisor's pick among the build's recipes on this node count
+        settings = replace(settings, recipe=args.recipe)
     ranked = advise(index, cluster, workload, settings)
     plan = next(r.plan for r in ranked if r.plan.build.id == build_id)
     if args.recipe and (plan.recipe is None or plan.recipe.id != args.recipe):

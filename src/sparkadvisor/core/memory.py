@@ -230,9 +230,18 @@ class Budget:
     """weights_bytes is what the recipe's engine logged as loaded, not the stored size's share."""
 
     @property
+    def runtime_bytes(self) -> float:
+        """The runtime and activations as a view draws them: the reserve, except that beside a pinned KV
+        cache vLLM skips its profile run and the activations come out of what the weights and the pin
+        leave of its share (the fit step's words), so they never push vLLM past utilization x memory."""
+        if self.kv_pinned_bytes is None or self.left_bytes < 0:
+            return self.reserve_bytes
+        return max(min(self.reserve_bytes, self.left_bytes - max(self.kv_bytes, 0.0)), 0.0)
+
+    @property
     def free_bytes(self) -> float:
-        """What neither the weights, the KV cache nor the runtime reserve take of the usable memory."""
-        return max(self.usable_bytes - self.weights_bytes - max(self.kv_bytes, 0.0) - self.reserve_bytes, 0.0)
+        """What neither the weights, the KV cache nor the runtime take of the usable memory."""
+        return max(self.usable_bytes - self.weights_bytes - max(self.kv_bytes, 0.0) - self.runtime_bytes, 0.0)
 
 
 def node_budget(hardware: Hardware, weights_per_node: float, utilization: float, kv_pinned_gib: float | None,

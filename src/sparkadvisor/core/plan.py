@@ -178,7 +178,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     """The plan for one build on one cluster for one workload."""
     facts = index.facts[build.id]
     hardware, nodes = cluster.hardware, cluster.nodes
-    recipe = pick_recipe(facts, hardware, nodes)
+    recipe = pick_recipe(facts, hardware, nodes, settings.recipe)
     constants = index.speed_constants(hardware, recipe.engine if recipe else _engine(build, settings))
     caveats = _caveats(index, facts, recipe)
     shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,

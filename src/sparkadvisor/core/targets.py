@@ -120,6 +120,24 @@ def _not_here(plan: Plan) -> str:
     return f"it does not fit on {plural(plan.cluster.nodes, 'node')}"
 
 
+def _target(target: float) -> str:
+    """A target as the user set it: 20, 0.5, 12.5 (never rounded to 0 or 1)."""
+    return f"{target:g}"
+
+
+def _past(value: float | None, target: float, *, above: bool, equal: bool = False) -> tuple[str, str]:
+    """(value, target), the value with the fewest decimals that still reads on its side of the
+    target: a 20.4 s first token missing 20 s prints "20.4 s > 20 s", not "20 s > 20 s". A status
+    other than unknown has a value (the callers say unknown first)."""
+    if value is None:
+        return "unknown", _target(target)
+    for places in range(4):
+        shown = round(value, places)
+        if (equal and shown == target) or ((shown > target) if above else (shown < target)):
+            return f"{value:.{places}f}", _target(target)
+    return f"{value:g}", _target(target)
+
+
 def _first_token(plan: Plan) -> Status:
     """For a plan that fits (`judge_targets`)."""
     ttft = plan.first.ttft_s
@@ -140,8 +158,9 @@ def _first_token_text(plan: Plan, status: Status) -> str:
     if status == "unknown":
         return "first token unknown (no prefill figure)"
     if status == "missed":
-        return f"first token {ttft:.0f} s > {target:.0f} s"
-    return f"first token {fmt_seconds(ttft)} <= {target:.0f} s"
+        value, limit = _past(ttft, target, above=True)
+        return f"first token {value} s > {limit} s"
+    return f"first token {fmt_seconds(ttft)} <= {_target(target)} s"
 
 
 def prefix_off_cite(plan: Plan) -> str:
@@ -167,8 +186,9 @@ def _turn_text(plan: Plan, status: Status) -> str:
     if status == "unknown":
         return "time per turn unknown"
     if status == "missed":
-        return f"turn {turn:.0f} s > {target:.0f} s"
-    return f"turn {fmt_seconds(turn)} <= {target:.0f} s"
+        value, limit = _past(turn, target, above=True)
+        return f"turn {value} s > {limit} s"
+    return f"turn {fmt_seconds(turn)} <= {_target(target)} s"
 
 
 def _decode(plan: Plan) -> Status:
@@ -186,8 +206,10 @@ def _decode_text(plan: Plan, status: Status) -> str:
     if status == "unknown":
         return "decode speed unknown"
     if status == "missed":
-        return f"decode {speed:.0f} tok/s < {target:.0f} tok/s"
-    return f"decode {speed:.0f} tok/s >= {target:.0f} tok/s"
+        value, limit = _past(speed, target, above=False)
+        return f"decode {value} tok/s < {limit} tok/s"
+    value, limit = _past(speed, target, above=True, equal=True)
+    return f"decode {value} tok/s >= {limit} tok/s"
 
 
 def _sessions(plan: Plan) -> Status:

@@ -69,6 +69,9 @@ class Settings:
     or the build's own engine when vLLM cannot serve it (a GGUF file on llama.cpp)."""
     enforce_eager: bool | None = None
     """Costs every build without CUDA graphs (True) or with them (False); None keeps the recipe's."""
+    recipe: str | None = None
+    """A recipe the user named (export --recipe): on its own build and node count it is followed instead
+    of the one the advisor would pick (the newest own bench, else the best-measured published one)."""
 
 
 DEFAULT_SETTINGS = Settings()

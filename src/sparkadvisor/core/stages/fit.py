@@ -139,7 +139,7 @@ def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, nod
         return nodes if fits else None
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
     for size in range(1, nodes if fits else hardware.max_nodes + 1):
-        if _fits_at(facts, hardware, pick_recipe(facts, hardware, size), settings, size):
+        if _fits_at(facts, hardware, pick_recipe(facts, hardware, size, settings.recipe), settings, size):
             return size
     return nodes if fits else None
 

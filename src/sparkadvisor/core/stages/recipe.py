@@ -36,13 +36,17 @@ def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: i
                  and abs(m.cached_tokens - cached) <= 0.02 * context_tokens), None)
 
 
-def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
-    """The vLLM recipe for this build on exactly `nodes` of this hardware: the newest one the
-    user's own `sparkadvisor bench` recorded, else the best-measured published one."""
+def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int, named: str | None = None) -> Recipe | None:
+    """The vLLM recipe for this build on exactly `nodes` of this hardware: the one the user `named`
+    when it is among them, else the newest one the user's own `sparkadvisor bench` recorded, else the
+    best-measured published one."""
     on_hardware = facts.recipes.get(hardware.id)
     if not on_hardware:
         return None
     candidates = [r for r in on_hardware if r.nodes == nodes]
+    chosen = next((r for r in candidates if r.id == named), None) if named else None
+    if chosen is not None:
+        return chosen
     own = [r for r in candidates if r.id in facts.own_recipes]
     return own[-1] if own else published_recipe(facts, hardware, nodes)
 

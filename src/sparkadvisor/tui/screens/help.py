@@ -64,7 +64,8 @@ def marks_content() -> list[Row]:
     lines += [_key_line(mark, name, text) for mark, name, text in (
         ("▲• SWAP", "flags", "each severity present once, then the most severe caveat's badge "
                              "(the detail pane lists them all with their sources)"),
-        ("fits +X GiB", "fit", "fits, with X GiB per node left beyond the weights, KV cache and runtime"),
+        ("fits +X GiB", "fit", "fits, with X GiB per node left after the weights for the KV cache and vLLM's runtime "
+                                 "(show's fit line splits it)"),
         ("by recipe", "fit", "does not fit by the arithmetic, but a community recipe runs it (e.g. streaming a table)"),
         ("needs N nodes", "fit", "does not fit this cluster; N nodes would hold it"),
         ("679k*", "KV pool", "measured by a recipe rather than computed"),

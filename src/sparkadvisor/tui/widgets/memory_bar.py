@@ -30,7 +30,7 @@ def parts(budget: Budget) -> tuple[Part, ...]:
     """The budget's segments, per node, in GiB."""
     kv = max(budget.kv_bytes, 0.0) / GiB
     weights = budget.weights_bytes / GiB
-    runtime = budget.reserve_bytes / GiB
+    runtime = budget.runtime_bytes / GiB
     free = budget.free_bytes / GiB
     return (Part("weights", "█", "$primary", weights), Part("KV", "▓", "$success", kv),
             Part("runtime", "▒", "$warning", runtime), Part("free", "░", "$foreground-muted", free))
