@@ -101,6 +101,8 @@ def test_each_logged_profile_run_follows_from_its_boot(index, recipe, engine, we
     buffer = INDEXER_BUFFER_BYTES_PER_TOKEN * max_model_len / GiB
     assert logged.profile_gib == pytest.approx(profile)
     assert engine * 121.6 - weights - kv - buffer - graphs == pytest.approx(profile, abs=0.01)
+    # The graphs the plan keeps back are the same boot's, never another boot's beside this profile.
+    assert logged.cuda_graphs_gib is None or logged.cuda_graphs_gib == pytest.approx(graphs, abs=0.01)
 
 
 def test_a_build_without_a_recipe_keeps_the_profile_peak_and_cuda_graphs(index):
