@@ -31,3 +31,14 @@ def test_a_cut_double_width_name_fits_its_cells() -> None:
     from sparkadvisor.listing import _cut
 
     assert cells(_cut("通义千问模型", 7)) <= 7 and _cut("通义千问模型", 7).endswith("…")
+
+
+def test_a_wrapped_comparison_cell_counts_double_width_characters() -> None:
+    """`compare` on a narrow terminal wraps each cell within its column: by cells, not characters."""
+    from sparkadvisor.listing import wrap_cells
+
+    lines = wrap_cells("通义千问模型超长的名字 Qwen3 NVFP4", 12)
+    assert lines == ["通义千问模型", "超长的名字", "Qwen3 NVFP4"]
+    assert all(cells(line) <= 12 for line in lines)
+    assert wrap_cells("GLM-5.3-Flash RedHatAI NVFP4", 14) == ["GLM-5.3-Flash", "RedHatAI NVFP4"]
+    assert wrap_cells("", 12) == [""]

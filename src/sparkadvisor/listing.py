@@ -238,12 +238,10 @@ def narrowed(widths: Sequence[int], width: int) -> list[int]:
 
 def _print_wrapped(listing: Listing, cells: list[list[str]], widths: list[int], console: Console) -> None:
     """Every column, each cell wrapped onto as many lines as it needs within its width."""
-    import textwrap
-
     from rich.text import Text
 
     def lines_of(row: Sequence[str]) -> list[list[str]]:
-        parts = [textwrap.wrap(c, w, break_on_hyphens=False) or [""] for c, w in zip(row, widths, strict=False)]
+        parts = [wrap_cells(c, w) for c, w in zip(row, widths, strict=False)]
         return [[p[n] if n < len(p) else "" for p in parts] for n in range(max(map(len, parts)))]
 
     if listing.title:
@@ -255,3 +253,33 @@ def _print_wrapped(listing: Listing, cells: list[list[str]], widths: list[int], 
             console.print(_styled_row(line, widths, listing.numeric, styles, Text), crop=False)
     for note in listing.notes:
         console.print(Text(safe_text(note)))
+
+
+def wrap_cells(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` terminal cells (a double-width character counts two), broken
+    between words, a word wider than the column cut into pieces that fit."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        while cell_width(word) > width:
+            if line:
+                lines.append(line)
+                line = ""
+            piece = _cut_to(word, width)
+            lines.append(piece)
+            word = word[len(piece):]
+        joined = f"{line} {word}" if line else word
+        if cell_width(joined) <= width:
+            line = joined
+        else:
+            lines.append(line)
+            line = word
+    return [*lines, line] if line or not lines else lines
+
+
+def _cut_to(word: str, width: int) -> str:
+    """The longest start of `word` that fits `width` cells (at least one character)."""
+    end = 1
+    while end < len(word) and cell_width(word[:end + 1]) <= width:
+        end += 1
+    return word[:end]
