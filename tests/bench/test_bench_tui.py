@@ -24,19 +24,30 @@ async def until(pilot, condition, seconds: float = 20.0) -> None:
     raise AssertionError("the bench dialog never got there")
 
 
+def two_spark_app() -> SparkAdvisorApp:
+    """The app on two Sparks, agentic, not remembering choices."""
+    return SparkAdvisorApp(load_index(), [], AppState(workload="agentic", hardware="dgx-spark", nodes=2),
+                           remember_choices=False)
+
+
+async def open_short_bench(app, pilot) -> BenchScreen:
+    """Shorten the workload (4,000 tokens in, 20 out) so a run is quick, then press b for the dialog."""
+    main = app.screen
+    main.set_assumptions(main.scenario.workload.changed(context_tokens=4000, output_tokens=20),
+                         main.scenario.settings, None)
+    await pilot.press("b")
+    await until(pilot, lambda: isinstance(app.screen, BenchScreen))
+    return app.screen
+
+
 async def test_b_benches_the_served_build_and_record_re_ranks_with_it(monkeypatch):
     server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=400.0)
     monkeypatch.setenv("SPARKADVISOR_VLLM_URL", server.url)
-    app = SparkAdvisorApp(load_index(), [], AppState(workload="agentic", hardware="dgx-spark", nodes=2),
-                          remember_choices=False)
+    app = two_spark_app()
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             main = app.screen
-            main.set_assumptions(main.scenario.workload.changed(context_tokens=4000, output_tokens=20),
-                                 main.scenario.settings, None)
-            await pilot.press("b")
-            await until(pilot, lambda: isinstance(app.screen, BenchScreen))
-            dialog = app.screen
+            dialog = await open_short_bench(app, pilot)
             assert "4,000 tokens" in str(dialog.query_one("#bench-what", Static).render())
             await pilot.click("#bench-run")
             await until(pilot, lambda: not dialog.query_one("#bench-record", Button).disabled)
@@ -96,16 +107,10 @@ async def test_a_served_build_that_does_not_fit_the_screens_cluster_is_named_in_
 async def test_credentials_in_the_vllm_address_never_reach_the_dialog(monkeypatch):
     server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=400.0)
     monkeypatch.setenv("SPARKADVISOR_VLLM_URL", server.url.replace("http://", "http://user:s3cret@"))
-    app = SparkAdvisorApp(load_index(), [], AppState(workload="agentic", hardware="dgx-spark", nodes=2),
-                          remember_choices=False)
+    app = two_spark_app()
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            main = app.screen
-            main.set_assumptions(main.scenario.workload.changed(context_tokens=4000, output_tokens=20),
-                                 main.scenario.settings, None)
-            await pilot.press("b")
-            await until(pilot, lambda: isinstance(app.screen, BenchScreen))
-            dialog = app.screen
+            dialog = await open_short_bench(app, pilot)
             await pilot.click("#bench-run")
             await until(pilot, lambda: not dialog.query_one("#bench-record", Button).disabled)
             shown = " ".join(str(dialog.query_one(f"#bench-{part}", Static).render())
