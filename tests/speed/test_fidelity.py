@@ -153,3 +153,28 @@ def test_a_fold_without_an_engine_borrows_the_same_constants_whatever_the_order(
     pooled = replace(vllm, engine=POOLED)
     assert constants_for("atlas", {"llama.cpp": llama, POOLED: pooled}).engine == POOLED
     assert constants_for("atlas", {"sglang": replace(vllm, engine="sglang"), "llama.cpp": llama}).engine == "llama.cpp"
+
+
+DRAFTER_0731 = "deepseek-v4-flash-0731-stack:dspark"
+
+
+def test_a_recipe_without_its_own_acceptance_takes_its_drafters_from_other_recipes(index) -> None:
+    """The article publishes no acceptance: its step takes what other recipes of the same fused DSpark
+    drafter published (tonyd2wild's 60.2%), and the median over every drafter once none is left."""
+    spark = index.hardware["dgx-spark"]
+    full = calibrate(index, spark)
+    assert full.acceptance_for(DRAFTER_0731) == pytest.approx(0.602)
+    assert "1 other recipe of this drafter" in full.basis[f"acceptance:{DRAFTER_0731}"]
+    without = calibrate(index, spark, exclude=frozenset({"deepseek-v4-flash-0731-tonyd2wild-tp2"}))
+    assert DRAFTER_0731 not in without.drafter_acceptance
+    assert without.acceptance_for(DRAFTER_0731) == without.acceptance != pytest.approx(0.602)
+
+
+def test_the_eager_cost_is_fitted_only_where_a_recipe_was_measured_in_both_modes(index) -> None:
+    """conselara measured one recipe with and without CUDA graphs; without that pair the eager cost per
+    layer is confounded with the weights of the eager-only recipes, so it stays assumed."""
+    spark = index.hardware["dgx-spark"]
+    assert "fitted to" in calibrate(index, spark).basis["eager_ms_per_layer"]
+    without = calibrate(index, spark, exclude=frozenset({"gpt-oss-120b-conselara-tp1"}))
+    assert without.basis["eager_ms_per_layer"] == "assumed: no recipe measured both with and without CUDA graphs"
+    assert without.eager_ms_per_layer > 0

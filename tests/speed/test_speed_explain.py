@@ -56,6 +56,26 @@ def test_a_measurement_above_the_counted_read_is_said_to_speculate(index) -> Non
     assert "Counted tensor by tensor" not in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["ceiling"]
 
 
+def test_the_step_reads_the_counted_bytes(index) -> None:
+    """With a counted read the weights term is those bytes; a build without one keeps active x average
+    stored bits."""
+    assert "GB counted per node" in _steps(index, "deepseek-v4-flash-0731-stack", 2)["expected"]
+    assert "stored bits at" in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["expected"]
+
+
+def test_a_counted_read_grows_only_its_routed_experts_with_the_pass() -> None:
+    """One token reads the count as published; a pass touching 4x the experts reads 4x the routed part,
+    the rest once; without a routed share the count does not grow."""
+    from sparkadvisor.core.schema import DecodeRead
+    from sparkadvisor.core.speed.decode import counted_gb_per_pass
+
+    read = DecodeRead(split_gb=10.0, replicated_gb=1.0, routed_gb=4.0, source="x")
+    assert counted_gb_per_pass(read, 2, 6.0, 6) == read.per_rank_gb(2) == 6.0
+    assert counted_gb_per_pass(read, 2, 24.0, 6) == (6.0 + 4 * 4.0) / 2 + 1.0
+    flat = DecodeRead(split_gb=10.0, replicated_gb=1.0, source="x")
+    assert counted_gb_per_pass(flat, 2, 24.0, 6) == 6.0
+
+
 def test_whose_constants_says_why_a_build_without_a_recipe_got_its_engine(index) -> None:
     """No --engine given: the build's default, not 'the --engine setting'; --engine given: the setting."""
     from sparkadvisor.core.workload import Settings

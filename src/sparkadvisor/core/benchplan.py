@@ -90,7 +90,7 @@ def _decode(plan: Plan, context: int, streams: int) -> Prediction | None:
     """Per stream for one stream, all streams together for several (as the figures are)."""
     kv_read = kv_bytes_read(plan.kv, plan.kv_bytes_per_token, context)
     inputs = decode_inputs(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, kv_read,
-                           streams)
+                           streams, plan.build.decode_read)
     if inputs is None:
         return None
     d = estimate_decode(inputs, plan.cluster.hardware.memory_bandwidth_gb_s, plan.constants)

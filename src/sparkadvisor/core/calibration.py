@@ -28,7 +28,7 @@ from sparkadvisor.core.lsq import nnls
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.speed.constants import MIN_BAND, PRECISIONS, SpeedConstants, default_constants, tensor_peak_flops
-from sparkadvisor.core.speed.decode import DecodeInputs, estimate_decode, link_ms, read_ms
+from sparkadvisor.core.speed.decode import DecodeInputs, drafter_key, estimate_decode, link_ms, read_ms
 from sparkadvisor.core.speed.prefill import (
     PrefillInputs,
     attention_flops_per_token,
@@ -86,10 +86,11 @@ class Observation:
         m = self.measurement
         return m.value * m.streams if m.metric == "decode_tok_s" else m.value
 
-    def step_ms(self, acceptance: float) -> float:
-        """The measured time of one pass: every stream's accepted tokens over the total rate."""
+    def step_ms(self, c: SpeedConstants) -> float:
+        """The measured time of one pass: every stream's accepted tokens over the total rate (at the
+        recipe's own acceptance, else its drafter's or the median in `c`)."""
         i = self.inputs
-        accepted = i.acceptance if i.acceptance is not None else acceptance
+        accepted = i.acceptance if i.acceptance is not None else c.acceptance_for(i.drafter)
         return i.streams * (1 + i.spec_tokens * accepted) / self.total_tok_s * 1e3
 
 
@@ -166,7 +167,7 @@ def recipe_inputs(index: CatalogIndex, recipe: Recipe, context: int | None, stre
     hardware = index.hardware[recipe.hardware]
     kv_read = recipe_kv_read(facts, recipe, hardware, context or DEFAULT_DECODE_CONTEXT)
     return decode_inputs(facts.model, facts.build.format, facts.weights, recipe, recipe.tp, recipe.pp, kv_read,
-                         streams)
+                         streams, facts.build.decode_read)
 
 
 # --- decode -------------------------------------------------------------------
@@ -212,14 +213,16 @@ def _design(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
     classes = sorted(_groups(observations, lambda o: o.inputs.weight_class, MIN_CLASS_RECIPES))
     multi = _groups([o for o in observations if o.inputs.tp > 1], lambda o: "tp", MIN_ENGINE_RECIPES)
     engines = sorted(own | {_engine_of(o, own) for o in observations})
-    columns = ["kv_ms_per_gb", "compute_ms_per_gflop", "spec_ms_per_step", "eager_ms_per_layer"]
+    paired = bool(_both_modes(observations))
+    columns = ["kv_ms_per_gb", "compute_ms_per_gflop", "spec_ms_per_step"]
+    columns += ["eager_ms_per_layer"] if paired else []
     columns += ["allreduce_us"] if multi else []
     columns += [f"{name}:{e}" for e in engines for name in ("fixed_ms", "layer_ms")]
     columns += [f"weight_penalty:{k}" for k in classes]
     bare = replace(c, weight_penalty={}, allreduce_us=0.0 if multi else c.allreduce_us)
     design = _Design(columns, [], [], [])
     for o in observations:
-        i, measured = o.inputs, o.step_ms(c.acceptance)
+        i, measured = o.inputs, o.step_ms(c)
         weights, _, draft, _ = read_ms(i, bandwidth, bare)
         values = {"kv_ms_per_gb": i.kv_bytes_read * i.streams * i.pp / 1e9,
                   "compute_ms_per_gflop": i.tokens_verified * 2 * i.active_params / i.tp / 1e9,
@@ -230,9 +233,20 @@ def _design(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
                   f"layer_ms:{_engine_of(o, own)}": float(i.layers or 0),
                   f"weight_penalty:{i.weight_class}": weights}
         design.rows.append([values.get(name, 0.0) for name in columns])
-        design.targets.append(measured - weights - draft - link_ms(i, bare))
+        eager = 0.0 if paired or not i.eager else c.eager_ms_per_layer * (i.layers or 0)
+        design.targets.append(measured - weights - draft - link_ms(i, bare) - eager)
         design.weights.append(1 / measured ** 2)
     return design, own
+
+
+def _both_modes(observations: Sequence[Observation]) -> set[str]:
+    """Recipes measured both with and without CUDA graphs. Only such a pair tells the eager cost per
+    layer apart from the weights and fixed costs (an eager-only recipe leaves them confounded), so
+    without one the eager cost stays assumed."""
+    modes: dict[str, set[bool]] = {}
+    for o in observations:
+        modes.setdefault(o.recipe.id, set()).add(o.inputs.eager)
+    return {rid for rid, seen in modes.items() if len(seen) == 2}
 
 
 def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConstants) -> dict[str, SpeedConstants]:
@@ -248,6 +262,8 @@ def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
         basis[k] = _fitted(sum(1 for row in design.rows if row[design.columns.index(k)]), k)
     if "allreduce_us" not in shared:
         basis["allreduce_us"] = c.basis.get("allreduce_us", "assumed")
+    if "eager_ms_per_layer" not in design.columns:
+        basis["eager_ms_per_layer"] = "assumed: no recipe measured both with and without CUDA graphs"
     basis["expert_spread"] = f"best of {len(SPREADS)} spreads over {count} decode measurements"
     result = {}
     for engine in {k.split(":", 1)[1] for k in design.columns if k.startswith("fixed_ms:")}:
@@ -347,14 +363,24 @@ def _band_basis(count: int, folds: int) -> str:
 
 
 def _with_acceptance(recipes: list[Recipe], c: SpeedConstants) -> SpeedConstants:
-    """The median published acceptance stands in for recipes that do not publish theirs."""
-    rates = [r.speculative.acceptance for r in recipes if r.speculative and r.speculative.acceptance is not None]
-    if not rates:
+    """Acceptance for recipes that do not publish theirs: the median their drafter reached in the other
+    recipes that published it (`drafter_acceptance`), else the median over every published acceptance.
+    `recipes` never holds the recipe being predicted (`calibrate_all`'s `exclude`)."""
+    published = [(drafter_key(r.build, r.speculative.method, r.speculative.draft_repo), r.speculative.acceptance)
+                 for r in recipes if r.speculative and r.speculative.acceptance is not None]
+    if not published:
         return c
     import statistics  # here, not at the top: a warm start reads calibrations from the cache (5 ms spared)
 
-    return replace(c, acceptance=statistics.median(rates),
-                   basis={**c.basis, "acceptance": f"median of {len(rates)} published acceptance rates"})
+    by_drafter: dict[str, list[float]] = {}
+    for drafter, rate in published:
+        by_drafter.setdefault(drafter, []).append(rate)
+    basis = {**c.basis, "acceptance": f"median of {len(published)} published acceptance rates"}
+    for drafter, rates in by_drafter.items():
+        basis[f"acceptance:{drafter}"] = (f"{'median of ' if len(rates) > 1 else ''}{len(rates)} other recipe"
+                                          f"{'s' if len(rates) > 1 else ''} of this drafter publishing its acceptance")
+    return replace(c, acceptance=statistics.median(rate for _, rate in published),
+                   drafter_acceptance={d: statistics.median(rates) for d, rates in by_drafter.items()}, basis=basis)
 
 
 # --- prefill ------------------------------------------------------------------

@@ -15,8 +15,8 @@ from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_R
 from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Attention, Measurement, Severity
-from sparkadvisor.core.speed.decode import weight_class
+from sparkadvisor.core.schema import Attention, DecodeRead, Measurement, Severity
+from sparkadvisor.core.speed.decode import counted_gb_per_pass, drafter_key, weight_class
 from sparkadvisor.core.speed.prefill import (
     indexer_keys_per_token,
     prefill_chunk,
@@ -505,12 +505,37 @@ def _counted_text(plan: Plan) -> str:
     return (f" Counted tensor by tensor ({read.note}), a token reads {read.split_gb:.2f} GB split {plan.tp} ways "
             f"+ {read.replicated_gb:.2f} GB every rank keeps whole = {per_rank:.2f} GB per node: "
             f"{plan.cluster.hardware.memory_bandwidth_gb_s:g} GB/s / {per_rank:.2f} GB = {d.read_bound_tok_s:.0f} "
-            f"tok/s without speculative decoding. The expected step below counts active x average stored bits "
-            f"({modelled:.2f} GB per node), as it does for every model.")
+            f"tok/s without speculative decoding (active x average stored bits would say {modelled:.2f} GB per "
+            f"node). The expected step below reads these counted bytes" + _union_text(plan, read) + ".")
+
+
+def _union_text(plan: Plan, read: DecodeRead) -> str:
+    """How a pass of several tokens grows the counted routed experts to the union they route to."""
+    d, per_token = plan.decode, plan.model.params.experts_per_token
+    if d is None or not read.routed_gb or not per_token or d.experts_read <= per_token:
+        return ""
+    return (f"; a pass of several tokens reads the union of the experts they route to, {d.experts_read:.1f} of "
+            f"{plan.model.params.routed_experts} per layer, so the routed {read.routed_gb:.2f} GB grows "
+            f"{d.experts_read / per_token:.1f}x")
 
 
 def _speculates(plan: Plan) -> bool:
     return bool(plan.recipe and plan.recipe.speculative)
+
+
+def _speculation_text(plan: Plan) -> str:
+    """The speculative configuration a step assumes: the recipe's method and tokens, and whose acceptance."""
+    spec = plan.recipe.speculative if plan.recipe else None
+    if spec is None:
+        return ""
+    c = plan.constants
+    if spec.acceptance is not None:
+        rate, whose = spec.acceptance, "the recipe's published acceptance"
+    else:
+        key = drafter_key(plan.recipe.build, spec.method, spec.draft_repo) if plan.recipe else ""
+        rate = c.acceptance_for(key)
+        whose = c.basis.get(f"acceptance:{key}" if key in c.drafter_acceptance else "acceptance", "assumed")
+    return f"{spec.method} with {spec.tokens_per_pass} tokens per pass at {rate:.0%} accepted ({whose})"
 
 
 def _constants_text(plan: Plan) -> str:
@@ -541,7 +566,7 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
     d = plan.decode
     assert d is not None
     own = decode_at(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, plan.pool,
-                    plan.cluster.hardware, plan.constants, m) or d
+                    plan.cluster.hardware, plan.constants, m, plan.build.decode_read) or d
     per = m.streams if m.metric == "decode_tok_s" else 1
     expected, low, high = own.expected_tok_s / per, own.low_tok_s / per, own.high_tok_s / per
     where = "inside" if low <= m.value <= high else "OUTSIDE"
@@ -574,7 +599,10 @@ def _expected_text(plan: Plan) -> str:
     fixed_note = (f"{mode}: {c.fixed_ms:.1f} ms + {layers} layers x {per_layer:.2f} ms, {c.engine} constants "
                   f"{c.basis.get('fixed_ms')}" + (f"; eager {c.basis.get('eager_ms_per_layer')}" if eager else ""))
     penalty = c.weight_penalty.get(weight_class(plan.build.format), 0.0)
-    parts = [("weights", d.weights_ms, f"{plan.weights.stored_bits:.2f} stored bits at {c.bandwidth_fraction:.0%} "
+    read = plan.build.decode_read if d.read_bound_tok_s is not None else None
+    what = (f"{counted_gb_per_pass(read, plan.tp, d.experts_read, plan.model.params.experts_per_token):.2f} GB "
+            "counted per node" if read is not None else f"{plan.weights.stored_bits:.2f} stored bits")
+    parts = [("weights", d.weights_ms, f"{what} at {c.bandwidth_fraction:.0%} "
               f"of rated bandwidth, {c.basis.get('bandwidth_fraction')}"
               + (f", +{penalty:.0%} dequantization ({c.basis.get('weight_penalty')})" if penalty else "")),
              ("KV", d.kv_ms, f"what attention reads at {plan.workload.context_tokens:,} tokens"
@@ -592,7 +620,7 @@ def _expected_text(plan: Plan) -> str:
     if d.tables:
         text += f", plus the per-token {d.tables} table, unknown (its bytes per token are unpublished)"
     if d.tokens_per_pass > 1:
-        text += f"; it yields {d.tokens_per_pass:.2f} tokens (speculative decoding)"
+        text += f"; it yields {d.tokens_per_pass:.2f} tokens (speculative decoding: {_speculation_text(plan)})"
     shares = ", ".join(f"{name} {ms / d.step_ms:.0%}" for name, ms, _ in shown if ms / d.step_ms >= 0.005)
     if d.streams > 1:
         return (text + f": {d.expected_tok_s:.0f} tok/s expected across {d.streams} streams, "

@@ -522,21 +522,29 @@ class Size:
 @record
 class DecodeRead:
     """What one decode token reads, counted tensor by tensor (config.json shapes at the checkpoint's
-    stored precisions), split the way an engine's tensor parallelism splits it. The speed model's
-    step counts active parameters x average stored bits for every model alike; this count bounds
-    what a step without speculation can reach, so a measurement above the bound must speculate."""
+    stored precisions), split the way an engine's tensor parallelism splits it. Where a build has one,
+    the speed model's weights term reads it (on that engine) instead of active parameters x average
+    stored bits; it also bounds what a step without speculation can reach, so a measurement above the
+    bound must speculate."""
 
     split_gb: float = checked(gt=0)
     """GB per token that tensor parallelism divides across the ranks (column and row-parallel
     projections, routed experts, the vocabulary-parallel LM head)."""
     replicated_gb: float = checked(default=0.0, ge=0)
     """GB per token every rank reads whole (projections the engine keeps replicated)."""
+    routed_gb: float | None = checked(default=None, gt=0)
+    """Of `split_gb`, the routed experts one token reads (experts_per_token per layer), when counted
+    apart: a pass verifying several tokens reads the union of the experts they route to."""
     engine: str = "vllm"
     """Whose model code decides which projections are split and which replicated."""
     note: str = ""
     """What the count includes, in a sentence."""
     source: SourceRef
     """config.json for the shapes, the checkpoint's quantization, the engine's model code."""
+
+    def __post_init__(self) -> None:
+        if self.routed_gb is not None and self.routed_gb > self.split_gb:
+            raise ValueError(f"routed_gb {self.routed_gb:g} is more than split_gb {self.split_gb:g}")
 
     def per_rank_gb(self, tp: int) -> float:
         """GB one rank reads per token at tensor parallelism `tp`."""
@@ -592,7 +600,7 @@ class Speculative:
     tokens_per_pass: int = checked(ge=1)
     """Tokens proposed per pass of the big model (num_speculative_tokens)."""
     acceptance: float | None = checked(default=None, gt=0, lt=1)
-    """Measured share of proposed tokens accepted, when the recipe reports it."""
+    """Measured share of proposed tokens accepted (vLLM's accepted / drafted), when the recipe reports it."""
     source: SourceRef
     """The recipe."""
 

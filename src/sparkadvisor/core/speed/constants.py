@@ -125,6 +125,13 @@ class SpeedConstants:
     """The same for several streams."""
     prefill_band_below: float | None = None
     """The same for prefill."""
+    drafter_acceptance: dict[str, float] = field(default_factory=dict)
+    """The median acceptance other recipes published for each drafter (`decode.drafter_key`): a recipe
+    that does not publish its own takes its drafter's before the median over every drafter."""
+
+    def acceptance_for(self, drafter: str) -> float:
+        """Share of proposed tokens accepted for a recipe of `drafter` that does not publish its own."""
+        return self.drafter_acceptance.get(drafter, self.acceptance)
 
     def decode_range(self, streams: int) -> tuple[float, float]:
         """(below, above) of the decode range for `streams` sequences."""

@@ -81,6 +81,12 @@ class DecodeInputs:
     """Sequences decoded together in one step."""
     tables: str = ""
     """Per-token tables read every token ("PLE", "Engram"), whose bytes are unpublished; "" for none."""
+    drafter: str = ""
+    """Whose drafter proposes the tokens (`drafter_key`): recipes of one drafter share its published
+    acceptance; "" without speculation."""
+    counted_read: DecodeRead | None = None
+    """The build's bytes per token counted tensor by tensor for this engine's split, when counted: the
+    weights term reads these instead of active parameters x average stored bits."""
 
     @property
     def tokens_verified(self) -> int:
@@ -128,6 +134,12 @@ class DecodeEstimate:
     def per_stream_tok_s(self) -> float:
         """What each stream sees."""
         return self.expected_tok_s / self.streams
+
+
+def drafter_key(build: str, method: str, draft_repo: str | None) -> str:
+    """The drafter a recipe speculates with: its draft model's repo, else the build's own heads (MTP
+    layers or a fused DSpark block shipped in the checkpoint) under the method that runs them."""
+    return draft_repo or f"{build}:{method}"
 
 
 def tokens_per_pass(spec_tokens: int, measured_acceptance: float | None, assumed: float) -> float:
@@ -221,7 +233,7 @@ def pass_cost(inputs: DecodeInputs, c: SpeedConstants) -> PassCost:
     compute = verified * 2 * inputs.active_params / inputs.tp / 1e9 * c.compute_ms_per_gflop
     spec = inputs.drafter_steps * c.spec_ms_per_step if inputs.spec_tokens else 0.0
     return PassCost(params, touched, kv_ms, compute, spec, fixed_ms(inputs, c), link_ms(inputs, c),
-                    tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance))
+                    tokens_per_pass(inputs.spec_tokens, inputs.acceptance, c.acceptance_for(inputs.drafter)))
 
 
 def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants,
@@ -230,14 +242,28 @@ def read_ms(inputs: DecodeInputs, bandwidth_gb_s: float, c: SpeedConstants,
     pass's `pass_cost`, when already worked out)."""
     cost = cost if cost is not None else pass_cost(inputs, c)
     return _read_ms(cost, inputs.stored_bits, inputs.weight_class, inputs.draft_bytes_per_pass, inputs.tp,
-                    bandwidth_gb_s, c)
+                    bandwidth_gb_s, c, inputs.counted_read, inputs.experts_per_token)
+
+
+def counted_gb_per_pass(read: DecodeRead, tp: int, experts_read: float, per_token: int | None) -> float:
+    """GB one rank reads in a pass from the build's counted read: the routed experts' share grows to the
+    union of experts the pass's tokens route to (`experts_read` of `per_token` per layer), the rest is
+    read once whatever the number of tokens."""
+    routed = read.routed_gb or 0.0
+    scale = experts_read / per_token if routed and experts_read and per_token else 1.0
+    return (read.split_gb - routed + routed * scale) / tp + read.replicated_gb
 
 
 def _read_ms(cost: PassCost, stored_bits: float, weight_class: str, draft_bytes: float, tp: int,
-             bandwidth_gb_s: float, c: SpeedConstants) -> tuple[float, float, float, float]:
-    """`read_ms` from the pass cost and the fields of the inputs that the weights' format sets."""
+             bandwidth_gb_s: float, c: SpeedConstants, counted: DecodeRead | None = None,
+             per_token: int | None = None) -> tuple[float, float, float, float]:
+    """`read_ms` from the pass cost and the fields of the inputs that the weights' format sets; a counted
+    read (`schema.DecodeRead`) replaces parameters x average stored bits."""
     effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
-    read = cost.params_read * stored_bits / 8 / tp / effective * 1e3
+    if counted is not None:
+        read = counted_gb_per_pass(counted, tp, cost.experts_read, per_token) * 1e9 / effective * 1e3
+    else:
+        read = cost.params_read * stored_bits / 8 / tp / effective * 1e3
     weights_ms = read * (1 + c.weight_penalty.get(weight_class, 0.0))
     draft_ms = draft_bytes / effective * 1e3
     return weights_ms, cost.kv_ms, draft_ms, cost.experts_read
@@ -256,16 +282,17 @@ def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: Spee
     `cost` is the pass's `pass_cost`, when already worked out."""
     cost = cost if cost is not None else pass_cost(inputs, constants)
     return estimate_for_weights(inputs, cost, inputs.nominal_bits, inputs.stored_bits, inputs.weight_class,
-                                inputs.draft_bytes_per_pass, bandwidth_gb_s, constants)
+                                inputs.draft_bytes_per_pass, bandwidth_gb_s, constants, inputs.counted_read)
 
 
 def estimate_for_weights(inputs: DecodeInputs, cost: PassCost, nominal_bits: float, stored_bits: float,
                          weight_class: str, draft_bytes: float, bandwidth_gb_s: float,
-                         c: SpeedConstants) -> DecodeEstimate:
+                         c: SpeedConstants, counted: DecodeRead | None = None) -> DecodeEstimate:
     """`estimate_decode` for weights of their own format (nominal and stored bits, dequantization
-    path, drafter bytes per pass) with the rest of `inputs`: every build of a model shares `inputs`
-    and `cost` under one recipe, split, context and stream count, so a ranking makes them once."""
-    weights, kv, draft, touched = _read_ms(cost, stored_bits, weight_class, draft_bytes, inputs.tp, bandwidth_gb_s, c)
+    path, drafter bytes per pass, counted read) with the rest of `inputs`: every build of a model shares
+    `inputs` and `cost` under one recipe, split, context and stream count, so a ranking makes them once."""
+    weights, kv, draft, touched = _read_ms(cost, stored_bits, weight_class, draft_bytes, inputs.tp, bandwidth_gb_s, c,
+                                           counted, inputs.experts_per_token)
     compute, spec, fixed, allreduce = cost.compute_ms, cost.spec_ms, cost.fixed_ms, cost.allreduce_ms
     tokens = cost.tokens_per_pass
     bits = min(nominal_bits, stored_bits)  # as `ceiling_bits`

@@ -11,13 +11,14 @@ from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Hardware, Measurement, Model, Recipe, Speculative
+from sparkadvisor.core.schema import DecodeRead, Hardware, Measurement, Model, Recipe, Speculative
 from sparkadvisor.core.speed.constants import SpeedConstants
 from sparkadvisor.core.speed.decode import (
     DecodeEstimate,
     DecodeInputs,
     PassCost,
     estimate_decode,
+    drafter_key,
     estimate_for_weights,
     pass_cost,
     read_bound,
@@ -100,7 +101,8 @@ def shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv
                   eager: bool, constants: SpeedConstants) -> PassTerms:
     """This build's decode inputs in mode `eager` and their `pass_cost`, (None, None) without active
     parameters. Only the weights' own fields differ between builds of the model (`_estimate_for_build`)."""
-    inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, tp, pp, kv_read, streams)
+    inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, tp, pp, kv_read, streams,
+                           facts.build.decode_read)
     if inputs is None:
         return None, None
     if inputs.eager != eager:
@@ -115,8 +117,10 @@ def _estimate_for_build(facts: BuildFacts, recipe: Recipe | None, inputs: Decode
     spec = recipe.speculative if recipe else None
     draft = (_draft_bytes(spec, weights, active_b / facts.model.params.total_b, inputs.tp)
              if spec and active_b is not None else 0.0)
+    counted = facts.build.decode_read
+    counted = counted if counted is not None and counted.engine == constants.engine else None
     estimate = estimate_for_weights(inputs, cost, FORMATS[weight_format].nominal_bits, weights.stored_bits,
-                                    weight_class(weight_format), draft, bandwidth_gb_s, constants)
+                                    weight_class(weight_format), draft, bandwidth_gb_s, constants, counted)
     bound = read_bound(facts.build.decode_read, constants.engine, inputs.tp, bandwidth_gb_s)
     return estimate if bound is None else replace(estimate, read_bound_tok_s=bound)
 
@@ -126,11 +130,12 @@ DEFAULT_DECODE_CONTEXT = 2_000
 
 
 def decode_at(facts_model: Model, weight_format: str, weights: Weights, recipe: Recipe | None, tp: int, pp: int,
-              pool: KvPool, hardware: Hardware, constants: SpeedConstants, m: Measurement) -> DecodeEstimate | None:
+              pool: KvPool, hardware: Hardware, constants: SpeedConstants, m: Measurement,
+              decode_read: DecodeRead | None = None) -> DecodeEstimate | None:
     """The estimate at a measurement's own context, streams and mode: the like-for-like prediction
     `show` prints beside it."""
     kv_read = kv_bytes_read(pool.shape, pool.bytes_per_token, m.context_tokens or DEFAULT_DECODE_CONTEXT)
-    inputs = decode_inputs(facts_model, weight_format, weights, recipe, tp, pp, kv_read, m.streams)
+    inputs = decode_inputs(facts_model, weight_format, weights, recipe, tp, pp, kv_read, m.streams, decode_read)
     if inputs is None:
         return None
     return estimate_decode(as_measured(inputs, m), hardware.memory_bandwidth_gb_s, constants)
@@ -148,8 +153,10 @@ def as_measured(inputs: DecodeInputs, m: Measurement) -> DecodeInputs:
 
 
 def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Recipe | None,
-                  tp: int, pp: int, kv_read: float, streams: int = 1) -> DecodeInputs | None:
-    """What a decode step reads and runs for this build under this recipe."""
+                  tp: int, pp: int, kv_read: float, streams: int = 1,
+                  decode_read: DecodeRead | None = None) -> DecodeInputs | None:
+    """What a decode step reads and runs for this build under this recipe (`decode_read`: the build's
+    counted read, when it has one)."""
     params = model.params
     if params.active_b is None:
         return None
@@ -173,7 +180,15 @@ def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Re
         attention.hidden_size if attention else None,  # hidden_size
         streams,  # streams
         _tables_label(model) if model.tables else "",  # tables
+        drafter_key(recipe.build, spec.method, spec.draft_repo) if recipe and spec else "",  # drafter
+        _counted(decode_read, recipe),  # counted_read
     )
+
+
+def _counted(read: DecodeRead | None, recipe: Recipe | None) -> DecodeRead | None:
+    """The build's counted read when it was counted for the recipe's engine (vLLM's split without a recipe)."""
+    engine = recipe.engine if recipe else "vllm"
+    return read if read is not None and read.engine == engine else None
 
 
 def _tables_label(model: Model) -> str:
