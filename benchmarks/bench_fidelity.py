@@ -61,7 +61,8 @@ def figures() -> dict[str, object]:
         "decode_range": {"below": round(vllm.decode_range(1)[0], 3), "above": round(vllm.decode_range(1)[1], 3)},
         "previous_decode_band": PREVIOUS_DECODE_BAND,
         "article": {"measured": ARTICLE_DECODE, "predicted": _r(article.predicted),
-                    "error_pct": _r(article.error_pct), "read_bound_tok_s": _r(_read_bound(index))},
+                    "error_pct": _r(article.error_pct), "read_bound_tok_s": _r(_read_bound(index)),
+                    "speculation": _speculation(index)},
         "kv_pools": _pools(index),
     }
 
@@ -75,6 +76,15 @@ def _read_bound(index) -> float | None:
     hardware = index.hardware[recipe.hardware]
     return read_bound(index.builds[recipe.build].decode_read, recipe.engine, recipe.tp,
                       hardware.memory_bandwidth_gb_s)
+
+
+def _speculation(index) -> str:
+    """How the article's stack is predicted to speculate: "" without speculation, else the method and tokens,
+    with "assumed" when its source states none."""
+    spec = next(r for r in index.catalog.recipes if r.id == ARTICLE_RECIPE).speculative
+    if spec is None:
+        return ""
+    return f"{spec.method} k={spec.tokens_per_pass}" + (" assumed" if spec.assumed else "")
 
 
 def _pools(index) -> list[dict[str, object]]:
@@ -173,9 +183,13 @@ def lines(f: dict) -> list[str]:
     out.append(f"article's stack        predicted {article['predicted']} vs {article['measured']} tok/s, "
                f"{article['error_pct']:+.1f}% (within 20%: {_mark(abs(article['error_pct']) <= 20)})")
     if article["read_bound_tok_s"] is not None:
+        spec = article.get("speculation") or ""
+        how = (f"predicted with {spec.removesuffix(' assumed')}, assumed from the checkpoint's serving default "
+               "(acceptance from other recipes of its drafter)" if spec.endswith("assumed") else
+               f"predicted with {spec}" if spec else "predicted without speculation")
         out.append(f"                       counted read: no step without speculation passes "
                    f"{article['read_bound_tok_s']:.1f} tok/s at rated bandwidth; the article states no "
-                   "speculative configuration")
+                   f"speculative configuration: {how}")
     recipes = {p["recipe"] for p in pools}
     failing = {p["recipe"] for p in pools if p not in pooled_ok}
     out.append(f"KV pools within 10%    {len(recipes - failing)}/{len(recipes)} recipes, every logged pool of each "

@@ -170,6 +170,21 @@ def test_a_recipe_without_its_own_acceptance_takes_its_drafters_from_other_recip
     assert without.acceptance_for(DRAFTER_0731) == without.acceptance != pytest.approx(0.602)
 
 
+def test_the_left_out_recipes_own_acceptance_never_feeds_its_drafters_rate(index) -> None:
+    """Were the article to publish an acceptance, leaving it out of the fit drops it from the pool."""
+    spec = next(r for r in index.catalog.recipes if r.id == "deepseek-v4-flash-article-tp2").speculative
+    changed = _with_recipe(index, "deepseek-v4-flash-article-tp2", speculative=replace(spec, acceptance=0.3))
+    spark = changed.hardware["dgx-spark"]
+    assert calibrate(changed, spark).acceptance_for(DRAFTER_0731) == pytest.approx((0.3 + 0.602) / 2)
+    left_out = calibrate(changed, spark, exclude=frozenset({"deepseek-v4-flash-article-tp2"}))
+    assert left_out.acceptance_for(DRAFTER_0731) == pytest.approx(0.602)
+
+
+def test_the_articles_stack_is_predicted_as_speculative_and_falls_in_its_range(report) -> None:
+    check = _check(report, "deepseek-v4-flash-article-tp2", "decode_tok_s")
+    assert check.inside and check.predicted > 43.7  # above the counted read's bound without speculation
+
+
 def test_the_eager_cost_is_fitted_only_where_a_recipe_was_measured_in_both_modes(index) -> None:
     """conselara measured one recipe with and without CUDA graphs; without that pair the eager cost per
     layer is confounded with the weights of the eager-only recipes, so it stays assumed."""

@@ -56,10 +56,22 @@ def test_a_measurement_above_the_counted_read_is_said_to_speculate(index) -> Non
     assert "Counted tensor by tensor" not in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["ceiling"]
 
 
-def test_the_step_reads_the_counted_bytes(index) -> None:
-    """With a counted read the weights term is those bytes; a build without one keeps active x average
-    stored bits."""
-    assert "GB counted per node" in _steps(index, "deepseek-v4-flash-0731-stack", 2)["expected"]
+def test_speculation_the_article_does_not_state_is_shown_as_assumed_from_the_checkpoint(index) -> None:
+    """The article states no flags: show names the checkpoint's default as the reason DSpark is assumed, and
+    whose acceptance the step takes (another recipe of the same drafter, not the article's own)."""
+    steps = _steps(index, "deepseek-v4-flash-0731-stack", 2)
+    assert ("The recipe's source states no speculative configuration: the model assumes dspark with 5 tokens "
+            "(the 0731 checkpoint's default serving mode") in steps["measured"]
+    assert "assumed, not stated by the recipe's source" in steps["expected"]
+    assert "1 other recipe of this drafter publishing its acceptance" in steps["expected"]
+    assert "assumed, not stated" not in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["expected"]
+
+
+def test_the_step_reads_the_counted_bytes_and_the_union_of_experts(index) -> None:
+    """With a counted read the weights term is those bytes, the routed experts grown to what a pass of
+    several tokens routes to; a build without one keeps active x average stored bits."""
+    steps = _steps(index, "deepseek-v4-flash-0731-stack", 2)
+    assert "GB counted per node" in steps["expected"] and "the union of the experts" in steps["ceiling"]
     assert "stored bits at" in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["expected"]
 
 

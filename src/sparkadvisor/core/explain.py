@@ -524,7 +524,8 @@ def _speculates(plan: Plan) -> bool:
 
 
 def _speculation_text(plan: Plan) -> str:
-    """The speculative configuration a step assumes: the recipe's method and tokens, and whose acceptance."""
+    """The speculative configuration a step assumes: the recipe's method and tokens, whose acceptance, and
+    whether the recipe's source states it or it is assumed from the checkpoint's default."""
     spec = plan.recipe.speculative if plan.recipe else None
     if spec is None:
         return ""
@@ -535,7 +536,10 @@ def _speculation_text(plan: Plan) -> str:
         key = drafter_key(plan.recipe.build, spec.method, spec.draft_repo) if plan.recipe else ""
         rate = c.acceptance_for(key)
         whose = c.basis.get(f"acceptance:{key}" if key in c.drafter_acceptance else "acceptance", "assumed")
-    return f"{spec.method} with {spec.tokens_per_pass} tokens per pass at {rate:.0%} accepted ({whose})"
+    text = f"{spec.method} with {spec.tokens_per_pass} tokens per pass at {rate:.0%} accepted ({whose})"
+    if spec.assumed:
+        text += f"; assumed, not stated by the recipe's source: {spec.assumed}"
+    return text
 
 
 def _constants_text(plan: Plan) -> str:
@@ -582,10 +586,17 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
     text = (head + f"the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
             f"predicted range; {plan.efficiency:.0%} of the ceiling.")
     bound = d.read_bound_tok_s
-    if bound is not None and m.streams == 1 and not _speculates(plan) and m.value > bound:
+    above = bound is not None and m.streams == 1 and m.value > bound
+    spec = plan.recipe.speculative if plan.recipe else None
+    if above and spec is None:
         text += (f" It is above the {bound:.0f} tok/s a step without speculation can reach reading the counted "
                  f"bytes at rated bandwidth, so the measured stack decodes speculatively; the recipe states no "
                  f"speculative configuration, so the model predicts it without one.")
+    elif spec is not None and spec.assumed:
+        reach = (f" It is above the {bound:.0f} tok/s a step without speculation can reach reading the counted "
+                 f"bytes at rated bandwidth, so the measured stack decodes speculatively." if above else "")
+        text += (f"{reach} The recipe's source states no speculative configuration: the model assumes "
+                 f"{spec.method} with {spec.tokens_per_pass} tokens ({spec.assumed}).")
     return text
 
 

@@ -601,8 +601,11 @@ class Speculative:
     """Tokens proposed per pass of the big model (num_speculative_tokens)."""
     acceptance: float | None = checked(default=None, gt=0, lt=1)
     """Measured share of proposed tokens accepted (vLLM's accepted / drafted), when the recipe reports it."""
+    assumed: str = ""
+    """Why speculation is assumed when the recipe's own source does not state it (e.g. the checkpoint's
+    default serving mode); "" when the recipe states it."""
     source: SourceRef
-    """The recipe."""
+    """The recipe, or the sources that establish the assumed mode."""
 
 
 @record

@@ -35,7 +35,7 @@
 #   GiB give 1.98M tokens (+0%): the rest of the gap is in what vLLM keeps beside the KV, 5.5 GiB there
 #   against 5.4 GiB here.
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
-#   not stated), 1 stream, CUDA graphs); the model's 106 there leaves out the PLE table every token reads (its
+#   not stated), 1 stream, CUDA graphs); the model's 97 there leaves out the PLE table every token reads (its
 #   bytes per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity`
 #   lists this row apart, never as a pass; 30% of the ceiling.
 #   100,000 tokens / measured prefill 2,708 tok/s (cold prefill of a 112K-token prompt) = 37 s to the first
