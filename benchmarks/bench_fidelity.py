@@ -128,9 +128,9 @@ def _label(pool: dict) -> str:
 
 def _aside(pool: dict) -> str:
     """What a row's figure leans on: the pool at the KV memory the run logged (the per-request cost alone,
-    without the reserve), a reserve taken from another logged boot of the same recipe (calibrated, not
+    without the reserve), a reserve taken from other logged boots of the same recipe (calibrated, not
     predicted), or that its KV memory and settings are unpublished."""
-    own = "; reserve from another boot of this recipe" if pool.get("own_reserve") else ""
+    own = "; reserve from other boots of this recipe" if pool.get("own_reserve") else ""
     if pool.get("at_logged_kv_pct") is not None:
         return f"  {pool['at_logged_kv_pct']:+.1f}% in its logged KV memory{own}"
     if pool.get("basis") == "measured pool":
