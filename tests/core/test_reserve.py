@@ -84,25 +84,45 @@ def test_a_logged_profile_without_graphs_keeps_the_general_graph_figures(index):
     assert r.draft_graph_bytes == pytest.approx(DRAFT_GRAPH_GIB * GiB)
 
 
-@pytest.mark.parametrize(("recipe", "engine", "weights", "kv", "max_model_len", "graphs", "profile"), [
+@pytest.mark.parametrize(("recipe", "max_model_len", "boots", "profile"), [
     # Qwen3.8 TP1, ledger row 9: gmu 0.80, ~76 GiB of weights (the catalog's 76.18), ~14.7 GiB of KV,
     # the general graph figures.
-    ("qwen3.8-flash-next-tonyd2wild-tp1", 0.80, 76.18, 14.7, 262_144, 1.99 + 0.55, 2.57),
+    ("qwen3.8-flash-next-tonyd2wild-tp1", 262_144, [(0.80, 76.18, 14.7, 1.99 + 0.55)], 2.57),
     # Qwen3.8 TP2, ledger row 12: gmu 0.70, 63 GiB per rank, 16.74 GiB of KV, decode-only graphs of rows 19/23.
-    ("qwen3.8-flash-next-tonyd2wild-tp2", 0.70, 63.0, 16.74, 262_144, 23_832 * 16.56 / 995_129, 3.69),
-    # DeepSeek-V4.1-Flash TP4, the boot-10 restore log: gmu 0.80, 81.58 GiB, 6.13 GiB of KV, 1.29 + 0.55 GiB graphs.
-    ("deepseek-v4.1-flash-tonyd2wild-tp4", 0.80, 81.58, 6.13, 300_000, 1.29 + 0.55, 6.26),
+    ("qwen3.8-flash-next-tonyd2wild-tp2", 262_144, [(0.70, 63.0, 16.74, 23_832 * 16.56 / 995_129)], 3.69),
+    # DeepSeek-V4.1-Flash TP4, the two boots of its flags besides the README's: boot 9 (RECIPE.md: 4.84 GiB
+    # of KV, 1.85 + 0.56 GiB graphs) and boot 10's restore log (6.13 GiB, 1.29 + 0.55), at gmu 0.80, 81.58 GiB.
+    ("deepseek-v4.1-flash-tonyd2wild-tp4", 300_000,
+     [(0.80, 81.58, 4.84, 1.85 + 0.56), (0.80, 81.58, 6.13, 1.29 + 0.55)], 6.61),
 ])
-def test_each_logged_profile_run_follows_from_its_boot(index, recipe, engine, weights, kv, max_model_len, graphs,
-                                                       profile):
-    # What vLLM kept beside weights and KV in that boot, less the indexer buffer its rule sizes and the
-    # boot's CUDA graphs: gmu x 121.6 - weights - KV - buffer - graphs.
+def test_each_logged_profile_run_follows_from_its_boots(index, recipe, max_model_len, boots, profile):
+    # What vLLM kept beside weights and KV in each boot, less the indexer buffer its rule sizes and that
+    # boot's CUDA graphs: gmu x 121.6 - weights - KV - buffer - graphs; several boots give their mean.
     logged = next(r for r in index.catalog.recipes if r.id == recipe).reserve
     buffer = INDEXER_BUFFER_BYTES_PER_TOKEN * max_model_len / GiB
+    profiles = [engine * 121.6 - weights - kv - buffer - graphs for engine, weights, kv, graphs in boots]
+    assert logged.boots == len(boots)
     assert logged.profile_gib == pytest.approx(profile)
-    assert engine * 121.6 - weights - kv - buffer - graphs == pytest.approx(profile, abs=0.01)
-    # The graphs the plan keeps back are the same boot's, never another boot's beside this profile.
+    assert sum(profiles) / len(boots) == pytest.approx(profile, abs=0.01)
+    # The graphs the plan keeps back are the same boots' as the profile, never another boot's beside it.
+    graphs = sum(b[-1] for b in boots) / len(boots)
     assert logged.cuda_graphs_gib is None or logged.cuda_graphs_gib == pytest.approx(graphs, abs=0.01)
+
+
+def test_a_reserve_never_takes_the_boot_whose_pool_it_predicts(index):
+    # DeepSeek-V4.1-Flash's measured pool is the README's boot 10 (5.15 GiB of KV, 1.99 + 0.55 GiB of
+    # graphs): its reserve averages the other two boots of the same flags, and show says so.
+    ds = plan(index, "deepseek-v4.1-flash", 4)
+    r = ds.budget.reserve
+    assert r.logged.boots == 2 and r.graphs_logged
+    assert "tonyd2wild-ds41" not in r.logged.source  # the README cites only the indexer buffer's rule here
+    assert {"tonyd2wild-ds41-recipe", "tonyd2wild-ds41-restore"} <= set(r.source_ids)
+    text = step(ds, "budget")
+    assert "6.61 GiB profile run" in text and "the mean of 2 of this recipe's own logged boots" in text
+    assert "2.13 GiB CUDA graphs of target and drafter: the same 2 boots" in text
+    assert "5.5 GiB goes to the KV cache" in text
+    # 5.48 GiB of KV at the measured pool's 5.15 GiB per 1,070,168 tokens: within 10% of it.
+    assert ds.kv_pool_tokens == pytest.approx(1_139_736, rel=1e-3)
 
 
 def test_a_build_without_a_recipe_keeps_the_profile_peak_and_cuda_graphs(index):

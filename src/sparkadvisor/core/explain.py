@@ -213,7 +213,8 @@ def _profile_text(r: Reserve, batched: int) -> str:
     if logged is None:
         drafter = ", with its drafter's share" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else ""
         return text + f"GLM-5.3-Flash TP2's log at 8,192 batched tokens, less its indexer buffer{drafter}, assumed here"
-    text += "this recipe's own logged boot"
+    text += "this recipe's own logged boot" if logged.boots == 1 else \
+        f"the mean of {logged.boots} of this recipe's own logged boots"
     if logged.batched_tokens and logged.batched_tokens != batched:
         more = "more" if batched > logged.batched_tokens else "less"
         text += (f", at {logged.batched_tokens:,} batched tokens where the recipe runs {batched:,} (which needs "
@@ -226,7 +227,9 @@ def _graph_texts(r: Reserve) -> list[str]:
     if not r.graph_bytes:
         return ["no CUDA graphs (eager)"]
     if r.graphs_logged:
-        return [f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs of target and drafter: this model's own log"]
+        boots = r.logged.boots if r.logged is not None else 1
+        own = "this model's own log" if boots == 1 else f"the same {boots} boots"
+        return [f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs of target and drafter: {own}"]
     texts = [f"{r.graph_bytes / GiB:.2f} GiB CUDA graphs: DeepSeek-V4.1-Flash TP4's log (FULL_AND_PIECEWISE), "
              "assumed here"]
     if r.draft_graph_bytes:

@@ -724,25 +724,29 @@ class Measurement:
 
 @record
 class LoggedReserve:
-    """What vLLM held per node beside the weights as loaded and the KV cache in a logged boot of a recipe's
-    mode (another boot than the one whose pool the recipe reports), in the parts vLLM's memory profiler
+    """What vLLM held per node beside the weights as loaded and the KV cache in logged boots of a recipe's
+    mode (other boots than the one whose pool the recipe reports), in the parts vLLM's memory profiler
     adds: gpu_worker.determine_available_memory keeps the profile run's peak (activations and non-torch
     memory) and, since v0.21, its CUDA graph estimate out of gpu-memory-utilization x memory."""
 
     profile_gib: float = checked(gt=0)
     """The profile run's activations and non-torch memory per node: that boot's gpu-memory-utilization x
     memory - weights as loaded - its logged KV memory - the indexer's prefill buffer (vLLM's rule, added
-    apart so it follows max-model-len) - the CUDA graphs below."""
+    apart so it follows max-model-len) - the CUDA graphs below; with several boots, the mean of theirs."""
     cuda_graphs_gib: float | None = checked(default=None, ge=0)
     """CUDA graph memory per node (target and drafter) in the recipe's cudagraph mode, when a log of this
-    model gives it; else the general figure."""
+    model gives it (with several boots, the mean of theirs); else the general figure."""
+    boots: int = checked(default=1, ge=1)
+    """How many logged boots of the recipe's flags the figures are the mean of, each boot's profile run
+    beside its own graphs (GB10 boots of the same flags differ: vLLM measures what it holds as drops in
+    torch.cuda.mem_get_info(), which on a GB10 reports the host's MemFree, so the page cache moves them)."""
     batched_tokens: int | None = checked(default=None, ge=1)
     """--max-num-batched-tokens of the logged boot, when it differs from the recipe's (the profile run's
     activations grow with it, by an amount no log here gives)."""
     note: str = ""
-    """Which boot, and its figures."""
+    """Which boots, and their figures."""
     source: SourceRef
-    """The log."""
+    """The logs."""
 
 
 @record
@@ -776,7 +780,7 @@ class Recipe:
     (it differs from the stored size's share where layers are held at another precision, or a drafter
     or vision encoder loads beside the model)."""
     reserve: LoggedReserve | None = None
-    """What vLLM held beside weights and KV in another logged boot of this recipe's mode, when one is
+    """What vLLM held beside weights and KV in other logged boots of this recipe's flags, when one is
     published (else the general figures)."""
     kv_cache_dtype: str = "auto"
     """--kv-cache-dtype."""
