@@ -213,3 +213,23 @@ def test_compare_on_a_narrow_terminal_wraps_each_cell_in_its_column(capsys, monk
 def test_a_one_token_workload_reads_in_the_singular(capsys):
     head = run(capsys, "rank", "--context", "1", "--output-tokens", "1").splitlines()[0]
     assert head.endswith("Agentic (Claude Code): 1 token, 95% reuse, 1 out")
+
+
+def test_fidelity_on_an_80_column_terminal_groups_checks_under_their_recipe(capsys, monkeypatch):
+    # Each check was one ~150-cell line, which an 80-column terminal folded into a jumble.
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = run(capsys, "fidelity").splitlines()
+    assert max(len(line) for line in lines) <= 80
+    head = lines.index("glm-5.3-flash-tonyd2wild-tp2 (vllm)")
+    assert re.fullmatch(r"  decode eager +35\.1 +[\d.]+ \([\d.]+-[\d.]+\) +[+-][\d.]+%  (inside|OUTSIDE)",
+                        lines[head + 1])
+    assert any(line.startswith("  prefill @262,144 eager     1,365 ") for line in lines)
+    summary = next(i for i, line in enumerate(lines) if line.startswith("  decode, 1 stream: "))
+    assert lines[summary + 1].startswith("      median |error|")
+    # Piped, every check stays one line that starts with its recipe.
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    piped = run(capsys, "fidelity").splitlines()
+    assert sum(line.startswith("glm-5.3-flash-tonyd2wild-tp2") and "measured      35.1  predicted" in line
+               for line in piped) == 1
+    assert max(len(line) for line in piped) > 80
