@@ -344,7 +344,7 @@ def _kv_layers_text(kv: KvShape) -> str:
 
 
 def _pool(plan: Plan) -> Step:
-    pool, w = plan.kv_pool_tokens, plan.workload
+    pool, w, modelled = plan.kv_pool_tokens, plan.workload, plan.pool.modelled_sessions
     measured = plan.kv_pool_measured
     if not plan.fits and measured is None:
         text, basis = (f"None: the weights do not fit on {plural(plan.cluster.nodes, 'node')}, so vLLM has no "
@@ -359,15 +359,19 @@ def _pool(plan: Plan) -> Step:
             text = (f"{plan.budget.kv_bytes / GiB:.2f} GiB / {request / GiB:.3f} GiB per request x "
                     f"{inputs.max_model_len:,} = {fmt_tokens(pool)} tokens, the figure vLLM logs as \"GPU KV cache "
                     f"size\" (int(max concurrency x max_model_len)). {_request_text(plan)} At {w.context_tokens:,} "
-                    f"tokens per session, {plural(plan.sessions or 0, 'concurrent session')} fit (each holding "
+                    f"tokens per session, {plural(modelled or 0, 'concurrent session')} fit (each holding "
                     "its blocks, window and state pages).")
         else:
             text = (f"{plan.budget.kv_bytes / GiB:.1f} GiB / {per_token / 1024:.2f} KiB = {fmt_tokens(pool)} tokens "
                     f"of KV pool; at {w.context_tokens:,} tokens per session, "
-                    f"{plural(plan.sessions or 0, 'concurrent session')} fit.")
+                    f"{plural(modelled or 0, 'concurrent session')} fit.")
         basis = "derived"
     if measured is not None:
         text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)}).{_at_logged(plan)}"
+        if pool is not None and plan.fits:
+            text += (f" The table shows the measured pool, and the sessions follow it: at the model's cost per "
+                     f"session it holds {plural(plan.sessions or 0, 'concurrent session')} of "
+                     f"{w.context_tokens:,} tokens.")
     return Step("pool", "KV pool", text, basis)  # type: ignore[arg-type]
 
 

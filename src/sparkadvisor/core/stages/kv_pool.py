@@ -56,13 +56,16 @@ class KvPool:
     measured: Measurement | None
     """The recipe's measured pool, when it logged one."""
     sessions: int | None
-    """Sequences of the workload's context that fit in the KV cache."""
+    """Sequences of the workload's context that fit in the pool the table shows: the measured one when
+    the recipe logged one, else the model's (`modelled_sessions`)."""
     inputs: PoolInputs
     """The engine settings the pool was sized with."""
     request_bytes: float | None = None
     """What vLLM reserves per request of max_model_len on one rank (None without config facts)."""
     bytes_read: float = 0.0
     """KV bytes one rank reads per decoded token at the workload's context (`kv_bytes_read`)."""
+    modelled_sessions: int | None = None
+    """Sequences of the workload's context that fit in the model's own pool (`pool_tokens`)."""
 
 
 def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
@@ -108,11 +111,15 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
                                                                               fit.tp, fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
+    pool, logged = pool_tokens(per_token, kv_bytes, request, inputs.max_model_len), measured(recipe, "kv_pool_tokens")
+    modelled = _sessions(shape, per_token, kv_bytes, context, sequence)
+    # The logged pool, as the KV memory that holds it at the model's cost per token and per request.
+    shown = _sessions(shape, per_token, kv_bytes * logged.value / pool, context, sequence) if logged and pool \
+        else modelled
     # Positional (see plan.evaluate): shape, basis, bytes_per_token, pool_tokens, measured, sessions, inputs,
-    # request_bytes, bytes_read.
-    return KvPool(shape, basis, per_token, pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
-                  measured(recipe, "kv_pool_tokens"), _sessions(shape, per_token, kv_bytes, context, sequence),
-                  inputs, request, read if shape is not None else kv_bytes_read(None, per_token, context))
+    # request_bytes, bytes_read, modelled_sessions.
+    return KvPool(shape, basis, per_token, pool, logged, shown, inputs, request,
+                  read if shape is not None else kv_bytes_read(None, per_token, context), modelled)
 
 
 PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float]
