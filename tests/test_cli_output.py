@@ -248,3 +248,16 @@ def test_sessions_follow_the_pool_the_table_shows(capsys):
     candidate = next(c for c in json.loads(run(capsys, "rank", "--nodes", "2", "--json"))["candidates"]
                      if c["build"] == ds)
     assert candidate["kv_pool_measured_tokens"] == 699_000 and candidate["sessions"] == 8
+
+
+def test_a_recipe_caveat_that_turns_prefix_caching_off_sizes_the_pool_without_it(capsys, isolated_home):
+    # The pool read prefix caching from the build's caveats only: a recipe's own caveat that turns it
+    # off changed the first token but not the pool (vLLM's "align" mode page was still counted).
+    from pathlib import Path
+
+    catalog = str(Path(__file__).parent / "data" / "catalogs" / "recipe_prefix_off.toml")
+    out = " ".join(run(capsys, "show", GLM, "--nodes", "2", "--catalog", catalog).split())
+    pool = out.split(" KV pool [")[1].split(" decode [")[0]
+    assert "x 8 pages (1 + 7 speculative tokens)" in pool and "align" not in pool
+    assert "this recipe's image crashes with prefix caching on, so it runs with --disable-prefix-caching" in pool
+    assert "first token [estimated] 100,000 tokens / estimated prefill" in out  # the first token agrees

@@ -68,13 +68,14 @@ class KvPool:
     """Sequences of the workload's context that fit in the model's own pool (`pool_tokens`)."""
 
 
-def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
-    """The settings vLLM sizes the pool with: the recipe's flags, else vLLM's defaults."""
+def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, str] | None = None) -> PoolInputs:
+    """The settings vLLM sizes the pool with: the recipe's flags, else vLLM's defaults (`prefix`: prefix
+    caching on and why, by the plan's caveats, the build's and the recipe's; else by the build's)."""
     batched = engine_arg(recipe, "--max-num-batched-tokens")
     ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype")
     spec = recipe.speculative.tokens_per_pass if recipe and recipe.speculative else 0
     window = _window(facts, recipe)
-    prefix_on, prefix_note = prefix_caching(recipe, facts.caveats)
+    prefix_on, prefix_note = prefix or prefix_caching(recipe, facts.caveats)
     origins = (
         "the recipe's --max-model-len" if recipe is not None and recipe.max_model_len
         else "the model's native context" if window else "unknown",
@@ -127,12 +128,12 @@ PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float
 
 
 def pool_per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
-                     context_tokens: int) -> PerRequest:
+                     context_tokens: int, prefix: tuple[bool, str] | None = None) -> PerRequest:
     """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
     context, bytes a decode step reads at the context): what the pool's arithmetic reads from the model
     and the recipe alone, the same for every build of the model (`facts` is read for its model only)."""
     attention = facts.model.attention
-    inputs = pool_inputs(facts, recipe)
+    inputs = pool_inputs(facts, recipe, prefix)
     shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype, inputs.draft_layers) \
         if attention else None
     if shape is None:
