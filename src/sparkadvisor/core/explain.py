@@ -505,12 +505,11 @@ def _counted_text(plan: Plan) -> str:
     if d is None or d.read_bound_tok_s is None or read is None:
         return ""
     per_rank = read.per_rank_gb(plan.tp)
-    modelled = (plan.model.params.active_b or 0) * plan.weights.stored_bits / 8 / plan.tp
     return (f" Counted tensor by tensor ({read.note}), a token reads {read.split_gb:.2f} GB split {plan.tp} ways "
             f"+ {read.replicated_gb:.2f} GB every rank keeps whole = {per_rank:.2f} GB per node: "
             f"{plan.cluster.hardware.memory_bandwidth_gb_s:g} GB/s / {per_rank:.2f} GB = {d.read_bound_tok_s:.0f} "
             f"tok/s without speculative decoding. The expected step below counts active x average stored bits "
-            f"({modelled:.2f} GB per node), as it does for every model.")
+            f"({plan.speed.active_gb_per_node:.2f} GB per node), as it does for every model.")
 
 
 def _speculates(plan: Plan) -> bool:
