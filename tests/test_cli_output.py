@@ -261,3 +261,19 @@ def test_a_recipe_caveat_that_turns_prefix_caching_off_sizes_the_pool_without_it
     assert "x 8 pages (1 + 7 speculative tokens)" in pool and "align" not in pool
     assert "this recipe's image crashes with prefix caching on, so it runs with --disable-prefix-caching" in pool
     assert "first token [estimated] 100,000 tokens / estimated prefill" in out  # the first token agrees
+
+
+def test_a_llama_cpp_plan_speaks_of_what_llama_cpp_allocates_not_vllms_flags(capsys):
+    # A GGUF build costed on llama.cpp read "At gpu-memory-utilization 0.85, vLLM takes ..." and "the figure
+    # vLLM logs as GPU KV cache size", with max-num-batched-tokens and block sizes it has no flag for.
+    lines = run(capsys, "show", "gpt-oss-20b-gguf-ggml", "--nodes", "1").splitlines()
+    fit = next(line for line in lines if line.startswith("fit ["))
+    pool = next(line for line in lines if line.startswith("KV pool ["))
+    for line in (fit, pool):
+        assert "gpu-memory-utilization" not in line and "GPU KV cache size" not in line
+        assert "max-num-batched-tokens" not in line and "max-model-len" not in line and "--ctx-size" in line
+    assert fit.startswith("fit [derived] llama.cpp allocates the weights, the KV cache for its context (--ctx-size) "
+                          "and its compute buffers in the node's 121.6 GiB. Sized here by vLLM's rules as a stand-in")
+    assert "by vLLM's per-request rule as a stand-in" in pool and "concurrent sessions fit" in pool
+    vllm = run(capsys, "show", GLM, "--nodes", "2")
+    assert "At gpu-memory-utilization 0.85, vLLM takes" in vllm and "GPU KV cache size" in vllm
