@@ -214,3 +214,67 @@ def test_compare_on_a_narrow_terminal_wraps_each_cell_in_its_column(capsys, monk
 def test_a_one_token_workload_reads_in_the_singular(capsys):
     head = run(capsys, "rank", "--context", "1", "--output-tokens", "1").splitlines()[0]
     assert head.endswith("Agentic (Claude Code): 1 token, 95% reuse, 1 out")
+
+
+def test_fidelity_on_an_80_column_terminal_groups_checks_under_their_recipe(capsys, monkeypatch):
+    # Each check was one ~150-cell line, which an 80-column terminal folded into a jumble.
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = run(capsys, "fidelity").splitlines()
+    assert max(len(line) for line in lines) <= 80
+    head = lines.index("glm-5.3-flash-tonyd2wild-tp2 (vllm)")
+    assert re.fullmatch(r"  decode eager +35\.1 +[\d.]+ \([\d.]+-[\d.]+\) +[+-][\d.]+%  (inside|OUTSIDE)",
+                        lines[head + 1])
+    assert any(line.startswith("  prefill @262,144 eager     1,365 ") for line in lines)
+    summary = next(i for i, line in enumerate(lines) if line.startswith("  decode, 1 stream: "))
+    assert lines[summary + 1].startswith("      median |error|")
+    # Piped, every check stays one line that starts with its recipe.
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    piped = run(capsys, "fidelity").splitlines()
+    assert sum(line.startswith("glm-5.3-flash-tonyd2wild-tp2") and "measured      35.1  predicted" in line
+               for line in piped) == 1
+    assert max(len(line) for line in piped) > 80
+
+
+def test_sessions_follow_the_pool_the_table_shows(capsys):
+    # The table showed the logged 699k* pool while "27 sessions fit" came from the modelled 2.4M.
+    ds = "deepseek-v4-flash-0731-stack"
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "2", "--format", "tsv")), delimiter="\t"))
+    assert next(r for r in rows if r["id"] == ds)["KV pool"] == "699k*"
+    out = " ".join(run(capsys, "show", ds, "--nodes", "2").split())
+    assert "= 2.36M tokens" in out and "At 100,000 tokens per session, 27 concurrent sessions fit" in out
+    assert ("The table shows the measured pool, and the sessions follow it: at the model's cost per session it "
+            "holds 8 concurrent sessions of 100,000 tokens.") in out
+    assert "8 sessions of 100,000 tokens fit (met)" in out and "27 sessions" not in out.split("targets")[-1]
+    candidate = next(c for c in json.loads(run(capsys, "rank", "--nodes", "2", "--json"))["candidates"]
+                     if c["build"] == ds)
+    assert candidate["kv_pool_measured_tokens"] == 699_000 and candidate["sessions"] == 8
+
+
+def test_a_recipe_caveat_that_turns_prefix_caching_off_sizes_the_pool_without_it(capsys, isolated_home):
+    # The pool read prefix caching from the build's caveats only: a recipe's own caveat that turns it
+    # off changed the first token but not the pool (vLLM's "align" mode page was still counted).
+    from pathlib import Path
+
+    catalog = str(Path(__file__).parent / "data" / "catalogs" / "recipe_prefix_off.toml")
+    out = " ".join(run(capsys, "show", GLM, "--nodes", "2", "--catalog", catalog).split())
+    pool = out.split(" KV pool [")[1].split(" decode [")[0]
+    assert "x 8 pages (1 + 7 speculative tokens)" in pool and "align" not in pool
+    assert "this recipe's image crashes with prefix caching on, so it runs with --disable-prefix-caching" in pool
+    assert "first token [estimated] 100,000 tokens / estimated prefill" in out  # the first token agrees
+
+
+def test_a_llama_cpp_plan_speaks_of_what_llama_cpp_allocates_not_vllms_flags(capsys):
+    # A GGUF build costed on llama.cpp read "At gpu-memory-utilization 0.85, vLLM takes ..." and "the figure
+    # vLLM logs as GPU KV cache size", with max-num-batched-tokens and block sizes it has no flag for.
+    lines = run(capsys, "show", "gpt-oss-20b-gguf-ggml", "--nodes", "1").splitlines()
+    fit = next(line for line in lines if line.startswith("fit ["))
+    pool = next(line for line in lines if line.startswith("KV pool ["))
+    for line in (fit, pool):
+        assert "gpu-memory-utilization" not in line and "GPU KV cache size" not in line
+        assert "max-num-batched-tokens" not in line and "max-model-len" not in line and "--ctx-size" in line
+    assert fit.startswith("fit [derived] llama.cpp allocates the weights, the KV cache for its context (--ctx-size) "
+                          "and its compute buffers in the node's 121.6 GiB. Sized here by vLLM's rules as a stand-in")
+    assert "by vLLM's per-request rule as a stand-in" in pool and "concurrent sessions fit" in pool
+    vllm = run(capsys, "show", GLM, "--nodes", "2")
+    assert "At gpu-memory-utilization 0.85, vLLM takes" in vllm and "GPU KV cache size" in vllm

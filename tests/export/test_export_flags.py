@@ -137,3 +137,15 @@ def test_a_build_planned_on_another_engine_is_not_exported_as_a_vllm_launch(tmp_
     assert main(["export", "qwen3.5-27b-q8-unsloth", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 1
     assert "(vLLM does not load it; the catalog lists llama.cpp, ollama)" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_hardware_that_cannot_run_vllms_cuda_images_is_not_exported_a_cuda_launch(tmp_path, capsys):
+    # A Mac got vLLM CUDA scripts: NCCL, nvcr.io images and --gpu-memory-utilization on Apple silicon.
+    argv = ["export", "gpt-oss-120b-mxfp4", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]
+    assert main([*argv, "--hardware", "mac-studio-m3-ultra"]) == 1
+    assert capsys.readouterr().err == (
+        "sparkadvisor: Mac Studio, Apple M3 Ultra, 512 GB is not an NVIDIA GPU: export writes vLLM launches for "
+        "CUDA only, so there is nothing to launch for gpt-oss-120b-mxfp4 here\n")
+    assert main([*argv, "--hardware", "ryzen-ai-max-395"]) == 1
+    assert "is not an NVIDIA GPU" in capsys.readouterr().err and not list(tmp_path.iterdir())
+    assert main([*argv, "--hardware", "rtx-pro-6000"]) == 0

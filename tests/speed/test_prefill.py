@@ -14,6 +14,7 @@ from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.speed.prefill import (
     attention_flops_per_token,
+    dense_and_expert_params,
     indexer_flops_per_token,
     indexer_keys_per_token,
     prefill_chunk,
@@ -236,3 +237,20 @@ def test_a_launch_flag_of_superscript_digits_is_no_chunk_size():
 
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=²",), 100_000) == 8192
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=4096",), 100_000) == 4096
+
+
+def test_a_tiny_moe_chunk_reads_only_the_experts_its_tokens_route_to(index) -> None:
+    # At 100% prefix reuse vLLM recomputes one token: it read every expert (0.4 s on GLM-5.3-Flash).
+    from sparkadvisor.core.speed.prefill import chunk_read_share
+
+    glm = index.builds["glm-5.3-flash-nvfp4-redhat"]
+    p = index.facts[glm.id].model.params
+    total, active = p.total_b * 1e9, p.active_b * 1e9
+    dense, expert = dense_and_expert_params(active, total, p.routed_experts, p.experts_per_token)
+    assert chunk_read_share(total, dense, expert, p.routed_experts, p.experts_per_token, 1) == \
+        pytest.approx(active / total)
+    assert chunk_read_share(total, dense, expert, p.routed_experts, p.experts_per_token, 8192) == pytest.approx(1.0)
+    assert chunk_read_share(8e9, 8e9, 0.0, None, None, 1) == 1.0  # a dense model reads every weight
+    plan = evaluate_build(index, glm, Cluster(index.hardware["dgx-spark"], 2), AGENTIC.changed(prefix_reuse=1.0))
+    assert plan.uncached_tokens == 1 and plan.ttft_s < 0.05
+    assert "first token 0.0 s <= 20 s" in " ".join(t.text for t in plan.targets)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Cluster
@@ -111,3 +113,14 @@ def test_a_fully_reused_prompt_still_computes_its_last_token(index) -> None:
     assert plan.uncached_tokens == 1 and plan.ttft_s is not None and plan.ttft_s > 0
     steps = {s.key: s.text for s in explain(plan)}
     assert "1 token is computed per turn" in steps["prefix"] and steps["ttft"].startswith("1 token / ")
+
+
+def test_the_modelled_weights_read_per_node_is_on_the_decode_record_and_show_formats_it(index) -> None:
+    """show sets a counted read beside the expected step's active x stored bits / TP: that figure is the
+    decode stage's, not worked out in the view."""
+    build = index.builds["deepseek-v4-flash-0731-stack"]
+    plan = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 2), AGENTIC)
+    assert plan.speed.active_gb_per_node == pytest.approx(13 * plan.weights.stored_bits / 8 / 2, rel=0.05)
+    assert round(plan.speed.active_gb_per_node, 2) == 3.81  # the catalog's own comment: 13B x 4.69 bits / 2
+    text = " ".join(step.text for step in explain(plan))
+    assert "(active x average stored bits would say 3.81 GB per node)" in text

@@ -179,3 +179,18 @@ async def test_remembered_hardware_this_catalog_lacks_is_said_not_swapped_silent
             "Hardware 'my-own-box', remembered from the last session, is not in this catalog (was it added with "
             "--catalog?); showing DGX Spark."]
         assert app.screen.scenario.hardware_id == "dgx-spark"
+
+
+async def test_the_footer_shows_the_node_range_the_hardware_sweeps(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        nodes = next(k for k in await footer_keys(app, pilot) if k.description == "Nodes")
+        assert nodes.display == "1-4"  # a DGX Spark's catalog entry sweeps 4 nodes
+        app.screen.set_hardware("h100-sxm")
+        await pilot.pause()
+        nodes = next(k for k in await footer_keys(app, pilot) if k.description == "Nodes")
+        assert nodes.display == "1-8"
+        app.screen.set_hardware("rtx-5090")
+        await pilot.pause()
+        nodes = next(k for k in await footer_keys(app, pilot) if k.description == "Nodes")
+        assert nodes.display == "1"

@@ -1,15 +1,23 @@
-"""`sparkadvisor fidelity`: every measurement in the catalog against the model's prediction."""
+"""`sparkadvisor fidelity`: every measurement in the catalog against the model's prediction.
+
+Into a pipe or a file every check is one line (recipe first, for grep). On a terminal too narrow
+for those lines, the checks are grouped under their recipe, one short line per figure, and the
+prose and summaries wrap under a hanging indent.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from sparkadvisor.commands.common import add_catalog_option, load, print_json
-from sparkadvisor.listing import add_format_option
+from sparkadvisor.listing import add_format_option, cell_width, wrap_cells
 
 if TYPE_CHECKING:
-    from sparkadvisor.core.fidelity import Report
+    from collections.abc import Sequence
+
+    from sparkadvisor.core.fidelity import Check, Report
     from sparkadvisor.listing import Listing
 
 METRIC_LABELS = {"decode_tok_s": "decode, 1 stream", "aggregate_tok_s": "aggregate, N streams",
@@ -35,9 +43,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from sparkadvisor.core.safetext import safe_text
 
-    for line in text_lines(report):
-        print(safe_text(line))
+    lines = [safe_text(line) for line in text_lines(report)]
+    width = terminal_width()
+    if width is not None and max(map(cell_width, lines)) > width:
+        lines = [safe_text(line) for line in narrow_lines(report, width)]
+    sys.stdout.write("".join(line + "\n" for line in lines))
     return 0
+
+
+def terminal_width() -> int | None:
+    """The terminal's width in cells, None into a pipe or a file."""
+    import shutil
+
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 CHECK_COLUMNS = ("recipe", "build", "hardware", "engine", "mode", "metric", "streams", "context", "measured",
@@ -60,16 +78,19 @@ def checks_listing(report: Report) -> Listing:
     return Listing(CHECK_COLUMNS, rows, frozenset(range(6, 13)))
 
 
+INTRO = ("Each measurement is predicted at its own context, streams, engine and mode, with constants",
+         "fitted to the other recipes (leave-one-out). Its range is an 80% range, sized from the errors",
+         "on measurements of those other recipes left out of their fit in folds (split-conformal).")
+
+
 def text_lines(report: object) -> list[str]:
     """The report as plain lines: one per check, then the summaries and the constants."""
-    from sparkadvisor.core.fidelity import Report, constants_dict
+    from sparkadvisor.core.fidelity import Report
 
     assert isinstance(report, Report)
-    lines = ["Each measurement is predicted at its own context, streams, engine and mode, with constants",
-             "fitted to the other recipes (leave-one-out). Its range is an 80% range, sized from the errors",
-             "on measurements of those other recipes left out of their fit in folds (split-conformal).", ""]
     width = max((len(c.recipe) for c in report.checks), default=10)
     apart = [c for c in report.checks if c.tables]
+    lines = [*INTRO, ""]
     for c in report.checks:
         context = f"@{c.context_tokens:,}" if c.context_tokens else ""
         where = f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8}"
@@ -83,17 +104,30 @@ def text_lines(report: object) -> list[str]:
         lines.append(f"{where} measured {c.measured:>9,.1f}  predicted {c.predicted:>9,.1f} "
                      f"({c.low:,.1f}-{c.high:,.1f})  {c.error_pct:+6.1f}%  {verdict}{note}")
     if apart:
-        lines += ["", f"Unknown, not predicted and not fitted ({len(apart)} rows): the model reads a per-token table "
-                  "(PLE, Engram) whose bytes per token are unpublished. Never counted as a pass."]
+        lines += ["", _apart_sentence(apart)]
         for c in apart:
             context = f"@{c.context_tokens:,}" if c.context_tokens else ""
             lines.append(f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8} "
                          f"measured {c.measured:>9,.1f}  {c.tables} table: unknown")
-    lines += ["", "Summary (median absolute error; within 20%; off by 2x or more; inside the predicted range):"]
-    lines += [_summary_line(s, METRIC_LABELS.get(s.metric, s.metric)) for s in report.summaries]
+    return lines + _closing_lines(report)
+
+
+def _apart_sentence(apart: Sequence[Check]) -> str:
+    return (f"Unknown, not predicted and not fitted ({len(apart)} rows): the model reads a per-token table "
+            "(PLE, Engram) whose bytes per token are unpublished. Never counted as a pass.")
+
+
+def _closing_lines(report: Report, pad: int = 34) -> list[str]:
+    """The summaries per metric and per engine (labels padded to `pad`; 0: "label:"), then the constants
+    fitted to the whole catalog."""
+    from sparkadvisor.core.fidelity import constants_dict
+
+    lines = ["", "Summary (median absolute error; within 20%; off by 2x or more; inside the predicted range):"]
+    lines += [_summary_line(s, METRIC_LABELS.get(s.metric, s.metric), pad) for s in report.summaries]
     if report.by_engine:
         lines += ["", "By engine:"]
-        lines += [_summary_line(s, f"{s.engine}: {METRIC_LABELS.get(s.metric, s.metric)}") for s in report.by_engine]
+        lines += [_summary_line(s, f"{s.engine}: {METRIC_LABELS.get(s.metric, s.metric)}", pad)
+                  for s in report.by_engine]
     for f in report.fitted:
         lines += ["", f"Constants fitted to the whole catalog for {f.hardware} ({f.engine}):"]
         lines += [f"  {name:<28} {_value(item['value'])}  ({item['basis']})"  # type: ignore[index]
@@ -101,15 +135,86 @@ def text_lines(report: object) -> list[str]:
     return lines
 
 
-def _summary_line(s: object, label: str) -> str:
+def narrow_lines(report: Report, width: int) -> list[str]:
+    """The report for a terminal `width` cells wide: each recipe on a line of its own with its checks
+    below it, one short line each; the summaries broken between their figures; prose wrapped."""
+    apart = [c for c in report.checks if c.tables]
+    lines = [*folded(" ".join(INTRO), width), ""] + _grouped([c for c in report.checks if not c.tables], width)
+    if apart:
+        lines += ["", *folded(_apart_sentence(apart), width)] + _grouped(apart, width)
+    for line in _closing_lines(report, pad=0):
+        lines += folded(line, width, "; ") if line.startswith("  ") and "; " in line else folded(line, width)
+    return lines
+
+
+def _grouped(checks: Sequence[Check], width: int) -> list[str]:
+    """A heading per recipe (and engine), then a line per check: the figure, measured, predicted."""
+    figures = [_figure_label(c) for c in checks]
+    label = max(map(len, figures), default=6)
+    ranges = max((len(_range(c)) for c in checks), default=0)
+    lines, heading = [f"  {'figure':<{label}} {'measured':>9}  {'predicted (80% range)':<{ranges + 8}} "
+                      "error  verdict"], ""
+    for c, figure in zip(checks, figures, strict=True):
+        if f"{c.recipe} ({c.engine})" != heading:
+            heading = f"{c.recipe} ({c.engine})"
+            lines += folded(heading, width)
+        start = f"  {figure:<{label}} {_short(c.measured):>9}  "
+        if c.predicted is None or c.error_pct is None:
+            told = f"{c.tables} table: unknown" if c.tables else f"skipped: {c.skipped}"
+            parts = wrap_cells(told, max(width - len(start), 20))
+            lines += [start + parts[0], *(" " * len(start) + part for part in parts[1:])]
+            continue
+        note = f" [{c.note}]" if c.note else ""
+        lines.append(f"{start}{_short(c.predicted):>7} {_range(c):<{ranges}} {c.error_pct:+6.1f}%  "
+                     f"{'inside' if c.inside else 'OUTSIDE'}{note}")
+    return lines
+
+
+def _figure_label(c: Check) -> str:
+    """"decode", "aggregate x6 @256", "prefill @262,144 eager": what was measured, in a few words."""
+    metric = c.metric.removesuffix("_tok_s").replace("_", " ")
+    streams = f" x{c.streams}" if c.streams != 1 else ""
+    context = f" @{c.context_tokens:,}" if c.context_tokens else ""
+    return f"{metric}{streams}{context}" + (" eager" if c.mode == "eager" else "")
+
+
+def _range(c: Check) -> str:
+    return "" if c.low is None or c.high is None else f"({_short(c.low)}-{_short(c.high)})"
+
+
+def _short(value: float) -> str:
+    """1,899 above a thousand, 54.2 below: the digits that matter in a narrow column."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:,.1f}"
+
+
+def folded(line: str, width: int, between: str = " ") -> list[str]:
+    """`line` in lines of at most `width` cells, broken after `between` (between words, or between the
+    figures of a summary: "; "); the lines after the first indented four cells past the line's own."""
+    if cell_width(line) <= width:
+        return [line]
+    indent, glue = len(line) - len(line.lstrip(" ")), between.rstrip()
+    first, *pieces = line.strip().split(between)
+    lines, current = [], " " * indent + first
+    for piece in pieces:
+        if cell_width(joined := f"{current}{glue} {piece}") <= width:
+            current = joined
+            continue
+        lines.append(current + glue)
+        current = " " * (indent + 4) + piece
+    lines.append(current)
+    return lines if between == " " else [part for line in lines for part in folded(line, width)]
+
+
+def _summary_line(s: object, label: str, pad: int) -> str:
     from sparkadvisor.core.fidelity import Summary
 
     assert isinstance(s, Summary)
+    label = f"{label:<{pad}}" if pad else f"{label}:"
     skipped = f"{s.skipped} skipped" + (f" ({s.unknown_tables} unknown: PLE/Engram)" if s.unknown_tables else "")
     if not s.count:
-        return f"  {label:<34} {s.count:>3} predicted, {skipped}"
+        return f"  {label} {s.count:>3} predicted, {skipped}"
     median = "n/a" if s.median_abs_error_pct is None else f"{s.median_abs_error_pct:.1f}%"
-    return (f"  {label:<34} {s.count:>3} predicted, {skipped}; median |error| {median}; "
+    return (f"  {label} {s.count:>3} predicted, {skipped}; median |error| {median}; "
             f"within 20% {s.within_20}/{s.count} ({s.within_20_share:.0%}); off 2x {s.off_2x}; "
             f"inside range {s.within_range}/{s.count} ({s.within_range_share:.0%})")
 

@@ -18,6 +18,7 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, DecodeRead, Measurement, Severity
 from sparkadvisor.core.speed.decode import counted_gb_per_pass, drafter_key, weight_class
 from sparkadvisor.core.speed.prefill import (
+    GGML_ENGINES,
     indexer_keys_per_token,
     prefill_chunk,
     prefill_cost,
@@ -167,8 +168,28 @@ def _parallelism(plan: Plan) -> Step:
     return Step("parallelism", "per node", text, "derived")
 
 
+def _on_ggml(plan: Plan) -> bool:
+    """The plan runs on llama.cpp or Ollama, whose memory is not vLLM's: no gpu-memory-utilization."""
+    return plan.constants.engine in GGML_ENGINES
+
+
+def _ggml_budget_text(plan: Plan) -> str:
+    """The budget in llama.cpp's words: what it allocates, and that vLLM's rules size it here."""
+    b, engine = plan.budget, plan.constants.engine
+    text = (f"{engine} allocates the weights, the KV cache for its context (--ctx-size) and its compute buffers "
+            f"in the node's {b.usable_bytes / GiB:g} GiB. Sized here by vLLM's rules as a stand-in ({engine}'s "
+            f"compute buffers are not modelled): {b.engine_bytes / GiB:.1f} GiB for the engine, ")
+    if b.left_bytes < 0:
+        return text + f"which the {b.weights_bytes / GiB:.1f} GiB of weights exceed by {-b.left_bytes / GiB:.1f} GiB."
+    return text + (f"{b.weights_bytes / GiB:.1f} GiB of weights, {b.reserve_bytes / GiB:.1f} GiB kept for "
+                   f"activations, so {b.kv_bytes / GiB:.1f} GiB goes to the KV cache.")
+
+
 def _budget(plan: Plan) -> Step:
     b = plan.budget
+    if _on_ggml(plan):
+        short = " " + _shortfall(plan) if plan.short_bytes > 0 else ""
+        return Step("budget", "fit", f"{_ggml_budget_text(plan)}{short} {_verdict(plan)}", "derived")
     usable = b.usable_bytes / GiB
     text = (f"At gpu-memory-utilization {b.utilization:g}, vLLM takes {b.utilization:g} x {usable:g} = "
             f"{b.engine_bytes / GiB:.1f} GiB per node; ")
@@ -347,7 +368,7 @@ def _kv_layers_text(kv: KvShape) -> str:
 
 
 def _pool(plan: Plan) -> Step:
-    pool, w = plan.kv_pool_tokens, plan.workload
+    pool, w, modelled = plan.kv_pool_tokens, plan.workload, plan.pool.modelled_sessions
     measured = plan.kv_pool_measured
     if not plan.fits and measured is None:
         text, basis = (f"None: the weights do not fit on {plural(plan.cluster.nodes, 'node')}, so vLLM has no "
@@ -358,19 +379,29 @@ def _pool(plan: Plan) -> Step:
         per_token = plan.kv_bytes_per_token or 0
         request = plan.pool.request_bytes
         inputs = plan.pool.inputs
-        if request and inputs and inputs.max_model_len:
+        if request and inputs and inputs.max_model_len and _on_ggml(plan):
+            text = (f"{plan.budget.kv_bytes / GiB:.2f} GiB / {request / GiB:.3f} GiB per {inputs.max_model_len:,}-"
+                    f"token context = {fmt_tokens(pool)} tokens, by vLLM's per-request rule as a stand-in "
+                    f"({plan.constants.engine} allocates its KV cache for --ctx-size tokens, shared by its --parallel "
+                    f"slots). At {w.context_tokens:,} tokens per session, "
+                    f"{plural(modelled or 0, 'concurrent session')} fit.")
+        elif request and inputs and inputs.max_model_len:
             text = (f"{plan.budget.kv_bytes / GiB:.2f} GiB / {request / GiB:.3f} GiB per request x "
                     f"{inputs.max_model_len:,} = {fmt_tokens(pool)} tokens, the figure vLLM logs as \"GPU KV cache "
                     f"size\" (int(max concurrency x max_model_len)). {_request_text(plan)} At {w.context_tokens:,} "
-                    f"tokens per session, {plural(plan.sessions or 0, 'concurrent session')} fit (each holding "
+                    f"tokens per session, {plural(modelled or 0, 'concurrent session')} fit (each holding "
                     "its blocks, window and state pages).")
         else:
             text = (f"{plan.budget.kv_bytes / GiB:.1f} GiB / {per_token / 1024:.2f} KiB = {fmt_tokens(pool)} tokens "
                     f"of KV pool; at {w.context_tokens:,} tokens per session, "
-                    f"{plural(plan.sessions or 0, 'concurrent session')} fit.")
+                    f"{plural(modelled or 0, 'concurrent session')} fit.")
         basis = "derived"
     if measured is not None:
         text += f" Measured: {_measurement(measured, fmt_tokens)} tokens ({_source(measured)}).{_at_logged(plan)}"
+        if pool is not None and plan.fits:
+            text += (f" The table shows the measured pool, and the sessions follow it: at the model's cost per "
+                     f"session it holds {plural(plan.sessions or 0, 'concurrent session')} of "
+                     f"{w.context_tokens:,} tokens.")
     return Step("pool", "KV pool", text, basis)  # type: ignore[arg-type]
 
 
@@ -504,11 +535,10 @@ def _counted_text(plan: Plan) -> str:
     if d is None or d.read_bound_tok_s is None or read is None:
         return ""
     per_rank = read.per_rank_gb(plan.tp)
-    modelled = (plan.model.params.active_b or 0) * plan.weights.stored_bits / 8 / plan.tp
     return (f" Counted tensor by tensor ({read.note}), a token reads {read.split_gb:.2f} GB split {plan.tp} ways "
             f"+ {read.replicated_gb:.2f} GB every rank keeps whole = {per_rank:.2f} GB per node: "
             f"{plan.cluster.hardware.memory_bandwidth_gb_s:g} GB/s / {per_rank:.2f} GB = {d.read_bound_tok_s:.0f} "
-            f"tok/s without speculative decoding (active x average stored bits would say {modelled:.2f} GB per "
+            f"tok/s without speculative decoding (active x average stored bits would say {plan.speed.active_gb_per_node:.2f} GB per "
             f"node). The expected step below reads these counted bytes" + _union_text(plan, read) + ".")
 
 

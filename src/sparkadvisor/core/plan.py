@@ -182,7 +182,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     constants = index.speed_constants(hardware, recipe.engine if recipe else _engine(build, settings))
     caveats = _caveats(index, facts, recipe)
     shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,
-                           prefix_caching(recipe, caveats)[0])
+                           prefix_caching(recipe, caveats))
     fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split)
     pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload,
                        per_request=shared.per_request)

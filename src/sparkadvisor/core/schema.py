@@ -194,6 +194,8 @@ class Hardware:
     """A published read-bandwidth measurement in GB/s, when one exists."""
     unified_memory: bool = False
     """True when CPU and GPU share one pool (offloading to host frees nothing)."""
+    cuda: bool = True
+    """An NVIDIA GPU, which runs vLLM's CUDA images; false for Apple and AMD boxes (exports refuse them)."""
     max_nodes: int = checked(default=4, ge=1, le=64)
     """Largest cluster the advisor sweeps."""
     gpu_memory_utilization: float = checked(default=0.85, gt=0, le=1)

@@ -44,22 +44,23 @@ class ModelFigures:
 
 
 def model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, workload: Workload,
-                  settings: Settings, constants: SpeedConstants, prefix_on: bool) -> ModelFigures:
+                  settings: Settings, constants: SpeedConstants, prefix: tuple[bool, str]) -> ModelFigures:
     """The model's `ModelFigures`: one memo record per model in a ranking (`facts` is read for its model,
-    and for the decode inputs whose weights' fields each build replaces)."""
+    and for the decode inputs whose weights' fields each build replaces; `prefix`: prefix caching on and
+    why, by the plan's caveats)."""
     return once(("model figures", id(facts.model), id(recipe), id(hardware), nodes, id(workload), id(settings),
-                 id(constants), prefix_on), _model_figures, facts, hardware, nodes, recipe, workload, settings,
-                constants, prefix_on)
+                 id(constants), prefix), _model_figures, facts, hardware, nodes, recipe, workload, settings,
+                constants, prefix)
 
 
 def _model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, workload: Workload,
-                   settings: Settings, constants: SpeedConstants, prefix_on: bool) -> ModelFigures:
+                   settings: Settings, constants: SpeedConstants, prefix: tuple[bool, str]) -> ModelFigures:
     split = split_and_terms(facts, hardware, nodes, recipe, settings)
     tp, pp, _, kv_cache_dtype, _ = split
     context = workload.context_tokens
-    per_request = pool_per_request(facts, recipe, kv_cache_dtype, tp, pp, context)
+    per_request = pool_per_request(facts, recipe, kv_cache_dtype, tp, pp, context, prefix)
     shape, read = per_request[1], per_request[4]
     pass_terms = (shared_decode(facts, recipe, tp, pp, read, workload.streams,
                                 decode_mode(recipe, settings.enforce_eager), constants) if shape is not None else None)
     return ModelFigures(split, per_request, pass_terms, prefill_shared(
-        facts.model, recipe, nodes, context, uncached_tokens(workload, prefix_on), kv_cache_dtype, constants))
+        facts.model, recipe, nodes, context, uncached_tokens(workload, prefix[0]), kv_cache_dtype, constants))

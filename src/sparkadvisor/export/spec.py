@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Patch
 from sparkadvisor.core.units import fmt_seconds, plural
 from sparkadvisor.export import addresses
@@ -232,6 +233,9 @@ def _not_vllm(plan: Plan) -> str | None:
 
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
+    if not hw.cuda:
+        raise ExportRefused(f"{safe_text(hw.name)} is not an NVIDIA GPU: export writes vLLM launches for CUDA only, so there is "
+                            f"nothing to launch for {plan.build.id} here")
     if (why := _not_vllm(plan)) is not None:
         engine = plan.recipe.engine if plan.recipe else plan.constants.engine
         raise ExportRefused(f"{plan.build.id} is planned on {engine}, not vLLM ({why}): export writes vLLM launches "

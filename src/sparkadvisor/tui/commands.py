@@ -52,13 +52,15 @@ class Command:
                        id=binding_id, key_display=self.key_display, priority=True)
 
 
+MAX_NODE_KEY = 8
+"""The node keys are 1 to 8."""
 COMMANDS: tuple[Command, ...] = (
     Command("w", "toggle_workload", "Workload", "Switch between the agentic (Claude Code) and chat workloads "
             "and re-rank every build at once.", "workload", "Toggle agentic / chat", footer_rank=1),
     Command("1", "nodes(1)", "Nodes", "Set the cluster size: 1 to 8 nodes, as many as the hardware's catalog "
             "entry sweeps (DGX Spark: 4).", "cluster", "1 node", key_display="1-8", footer_rank=1),
     *(Command(str(n), f"nodes({n})", f"{n} nodes", f"A cluster of {n} nodes.", "cluster", f"{n} nodes", show=False,
-              in_help=False) for n in range(2, 9)),
+              in_help=False) for n in range(2, MAX_NODE_KEY + 1)),
     Command("enter", "open_build", "Open", "The highlighted build full-screen: the arithmetic, the 1-4 node "
             "sweep, caveats with sources, export (Esc returns).", "build", "Open highlighted build",
             key_display="⏎", footer_rank=2),

@@ -17,6 +17,7 @@ from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention
 from sparkadvisor.core.speed.constants import ACTIVATION_BYTES, SpeedConstants
+from sparkadvisor.core.speed.decode import experts_touched
 
 GGML_ENGINES = frozenset({"llama.cpp", "ollama"})
 """Engines whose GEMMs are ggml's CUDA kernels (Ollama runs ggml too)."""
@@ -52,7 +53,8 @@ class PrefillInputs:
     """GB of cached K/V (or latent) those tokens occupy on one rank: what the attention kernel
     streams for each tile of queries."""
     weight_gb: float = 0.0
-    """GB of weights each node streams per prompt token: all its weights once per chunk."""
+    """GB of weights each node streams per prompt token: once per chunk, the dense weights and the
+    routed experts the chunk's tokens touch (`chunk_read_share`)."""
     chunk_tokens: int | None = None
     """Prompt tokens computed per forward pass (None: unknown, the weight stream is not counted)."""
     expert_precision: str | None = None
@@ -107,8 +109,9 @@ def prefill_inputs(nodes: int, active_params: float, total_params: float, routed
     dense, expert = dense_and_expert_params(active_params, total_params, routed_experts, experts_per_token)
     kv_gb = once(("prefill kv", id(attention), attended_tokens, nodes, kv_cache_dtype), prefill_kv_gb,
                  attention, attended_tokens, nodes, kv_cache_dtype)
-    return inputs_for_weights(nodes, dense, expert, attention, attended_tokens, kv_gb, chunk_tokens, weight_format,
-                              engine, weight_bytes, extra_args)
+    share = chunk_read_share(total_params, dense, expert, routed_experts, experts_per_token, chunk_tokens)
+    return inputs_for_weights(nodes, dense, expert, attention, attended_tokens, kv_gb, chunk_tokens, share,
+                              weight_format, engine, weight_bytes, extra_args)
 
 
 def dense_and_expert_params(active_params: float, total_params: float, routed_experts: int | None,
@@ -120,12 +123,26 @@ def dense_and_expert_params(active_params: float, total_params: float, routed_ex
     return max(active_params - expert, 0.0), min(expert, active_params)
 
 
+def chunk_read_share(total_params: float, dense_params: float, expert_params: float, routed_experts: int | None,
+                     experts_per_token: int | None, chunk_tokens: int | None) -> float:
+    """Share of the weights one prefill chunk reads: the dense weights and the routed experts its
+    `chunk_tokens` tokens route to (`experts_touched` at uniform routing, the most they can touch),
+    not every expert: one token reads its own few. 1 for a dense model or an unknown chunk."""
+    if not routed_experts or not experts_per_token or routed_experts <= experts_per_token or not chunk_tokens \
+            or total_params <= 0 or not expert_params:
+        return 1.0
+    touched = experts_touched(routed_experts, experts_per_token, chunk_tokens, 1.0)
+    return min(1.0, (dense_params + touched * expert_params / experts_per_token) / total_params)
+
+
 def inputs_for_weights(nodes: int, dense_params: float, expert_params: float, attention: Attention | None,
-                       attended_tokens: float, kv_gb: float, chunk_tokens: int | None, weight_format: str,
-                       engine: str, weight_bytes: float, extra_args: tuple[str, ...]) -> PrefillInputs:
+                       attended_tokens: float, kv_gb: float, chunk_tokens: int | None, read_share: float,
+                       weight_format: str, engine: str, weight_bytes: float,
+                       extra_args: tuple[str, ...]) -> PrefillInputs:
     """`prefill_inputs` for weights of their own format and size, with the model's figures already
-    worked out: every build of a model shares them at one depth, so a ranking makes them once."""
-    weight_gb = weight_bytes / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
+    worked out: every build of a model shares them at one depth, so a ranking makes them once
+    (`read_share`: `chunk_read_share`)."""
+    weight_gb = weight_bytes * read_share / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
     return PrefillInputs(nodes, dense_params, expert_params, prefill_precision(weight_format, engine), attention,
                          attended_tokens, kv_gb, weight_gb, chunk_tokens,
                          expert_precision(weight_format, engine, extra_args) if expert_params else None)

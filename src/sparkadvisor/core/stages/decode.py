@@ -52,6 +52,9 @@ class DecodeSpeed:
     """The execution mode the estimate assumed (True: without CUDA graphs)."""
     streams: int = 1
     """Sequences decoding at once."""
+    active_gb_per_node: float = 0.0
+    """GB of weights the expected step reads per node: active parameters x the build's average stored
+    bits / TP (what a build's read counted tensor by tensor is set beside)."""
 
 
 def stream_speed(estimate: DecodeEstimate | None, measurement: Measurement | None, streams: int) -> float | None:
@@ -83,9 +86,10 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
     found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
     if not same_mode:
         found = None
-    # Positional (see plan.evaluate): estimate, measured, tok_s, eager, streams.
+    active_gb = (facts.model.params.active_b or 0) * facts.weights.stored_bits / 8 / fit.tp
+    # Positional (see plan.evaluate): estimate, measured, tok_s, eager, streams, active_gb_per_node.
     return DecodeSpeed(estimate, found, stream_speed(estimate, found, streams),
-                       mode if inputs is not None else bool(eager), streams)
+                       mode if inputs is not None else bool(eager), streams, active_gb)
 
 
 def decode_mode(recipe: Recipe | None, eager: bool | None) -> bool:

@@ -14,6 +14,7 @@ from sparkadvisor.core.speed.prefill import (
     AttentionTerms,
     PrefillInputs,
     attention_terms,
+    chunk_read_share,
     dense_and_expert_params,
     estimate_prefill,
     inputs_for_weights,
@@ -112,9 +113,9 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     return rate, ("estimated" if rate else "unknown"), None, point
 
 
-PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None]
-"""(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens): the leading
-arguments of `inputs_for_weights`."""
+PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None, float]
+"""(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens, chunk read share):
+the leading arguments of `inputs_for_weights`."""
 ModelPrefill = tuple[float, PrefillFigures | None, AttentionTerms | None]
 """(attended tokens, `PrefillFigures`, `attention_terms`): `prefill_shared`."""
 
@@ -132,7 +133,8 @@ def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_toke
     chunk = prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached)
     dense, expert = dense_and_expert_params(p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token)
     kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype)
-    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk)
+    share = chunk_read_share(p.total_b * 1e9, dense, expert, p.routed_experts, p.experts_per_token, chunk)
+    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk, share)
     return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s)
 
 

@@ -56,22 +56,26 @@ class KvPool:
     measured: Measurement | None
     """The recipe's measured pool, when it logged one."""
     sessions: int | None
-    """Sequences of the workload's context that fit in the KV cache."""
+    """Sequences of the workload's context that fit in the pool the table shows: the measured one when
+    the recipe logged one, else the model's (`modelled_sessions`)."""
     inputs: PoolInputs
     """The engine settings the pool was sized with."""
     request_bytes: float | None = None
     """What vLLM reserves per request of max_model_len on one rank (None without config facts)."""
     bytes_read: float = 0.0
     """KV bytes one rank reads per decoded token at the workload's context (`kv_bytes_read`)."""
+    modelled_sessions: int | None = None
+    """Sequences of the workload's context that fit in the model's own pool (`pool_tokens`)."""
 
 
-def pool_inputs(facts: BuildFacts, recipe: Recipe | None) -> PoolInputs:
-    """The settings vLLM sizes the pool with: the recipe's flags, else vLLM's defaults."""
+def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, str] | None = None) -> PoolInputs:
+    """The settings vLLM sizes the pool with: the recipe's flags, else vLLM's defaults (`prefix`: prefix
+    caching on and why, by the plan's caveats, the build's and the recipe's; else by the build's)."""
     batched = engine_arg(recipe, "--max-num-batched-tokens")
     ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype")
     spec = recipe.speculative.tokens_per_pass if recipe and recipe.speculative else 0
     window = _window(facts, recipe)
-    prefix_on, prefix_note = prefix_caching(recipe, facts.caveats)
+    prefix_on, prefix_note = prefix or prefix_caching(recipe, facts.caveats)
     origins = (
         "the recipe's --max-model-len" if recipe is not None and recipe.max_model_len
         else "the model's native context" if window else "unknown",
@@ -108,11 +112,15 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
                                                                               fit.tp, fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
+    pool, logged = pool_tokens(per_token, kv_bytes, request, inputs.max_model_len), measured(recipe, "kv_pool_tokens")
+    modelled = _sessions(shape, per_token, kv_bytes, context, sequence)
+    # The logged pool, as the KV memory that holds it at the model's cost per token and per request.
+    shown = _sessions(shape, per_token, kv_bytes * logged.value / pool, context, sequence) if logged and pool \
+        else modelled
     # Positional (see plan.evaluate): shape, basis, bytes_per_token, pool_tokens, measured, sessions, inputs,
-    # request_bytes, bytes_read.
-    return KvPool(shape, basis, per_token, pool_tokens(per_token, kv_bytes, request, inputs.max_model_len),
-                  measured(recipe, "kv_pool_tokens"), _sessions(shape, per_token, kv_bytes, context, sequence),
-                  inputs, request, read if shape is not None else kv_bytes_read(None, per_token, context))
+    # request_bytes, bytes_read, modelled_sessions.
+    return KvPool(shape, basis, per_token, pool, logged, shown, inputs, request,
+                  read if shape is not None else kv_bytes_read(None, per_token, context), modelled)
 
 
 PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float]
@@ -120,12 +128,12 @@ PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float
 
 
 def pool_per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
-                     context_tokens: int) -> PerRequest:
+                     context_tokens: int, prefix: tuple[bool, str] | None = None) -> PerRequest:
     """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
     context, bytes a decode step reads at the context): what the pool's arithmetic reads from the model
     and the recipe alone, the same for every build of the model (`facts` is read for its model only)."""
     attention = facts.model.attention
-    inputs = pool_inputs(facts, recipe)
+    inputs = pool_inputs(facts, recipe, prefix)
     shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype, inputs.draft_layers) \
         if attention else None
     if shape is None:

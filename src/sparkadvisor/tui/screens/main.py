@@ -107,6 +107,13 @@ class MainScreen(Screen[None]):
         """While a text field has focus the command keys are typed into it, so the footer leaves them out."""
         return not (action in GUARDED and isinstance(self.focused, Input))
 
+    def footer_key_display(self, binding: Binding) -> str | None:
+        """The node keys as the range the hardware sweeps ("1-4" on a DGX Spark, "1-8" on an H100)."""
+        if binding.action != "nodes(1)":
+            return None
+        limit = min(self.index.hardware[self.scenario.hardware_id].max_nodes, commands.MAX_NODE_KEY)
+        return "1" if limit == 1 else f"1-{limit}"
+
     @property
     def spark(self) -> SparkAdvisorApp:
         """The app, typed."""
@@ -152,6 +159,7 @@ class MainScreen(Screen[None]):
         ruled_out = was is not None and now is not None and not was.excluded and now.excluded
         self._show_rows(top or ruled_out)
         self.spark.remember(workload=scenario.workload.kind, hardware=scenario.hardware_id, nodes=scenario.nodes)
+        self.refresh_bindings()  # the footer's node range follows the hardware
         self._schedule_precompute()
 
     def _schedule_precompute(self) -> None:

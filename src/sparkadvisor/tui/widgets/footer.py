@@ -2,7 +2,8 @@
 
 Textual's footer shows every key in order and cuts off the rest at the right edge. This
 one drops the least important keys first (`tui.commands.FOOTER_RANK`) and keeps the
-declared order for the ones it shows; a dialog's own keys all show.
+declared order for the ones it shows; a dialog's own keys all show. A screen may show a key
+differently from its binding (`footer_key_display`: the node keys' range follows the hardware).
 
 It is one line-drawn widget: a change of screen or of bindings repaints one line instead of
 mounting a widget per key (Textual's footer recomposes ~16 widgets after every screen switch).
@@ -80,12 +81,17 @@ class KeyFooter(Widget, can_focus=False):
         room = width - PALETTE_CELLS
         keep: set[str] = set()
         for binding, _, _ in sorted(unique, key=lambda item: FOOTER_RANK.get(item[0].action, 5)):
-            cells = len(self.app.get_key_display(binding)) + len(binding.description) + KEY_PADDING
+            cells = len(self._key_display(binding)) + len(binding.description) + KEY_PADDING
             if cells > room:
                 break
             keep.add(binding.action)
             room -= cells
         return [item for item in unique if item[0].action in keep]
+
+    def _key_display(self, binding: Binding) -> str:
+        """The key as the screen shows it (its `footer_key_display`), else as the app does."""
+        shown: str | None = getattr(self.screen, "footer_key_display", lambda _b: None)(binding)
+        return shown if shown is not None else self.app.get_key_display(binding)
 
     def items(self) -> list[FooterItem]:
         """The keys on the line, left to right, the command palette's last (as last drawn)."""
@@ -99,7 +105,7 @@ class KeyFooter(Widget, can_focus=False):
         text = Text(no_wrap=True, overflow="crop", end="")
         items: list[FooterItem] = []
         for binding, enabled, tooltip in self._shown(width):
-            display = self.app.get_key_display(binding)
+            display = self._key_display(binding)
             start = text.cell_len
             text.append(f" {display} ", key_style + (DIMMED if not enabled else PLAIN))
             text.append(f"{binding.description} ", description_style + (DIMMED if not enabled else PLAIN))

@@ -23,7 +23,9 @@
 #   window are not in the catalog); tonyd2wild's DFlash2 port gives its 5 sliding-window layers a group that
 #   shares the MLA tensors and takes about 6 block ids per request, which would make the pool about 6%
 #   smaller. At 100,000 tokens per session, 3 concurrent sessions fit (each holding its blocks, window and
-#   state pages). Measured: 581k-679k tokens (581,040 profiler-sized, 678,661 at the 6 GiB pin).
+#   state pages). Measured: 581k-679k tokens (581,040 profiler-sized, 678,661 at the 6 GiB pin). The table
+#   shows the measured pool, and the sessions follow it: at the model's cost per session it holds 4 concurrent
+#   sessions of 100,000 tokens.
 #   Measured 46.9 tok/s (single stream, code prompt, warm, 74.1% draft acceptance (README, 2026-08-28)) at its
 #   own conditions (2,000 tokens (assumed: not stated), 1 stream, eager); the model predicts 42 there, range
 #   31-52: inside the predicted range; 77% of the ceiling.

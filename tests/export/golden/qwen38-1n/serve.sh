@@ -31,7 +31,8 @@
 #   and state pages). Measured: 995k tokens (at gpu-memory-utilization 0.80, fp8 KV, MTP4, piecewise graphs;
 #   16.6 GiB of KV (the README's KV pool ledger)). In the 16.6 GiB of KV per node the run logged, one
 #   request's 4.044 GiB give 1.08M tokens (+8%): the rest of the gap is in what vLLM keeps beside the KV, 4.5
-#   GiB there against 6.4 GiB here.
+#   GiB there against 6.4 GiB here. The table shows the measured pool, and the sessions follow it: at the
+#   model's cost per session it holds 8 concurrent sessions of 100,000 tokens.
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
 #   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
 #   the model's 59 there leaves out the PLE table every token reads (its bytes per token are unpublished), so

@@ -33,7 +33,8 @@
 #   state pages). Measured: 1.97M tokens (1.97M tokens, seven full 262K contexts; 16.62 GiB of KV (the KV pool
 #   ledger's row 15, Bluey and Asusi)). In the 16.62 GiB of KV per node the run logged, one request's 2.206
 #   GiB give 1.98M tokens (+0%): the rest of the gap is in what vLLM keeps beside the KV, 5.5 GiB there
-#   against 5.4 GiB here.
+#   against 5.4 GiB here. The table shows the measured pool, and the sessions follow it: at the model's cost
+#   per session it holds 17 concurrent sessions of 100,000 tokens.
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
 #   not stated), 1 stream, CUDA graphs); the model's 97 there leaves out the PLE table every token reads (its
 #   bytes per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity`
