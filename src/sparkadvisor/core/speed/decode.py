@@ -177,9 +177,13 @@ def read_bound(read: DecodeRead | None, engine: str, tp: int, bandwidth_gb_s: fl
     """Tokens per second a step without speculation cannot pass: the bytes one rank reads per token,
     counted tensor by tensor, at rated bandwidth. None when uncounted, or counted for another engine's
     split of the projections."""
-    if read is None or read.engine != engine:
-        return None
-    return bandwidth_gb_s / read.per_rank_gb(tp)
+    counted = counted_for(read, engine)
+    return None if counted is None else bandwidth_gb_s / counted.per_rank_gb(tp)
+
+
+def counted_for(read: DecodeRead | None, engine: str) -> DecodeRead | None:
+    """The build's counted read where it was counted for `engine`'s split of the projections, else None."""
+    return read if read is not None and read.engine == engine else None
 
 
 def decode_ceiling(active_params: float, bits: float, tp: int, bandwidth_gb_s: float) -> float:

@@ -17,8 +17,9 @@ from sparkadvisor.core.speed.decode import (
     DecodeEstimate,
     DecodeInputs,
     PassCost,
-    estimate_decode,
+    counted_for,
     drafter_key,
+    estimate_decode,
     estimate_for_weights,
     pass_cost,
     read_bound,
@@ -121,8 +122,7 @@ def _estimate_for_build(facts: BuildFacts, recipe: Recipe | None, inputs: Decode
     spec = recipe.speculative if recipe else None
     draft = (_draft_bytes(spec, weights, active_b / facts.model.params.total_b, inputs.tp)
              if spec and active_b is not None else 0.0)
-    counted = facts.build.decode_read
-    counted = counted if counted is not None and counted.engine == constants.engine else None
+    counted = counted_for(facts.build.decode_read, constants.engine)
     estimate = estimate_for_weights(inputs, cost, FORMATS[weight_format].nominal_bits, weights.stored_bits,
                                     weight_class(weight_format), draft, bandwidth_gb_s, constants, counted)
     bound = read_bound(facts.build.decode_read, constants.engine, inputs.tp, bandwidth_gb_s)
@@ -185,14 +185,8 @@ def decode_inputs(model: Model, weight_format: str, weights: Weights, recipe: Re
         streams,  # streams
         _tables_label(model) if model.tables else "",  # tables
         drafter_key(recipe.build, spec.method, spec.draft_repo) if recipe and spec else "",  # drafter
-        _counted(decode_read, recipe),  # counted_read
+        counted_for(decode_read, recipe.engine if recipe else "vllm"),  # counted_read (vLLM's split without a recipe)
     )
-
-
-def _counted(read: DecodeRead | None, recipe: Recipe | None) -> DecodeRead | None:
-    """The build's counted read when it was counted for the recipe's engine (vLLM's split without a recipe)."""
-    engine = recipe.engine if recipe else "vllm"
-    return read if read is not None and read.engine == engine else None
 
 
 def _tables_label(model: Model) -> str:
