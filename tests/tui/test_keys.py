@@ -160,6 +160,34 @@ async def test_a_takes_digits_typed_at_once_and_marks_bad_input(make_app) -> Non
         assert "not a KV dtype" in str(editor.query_one("#kv_cache_dtype-error", Label).render())
 
 
+async def test_a_sets_streams_engine_and_mode_and_refuses_what_no_engine_takes(make_app) -> None:
+    app = make_app("agentic")
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.screen
+        single = cell(main.table, GLM, "expected")
+        await pilot.press("a")
+        editor = app.screen
+        editor.query_one("#streams", Input).value = "4"
+        await pilot.pause()
+        assert "4 streams" in str(main.query_one("#cluster-header").render())
+        assert cell(main.table, GLM, "expected") != single
+        editor.query_one("#streams", Input).value = "1"
+        editor.query_one("#enforce_eager", Input).value = "graphs"  # its recipe runs --enforce-eager
+        await pilot.pause()
+        assert main.scenario.settings.enforce_eager is False
+        assert int(cell(main.table, GLM, "expected").split()[0]) > int(single.split()[0]), "graphs save eager's cost"
+        editor.query_one("#enforce_eager", Input).value = "fast"
+        editor.query_one("#engine", Input).value = "tensorrt"
+        await pilot.pause()
+        assert "'fast' is not a mode; use eager or graphs" in str(editor.query_one("#enforce_eager-error", Label).render())
+        assert "'tensorrt' is not an engine; use one of vllm" in str(editor.query_one("#engine-error", Label).render())
+        assert main.scenario.settings.enforce_eager is False, "a bad value changes nothing"
+        editor.query_one("#enforce_eager", Input).value = ""
+        editor.query_one("#engine", Input).value = "llama.cpp"
+        await pilot.pause()
+        assert main.scenario.settings.engine == "llama.cpp" and main.scenario.settings.enforce_eager is None
+
+
 async def test_tab_typed_at_once_after_a_moves_to_the_next_field_before_the_digits(make_app) -> None:
     app = make_app("agentic")
     async with app.run_test(size=SIZE) as pilot:

@@ -66,15 +66,11 @@ def add_catalog_option(parser: argparse.ArgumentParser, dest: str = "sub_catalog
                         help=CATALOG_HELP)
 
 
-ENGINES = ("vllm", "llama.cpp", "sglang", "ollama", "trt-llm")
-"""Engines `--engine` names; the catalog's recipes may add more (atlas, ...)."""
-
-
 def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", streams: bool = True) -> None:
     """Cluster, workload and override options shared by rank, show, compare, export, probe and bench;
     with `output` "format" also --format and --json, "json" only --json, "" neither."""
     from sparkadvisor.core.formats import KV_DTYPE_BYTES
-    from sparkadvisor.core.workload import WORKLOADS
+    from sparkadvisor.core.workload import ENGINES, WORKLOADS
 
     parser.add_argument("--hardware", default="dgx-spark", help="hardware id (default: dgx-spark)")
     parser.add_argument("--nodes", type=positive_int, default=2, help="nodes in the cluster (default: 2)")
@@ -114,9 +110,9 @@ def load(args: argparse.Namespace) -> CatalogIndex:
 
 def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Workload, Settings]:
     """Cluster, workload and settings from the options, checked against the catalog."""
-    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.plan import Cluster, runs_on
     from sparkadvisor.core.units import plural
-    from sparkadvisor.core.workload import WORKLOADS, Settings
+    from sparkadvisor.core.workload import ENGINES, WORKLOADS, Settings
 
     hardware = index.hardware.get(args.hardware)
     if hardware is None:
@@ -131,6 +127,9 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
     known = sorted(set(ENGINES) | {r.engine for r in index.catalog.recipes})
     if engine is not None and engine not in known:
         raise UsageError(f"unknown engine {engine!r} for --engine; known engines: {', '.join(known)}")
+    if engine is not None and not runs_on(hardware, engine):
+        here = f"engines known here: {', '.join(hardware.serving.engines)}" if hardware.serving else "none is known"
+        raise UsageError(f"--engine {engine} is not known to run on {hardware.name}; {here}")
     settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
                         enforce_eager=getattr(args, "enforce_eager", None))
     return Cluster(hardware, args.nodes), workload, settings

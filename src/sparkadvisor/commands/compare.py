@@ -92,7 +92,7 @@ def _build_json(item: Ranked) -> dict[str, Any]:
 
     plan = item.plan
     cold = {"cold_ttft_s": None if plan.cold_ttft_s is None else round(plan.cold_ttft_s, 1)}
-    return if_it_fit(cold | candidate_figures(item), plan.fits, ("cold_ttft_s", *LOADED_ONLY))
+    return if_it_fit(cold | candidate_figures(item), plan.runs, ("cold_ttft_s", *LOADED_ONLY))
 
 
 def _rows_json(chosen: list[Ranked]) -> list[dict[str, Any]]:

@@ -43,12 +43,13 @@ def _round(value: float | None, digits: int = 2) -> float | None:
 
 LOADED_ONLY = ("decode_ceiling_tok_s", "decode_expected_tok_s", "decode_low_tok_s", "decode_high_tok_s",
                "decode_per_stream_tok_s", "prefill_tok_s", "ttft_s", "turn_s")
-"""The figures a build has only once it loads: null where it does not fit, kept under `if_it_fit`."""
+"""The figures a build has only once it loads: null where it does not fit or no engine serves it here,
+kept under `if_it_fit`."""
 
 
 def candidate(ranked: Ranked) -> dict[str, Any]:
     """One candidate in the stable JSON shape of `rank --json` (field names are an API)."""
-    return if_it_fit(candidate_figures(ranked), ranked.plan.fits)
+    return if_it_fit(candidate_figures(ranked), ranked.plan.runs)
 
 
 def if_it_fit(figures: dict[str, Any], fits: bool, loaded_only: tuple[str, ...] = LOADED_ONLY) -> dict[str, Any]:
@@ -97,7 +98,7 @@ def candidate_figures(ranked: Ranked) -> dict[str, Any]:
         "targets": [{"key": t.key, "status": t.status, "text": t.text} for t in p.targets],
         "capability": _round(ranked.capability, 3), "capability_score": _score(ranked),
         "caveats": [caveat_dict(c) for c in by_severity(p.caveats)],
-        "disqualified": p.disqualified_by is not None,
+        "disqualified": p.disqualified_by is not None, "no_engine": p.no_engine,
         "decisive": ranked.decisive, "reason": ranked.reason,
     }
 

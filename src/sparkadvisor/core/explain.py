@@ -57,7 +57,9 @@ def explain(plan: Plan) -> tuple[Step, ...]:
     steps += [_turn(plan), _targets(plan), _capability(plan)]
     steps += [Step("caveat", f"caveat: {badge(c)}", f"{c.explanation} ({c.severity})", "stated", c.severity)
               for c in by_severity(plan.caveats)]
-    if not plan.fits:
+    if plan.no_engine is not None:
+        steps.insert(1, _no_engine(plan))
+    if not plan.runs:
         steps = [_as_if_it_fit(s, plan) if s.key in _SPEED_STEPS else s for s in steps]
     return tuple(s for s in steps if s is not None)
 
@@ -66,7 +68,16 @@ _SPEED_STEPS = frozenset({"ceiling", "expected", "ttft", "turn"})
 """The figures a build has only once it loads: the table shows - for them where it does not fit."""
 
 
+def _no_engine(plan: Plan) -> Step:
+    serving = plan.cluster.hardware.serving
+    note = f" {serving.note}" if serving is not None and serving.note else ""
+    return Step("engine", "engine", f"No engine is known to serve it here: {plan.no_engine}.{note}", "stated")
+
+
 def _as_if_it_fit(step: Step, plan: Plan) -> Step:
+    if plan.no_engine is not None:
+        return Step(step.key, step.title, f"Not here: no engine serves it on {plan.cluster.hardware.name}. If one "
+                    f"did: {step.text}", step.basis, step.severity)
     nodes = plural(plan.cluster.nodes, "node")
     return Step(step.key, step.title, f"Not here: it does not fit on {nodes}. If it did: {step.text}", step.basis,
                 step.severity)
@@ -578,7 +589,7 @@ def _speculation_text(plan: Plan) -> str:
 def _constants_text(plan: Plan) -> str:
     """Which engine's constants the estimates used, in which mode, and how many measurements fitted them."""
     c = plan.constants
-    mode = "eager (no CUDA graphs)" if plan.speed.eager else "CUDA graphs"
+    mode = _mode(plan, "eager (no CUDA graphs)")
     origin = _engine_origin(plan)
     fitted = (f"fixed costs {c.basis.get('fixed_ms')}; the rates shared by all engines "
               f"{c.basis.get('kv_ms_per_gb')} on this hardware"
@@ -589,11 +600,19 @@ def _constants_text(plan: Plan) -> str:
             "predict each measurement left out of the fit.")
 
 
+def _mode(plan: Plan, eager: str) -> str:
+    """The execution mode the fixed costs are taken for: `eager` or CUDA graphs, or, on hardware
+    without CUDA, the CUDA-graph costs standing in for its own."""
+    if not plan.cluster.hardware.cuda:
+        return "no CUDA here: CUDA-graph costs stand in"
+    return eager if plan.speed.eager else "CUDA graphs"
+
+
 def _engine_origin(plan: Plan) -> str:
     """Why the estimates use this engine: the recipe's, the build's default, or the --engine setting."""
     if plan.recipe:
         return "the recipe's engine"
-    if plan.constants.engine == default_engine(plan.build):
+    if plan.constants.engine == default_engine(plan.build, plan.cluster.hardware):
         return "the build's default engine: no recipe for this cluster; --engine picks another"
     return "the --engine setting: no recipe for this cluster"
 
@@ -637,7 +656,7 @@ def _expected_text(plan: Plan) -> str:
     d, c = plan.decode, plan.constants
     assert d is not None
     eager = plan.speed.eager
-    mode = "eager" if eager else "CUDA graphs"
+    mode = _mode(plan, "eager")
     layers = plan.model.attention.layers if plan.model.attention else 0
     per_layer = c.layer_ms + (c.eager_ms_per_layer if eager else 0.0)
     fixed_note = (f"{mode}: {c.fixed_ms:.1f} ms + {layers} layers x {per_layer:.2f} ms, {c.engine} constants "

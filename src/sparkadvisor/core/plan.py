@@ -67,6 +67,8 @@ class Plan:
     """The calibrated speed constants the estimates used."""
     turn_s: float | None
     """First token plus the answer at the decode speed a turn is costed at (`turn_seconds`)."""
+    no_engine: str | None = None
+    """Why no engine is known to serve the build on this hardware (`engine_gap`), or None when one is."""
     statuses: tuple[Status, ...] = ()
     """Each of the workload's targets (`core.targets.TARGET_KEYS`): met, missed or unknown. Judged on
     the plan's own figures when the plan is made."""
@@ -85,6 +87,8 @@ class Plan:
     parallel_reason = property(lambda self: self.fit.parallel_reason)
     budget = property(lambda self: self.fit.budget)
     fits = property(lambda self: self.fit.fits)
+    runs = property(lambda self: self.fit.fits and self.no_engine is None,
+                    doc="It fits and an engine is known to serve it here: its figures describe a server.")
     fit_by_recipe = property(lambda self: self.fit.fit_by_recipe)
     nodes_needed = property(lambda self: self.fit.nodes_needed)
     kv_cache_dtype = property(lambda self: self.fit.kv_cache_dtype)
@@ -155,8 +159,9 @@ class Plan:
         with the capability `score` the ranking used, its table's source too (and the reference's own
         source when the reference comes from another table)."""
         model, build = self.model, self.build
+        serving = self.cluster.hardware.serving if self.no_engine is not None else None
         tables = (model, model.params, model.attention, model.context, score, build, build.size, self.recipe,
-                  *self.caveats)
+                  *self.caveats, serving)
         refs = [ref for table in tables if table is not None
                 for ref in (*_refs(table.source), *_refs(getattr(table, "reference_source", None) or ()))]
         if self.budget.kv_pinned_bytes is None and self.fit.fits:
@@ -165,8 +170,8 @@ class Plan:
 
     @property
     def meets_targets(self) -> bool:
-        """Fits and every target is known to be met: an unknown is not a pass."""
-        return self.fit.fits and all(status == "met" for status in self.statuses)
+        """Fits, an engine serves it here, and every target is known to be met: an unknown is not a pass."""
+        return self.runs and all(status == "met" for status in self.statuses)
 
 
 def _refs(source: str | tuple[str, ...]) -> tuple[str, ...]:
@@ -179,7 +184,8 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     facts = index.facts[build.id]
     hardware, nodes = cluster.hardware, cluster.nodes
     recipe = pick_recipe(facts, hardware, nodes, settings.recipe)
-    constants = index.speed_constants(hardware, recipe.engine if recipe else _engine(build, settings))
+    engine = recipe.engine if recipe else _engine(build, settings, hardware)
+    constants = index.speed_constants(hardware, engine)
     caveats = _caveats(index, facts, recipe)
     shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,
                            prefix_caching(recipe, caveats))
@@ -197,7 +203,8 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     # build, model, cluster, workload, recipe, weights, fit, pool, speed, first, caveats, disqualified_by,
     # constants, turn_s.
     return Plan(build, facts.model, cluster, workload, recipe, facts.weights, fit, pool, speed, first, caveats,
-                _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload))
+                _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload),
+                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None))
 
 
 def turn_seconds(first: FirstToken, speed: DecodeSpeed, workload: Workload) -> float | None:
@@ -215,14 +222,41 @@ def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | N
     return None
 
 
-def _engine(build: Build, settings: Settings) -> str:
-    """The engine a build without a recipe is costed on: the setting, else the build's default."""
-    return settings.engine or default_engine(build)
+def _engine(build: Build, settings: Settings, hardware: Hardware) -> str:
+    """The engine a build without a recipe is costed on: the setting, else the build's default here."""
+    return settings.engine or default_engine(build, hardware)
 
 
-def default_engine(build: Build) -> str:
-    """vLLM if it serves the build, else the build's first engine."""
-    return "vllm" if not build.engines or "vllm" in build.engines else build.engines[0]
+def default_engine(build: Build, hardware: Hardware | None = None) -> str:
+    """vLLM if it serves the build (and runs on `hardware`), else the build's first engine that runs
+    there, else vLLM or the build's first engine (and the plan says no engine serves it there)."""
+    engines = build.engines or (ENGINE,)
+    here = [e for e in engines if hardware is None or runs_on(hardware, e)]
+    ordered = here or list(engines)
+    return ENGINE if ENGINE in ordered else ordered[0]
+
+
+def runs_on(hardware: Hardware, engine: str) -> bool:
+    """`engine` is known to serve models on `hardware`: any engine on an NVIDIA GPU, else the ones
+    the hardware's `serving` names."""
+    if hardware.serving is None:
+        return hardware.cuda
+    return engine in hardware.serving.engines
+
+
+def engine_gap(build: Build, hardware: Hardware, engine: str, chosen: bool) -> str | None:
+    """Why no engine is known to serve `build` on `hardware` when costed on `engine` (`chosen`: the
+    --engine setting picked it), or None when `engine` runs there."""
+    if runs_on(hardware, engine):
+        return None
+    serving = hardware.serving
+    if serving is None:
+        return f"no engine is known to serve models on {hardware.name} (the catalog names none for it)"
+    known = ", ".join(serving.engines)
+    if chosen:
+        return f"the engine setting, {engine}, is not known to run on {hardware.name}; engines known here: {known}"
+    return (f"its engines ({', '.join(build.engines or (ENGINE,))}) are not known to run on {hardware.name}; "
+            f"engines known here: {known}")
 
 
 def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None) -> tuple[Caveat, ...]:

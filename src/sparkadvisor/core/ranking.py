@@ -31,8 +31,8 @@ from sparkadvisor.core.workload import Workload
 CAPABILITY_STEP = 0.05
 """Capability is compared in steps of 5% of the frontier reference."""
 
-Decisive = Literal["fit", "caveat", "context", "target", "unknown", "capability", "speed"]
-"""What put a build in its place: does not fit, a caveat rules it out, its context window is
+Decisive = Literal["engine", "fit", "caveat", "context", "target", "unknown", "capability", "speed"]
+"""What put a build in its place: no engine serves it on the hardware, does not fit, a caveat rules it out, its context window is
 too short, it misses a latency or memory target, a target is unknown; or, among builds that
 meet the targets, its capability, or (capability unknown) its time per turn."""
 
@@ -93,6 +93,8 @@ def where_it_fits(plan: Plan) -> str:
 
 def exclusion_reason(plan: Plan) -> str | None:
     """Why a plan cannot be used for its workload, or None."""
+    if plan.no_engine is not None:
+        return f"no engine here: {plan.no_engine}"
     if not plan.fits:
         return f"does not fit on {plural(plan.cluster.nodes, 'node')}: {where_it_fits(plan)}"
     caveat = plan.disqualified_by
@@ -114,17 +116,16 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
         if min_capability is not None and (ratio is None or ratio < min_capability - 1e-9):
             continue
         fit = plan.fit
-        if fit.fits and plan.disqualified_by is None:  # what `exclusion_reason` says in words
+        if fit.fits and plan.disqualified_by is None and plan.no_engine is None:  # `exclusion_reason` in words
             statuses = plan.statuses
             included.append((_sort_key(plan, statuses, ratio, cap), plan, statuses, ratio, cap))
         else:
-            excluded.append((fit.nodes_needed or math.inf, plan.build.id, plan, ratio, cap))
+            excluded.append((plan.no_engine is not None, fit.nodes_needed or math.inf, plan.build.id, plan, ratio, cap))
     included.sort(key=lambda item: item[0])
-    excluded.sort(key=lambda item: item[:2])
+    excluded.sort(key=lambda item: item[:3])
     ranked = [Ranked(plan, place, None, ratio, _decisive(statuses, ratio), cap)
               for place, (_, plan, statuses, ratio, cap) in enumerate(included, 1)]
-    ranked += [Ranked(plan, None, None, ratio, "fit" if not plan.fit.fits else "caveat", cap)
-               for _, _, plan, ratio, cap in excluded]
+    ranked += [Ranked(plan, None, None, ratio, _excluded_by(plan), cap) for *_, plan, ratio, cap in excluded]
     return tuple(ranked)
 
 
@@ -136,6 +137,13 @@ def with_min_capability(ranked: tuple[Ranked, ...], minimum: float | None) -> tu
     kept = [r for r in ranked if r.capability is not None and r.capability >= minimum - 1e-9]
     places = iter(range(1, len(kept) + 1))
     return tuple(r if r.excluded else replace(r, rank=next(places)) for r in kept)
+
+
+def _excluded_by(plan: Plan) -> Decisive:
+    """What keeps an excluded plan out, in `exclusion_reason`'s order."""
+    if plan.no_engine is not None:
+        return "engine"
+    return "fit" if not plan.fit.fits else "caveat"
 
 
 def _group(statuses: tuple[Status, ...]) -> int:

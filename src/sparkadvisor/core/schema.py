@@ -175,6 +175,18 @@ class Link:
 
 
 @record
+class Serving:
+    """The engines known to serve models on a hardware without CUDA."""
+
+    engines: tuple[str, ...] = checked(min_length=1)
+    """Engine names as builds and recipes give them, e.g. "llama.cpp"."""
+    note: str = ""
+    """How they run there (which backend), and what is left out."""
+    source: SourceRef
+    """Where each engine says it supports this hardware."""
+
+
+@record
 class Hardware:
     """One kind of node. A cluster is `nodes` of these joined by `link`."""
 
@@ -206,6 +218,9 @@ class Hardware:
     """Tensor peaks, when published."""
     link: Link | None = None
     """The node interconnect; None for single-node hardware."""
+    serving: Serving | None = None
+    """The engines known to serve here; None on an NVIDIA GPU, where every engine of the catalog runs
+    (and, without CUDA, none is known to)."""
     source: SourceRef
     """Where memory and bandwidth are published."""
 

@@ -70,8 +70,11 @@ def _speed(value: float | None) -> str:
 
 
 def fit_cell(ranked: Ranked) -> str:
-    """"fits +11.2 GiB", "by recipe", "needs 3 nodes", "> 4 nodes", or "too big" (for one-node hardware)."""
+    """"fits +11.2 GiB", "by recipe", "needs 3 nodes", "> 4 nodes", "too big" (for one-node hardware),
+    or "no engine" (none is known to serve it on this hardware)."""
     plan = ranked.plan
+    if plan.no_engine is not None:
+        return "no engine"
     if plan.fit_by_recipe:
         return "by recipe"
     if plan.fits:
@@ -118,10 +121,12 @@ def cluster_line(cluster: Cluster) -> str:
 
 
 def workload_line(workload: Workload) -> str:
-    """"Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out"."""
+    """"Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out", and ", 4 streams" when several
+    decode at once (the speeds are then their aggregate)."""
     tokens = "token" if workload.context_tokens == 1 else "tokens"
+    streams = f", {workload.streams} streams" if workload.streams > 1 else ""
     return (f"{workload.label}: {workload.context_tokens:,} {tokens}, {workload.prefix_reuse:.0%} reuse, "
-            f"{workload.output_tokens:,} out")
+            f"{workload.output_tokens:,} out{streams}")
 
 
 def row_cells(ranked: Ranked) -> dict[str, str]:
@@ -140,13 +145,13 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "per_node": f"{plan.weights_per_node / GiB:.1f}",
         "flags": flags_cell(plan),
         "fit": fit_cell(ranked),
-        "kv_pool": pool_text if plan.fits else "-",
-        "ceiling": _speed(d.ceiling_tok_s if d else None) if plan.fits else "-",
+        "kv_pool": pool_text if plan.runs else "-",
+        "ceiling": _speed(d.ceiling_tok_s if d else None) if plan.runs else "-",
         "expected": ((f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})" if d else "unknown")
-                     if plan.fits else "-"),
+                     if plan.runs else "-"),
         "measured": measured_cell(plan),
-        "ttft": fmt_seconds(plan.ttft_s) if plan.fits else "-",
-        "turn": fmt_seconds(plan.turn_s) if plan.fits else "-",
+        "ttft": fmt_seconds(plan.ttft_s) if plan.runs else "-",
+        "turn": fmt_seconds(plan.turn_s) if plan.runs else "-",
         "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
 
@@ -154,13 +159,13 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
 def _decode_value(attribute: str) -> Callable[[Ranked], float | None]:
     def value(ranked: Ranked) -> float | None:
         d = ranked.plan.decode
-        return getattr(d, attribute) if d and ranked.plan.fits else None
+        return getattr(d, attribute) if d and ranked.plan.runs else None
     return value
 
 
 def _if_fits(figure: Callable[[Plan], float | None]) -> Callable[[Ranked], float | None]:
     """A figure that only a build that loads has: sorted with the unknowns (its cell shows -) otherwise."""
-    return lambda ranked: figure(ranked.plan) if ranked.plan.fits else None
+    return lambda ranked: figure(ranked.plan) if ranked.plan.runs else None
 
 
 def _kv_pool(ranked: Ranked) -> float | None:
@@ -178,7 +183,7 @@ SORT_KEYS: dict[str, Callable[[Ranked], float | str | None]] = {
     "model": lambda r: r.plan.model.name.lower(),
     "build": lambda r: r.plan.build.repo.lower(),
     "flags": _flags,
-    "fit": lambda r: r.plan.budget.left_bytes if r.plan.fits else None,
+    "fit": lambda r: r.plan.budget.left_bytes if r.plan.runs else None,
     "expected": _decode_value("expected_tok_s"),
     "ttft": _if_fits(lambda plan: plan.ttft_s),
     "turn": _if_fits(lambda plan: plan.turn_s),
@@ -213,7 +218,7 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
     plan = ranked.plan
     return row_cells(ranked) | {
         "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
-        "cold": fmt_seconds(plan.cold_ttft_s) if plan.fits else "-", "reason": safe_text(ranked.reason),
+        "cold": fmt_seconds(plan.cold_ttft_s) if plan.runs else "-", "reason": safe_text(ranked.reason),
         "prefix": "on" if plan.prefix_caching else "OFF",
         "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
     }

@@ -56,6 +56,10 @@ CHAT = Workload("chat", 8_000, 0.25, 800, False, 5.0, 90.0, 15.0)
 WORKLOADS: dict[str, Workload] = {"agentic": AGENTIC, "chat": CHAT}
 
 
+ENGINES = ("vllm", "llama.cpp", "sglang", "ollama", "trt-llm")
+"""Engines a build without a recipe can be costed on (`Settings.engine`); recipes may name more (atlas, ...)."""
+
+
 @record(kw_only=False)
 class Settings:
     """Cluster-wide settings a user may override (None keeps the recipe's or the default)."""
@@ -66,7 +70,8 @@ class Settings:
     """--kv-cache-dtype for every build."""
     engine: str | None = None
     """The serving engine a build without a recipe is costed on (a recipe brings its own); None: vLLM,
-    or the build's own engine when vLLM cannot serve it (a GGUF file on llama.cpp)."""
+    or the build's own engine when vLLM cannot serve it (a GGUF file on llama.cpp) or cannot run on the
+    hardware."""
     enforce_eager: bool | None = None
     """Costs every build without CUDA graphs (True) or with them (False); None keeps the recipe's."""
     recipe: str | None = None

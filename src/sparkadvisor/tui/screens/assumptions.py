@@ -13,15 +13,15 @@ from typing import cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.core.workload import Settings, Workload
-from sparkadvisor.inputs import fraction, share, token_count
+from sparkadvisor.core.workload import ENGINES, Settings, Workload
+from sparkadvisor.inputs import fraction, share, stream_count, token_count
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
 
@@ -33,6 +33,24 @@ def kv_dtype(text: str) -> str:
     return text
 
 
+MODES = {"eager": True, "graphs": False}
+"""Execution modes by name: eager is vLLM's --enforce-eager, graphs its CUDA graphs."""
+
+
+def engine_name(text: str) -> str:
+    """An engine the speed constants know."""
+    if text not in ENGINES:
+        raise ArgumentTypeError(f"{text!r} is not an engine; use one of {', '.join(ENGINES)}")
+    return text
+
+
+def mode_name(text: str) -> bool:
+    """--enforce-eager as a word: eager (True) or graphs (False)."""
+    if text not in MODES:
+        raise ArgumentTypeError(f"{text!r} is not a mode; use eager or graphs")
+    return MODES[text]
+
+
 @dataclass(frozen=True, slots=True)
 class Field:
     """One editable assumption."""
@@ -40,20 +58,30 @@ class Field:
     key: str
     label: str
     parse: Callable[[str], object]
+    hint: str = ""
+    """What the field takes, or what blank means; shown while it is blank."""
     optional: bool = False
     """Blank means "each recipe's own value"."""
 
 
 FIELDS = (
-    Field("context_tokens", "Context (prompt tokens per turn)", token_count),
-    Field("prefix_reuse", "Prefix reuse (0-1 or 95%)", share),
-    Field("output_tokens", "Output tokens per turn", token_count),
-    Field("gpu_memory_utilization", "gpu-memory-utilization (blank: per recipe)", fraction, optional=True),
-    Field("kv_cache_dtype", "KV cache dtype (blank: per recipe)", kv_dtype, optional=True),
-    Field("min_capability", "Minimum capability (e.g. 80%; blank: all)", share, optional=True),
+    Field("context_tokens", "Prompt tokens/turn", token_count, "e.g. 100000 or 100k"),
+    Field("prefix_reuse", "Prefix reuse", share, "0-1 or 95%"),
+    Field("output_tokens", "Output tokens/turn", token_count, "e.g. 200"),
+    Field("streams", "Streams at once", stream_count, "1 or more"),
+    Field("gpu_memory_utilization", "Memory utilization", fraction, "per recipe (0-1)", optional=True),
+    Field("kv_cache_dtype", "KV cache dtype", kv_dtype, "per recipe", optional=True),
+    Field("engine", "Engine, no recipe", engine_name, "the build's own", optional=True),
+    Field("enforce_eager", "Mode", mode_name, "per recipe: eager, graphs", optional=True),
+    Field("min_capability", "Min capability", share, "all (e.g. 80%)", optional=True),
 )
-"""The fields in order. `min_capability` is a share of the frontier reference score; it hides builds
-below it and those of unknown capability. Labels fit the panel at 80 columns."""
+"""The fields in order, one line each. Memory utilization is vLLM's --gpu-memory-utilization, the mode
+its --enforce-eager (eager) or CUDA graphs, the engine the one a build without a recipe is costed on.
+`min_capability` is a share of the frontier reference score; it hides builds below it and those of
+unknown capability. A label and its hint fit the panel at 80 columns."""
+
+SUGGESTIONS = {"kv_cache_dtype": list(KV_DTYPE_BYTES), "engine": list(ENGINES), "enforce_eager": list(MODES)}
+"""What a field completes to as it is typed."""
 
 OnChange = Callable[[Workload, Settings, float | None], None]
 """Called with the new workload, settings and minimum capability after each valid change."""
@@ -66,6 +94,8 @@ def initial_text(workload: Workload, settings: Settings, min_capability: float |
     value = getattr(workload if hasattr(workload, key) else settings, key)
     if value is None:
         return ""
+    if key == "enforce_eager":
+        return "eager" if value else "graphs"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -109,10 +139,11 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
             yield Static(f"{self.workload.label}: assumptions", id="assumptions-title")
             yield Static("", id="assumptions-effect", markup=False)
             for field in FIELDS:
-                yield Label(field.label, markup=False)
-                suggester = SuggestFromList(list(KV_DTYPE_BYTES)) if field.key == "kv_cache_dtype" else None
-                yield Input(initial_text(self.workload, self.settings, self.min_capability, field.key), id=field.key,
-                            suggester=suggester, compact=True)
+                suggester = SuggestFromList(SUGGESTIONS[field.key]) if field.key in SUGGESTIONS else None
+                with Horizontal(classes="field"):
+                    yield Label(field.label, markup=False)
+                    yield Input(initial_text(self.workload, self.settings, self.min_capability, field.key),
+                                placeholder=field.hint, id=field.key, suggester=suggester, compact=True)
                 error = Label("", id=f"{field.key}-error", classes="error", markup=False)  # it quotes what was typed
                 error.display = False
                 yield error
@@ -139,10 +170,12 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
             error.display = field.key in errors  # an empty one would take a line that 80x24 needs
         if errors:
             return
-        changes = {k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens")}
+        changes = {k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens", "streams")}
         workload = self.workload.changed(**changes)  # type: ignore[arg-type]
         settings = replace(self.settings, gpu_memory_utilization=cast("float | None", values["gpu_memory_utilization"]),
-                           kv_cache_dtype=cast("str | None", values["kv_cache_dtype"]))
+                           kv_cache_dtype=cast("str | None", values["kv_cache_dtype"]),
+                           engine=cast("str | None", values["engine"]),
+                           enforce_eager=cast("bool | None", values["enforce_eager"]))
         minimum = cast("float | None", values["min_capability"])
         if (workload, settings, minimum) != (self.workload, self.settings, self.min_capability):
             self.workload, self.settings, self.min_capability = workload, settings, minimum

@@ -53,6 +53,10 @@ def steps_content(item: Ranked) -> Content:
 def speed_content(item: Ranked) -> Content:
     """Ceiling, expected and measured decode side by side, with the efficiency."""
     cells, plan = row_cells(item), item.plan
+    if plan.no_engine is not None:
+        return Content("\n").join([heading("Measured against predicted"), Content(
+            f"decode tok/s: none here, no engine serves it: {plan.no_engine} (the arithmetic below says what it "
+            "would be if one did)")])
     if not plan.fits:  # as the table's -: a build that cannot load has no speed here
         return Content("\n").join([heading("Measured against predicted"), Content(
             f"decode tok/s: none here, it does not fit on {plural(plan.cluster.nodes, 'node')} (the arithmetic "

@@ -20,7 +20,7 @@ def speed_cell(cells: dict[str, str]) -> str:
 
 def sweep_values(item: Ranked, here: bool) -> dict[str, str]:
     """One cluster size's cells; what only a fitting build has is "-" otherwise."""
-    cells, fits = row_cells(item), item.plan.fits
+    cells, fits = row_cells(item), item.plan.runs
     return cells | {"nodes": f"{'▶ ' if here else '  '}{item.plan.cluster.nodes}",
                     "speed": speed_cell(cells) if fits else "-", "kv_pool": cells["kv_pool"] if fits else "-",
                     "ttft": cells["ttft"] if fits else "-"}

@@ -1,0 +1,80 @@
+"""Builds are costed only on engines known to run on the chosen hardware: on a Mac or a Ryzen AI Max,
+vLLM's CUDA builds do not run, so an NVFP4 build is no candidate there, and a GGUF build is costed on
+llama.cpp."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparkadvisor.cli import main
+from sparkadvisor.core.advisor import advise
+from sparkadvisor.core.explain import explain
+from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.table import row_cells
+from sparkadvisor.core.workload import AGENTIC
+
+MAC = "mac-studio-m3-ultra"
+
+
+def by_build(index, hardware, nodes=1):
+    return {r.plan.build.id: r for r in advise(index, Cluster(index.hardware[hardware], nodes), AGENTIC)}
+
+
+@pytest.mark.parametrize("hardware", [MAC, "ryzen-ai-max-395"])
+def test_a_build_only_vllm_serves_is_no_candidate_without_cuda(index, hardware):
+    ranked = by_build(index, hardware)
+    nvfp4 = ranked["qwen3.6-27b-nvfp4-nvidia"]
+    name = index.hardware[hardware].name
+    assert nvfp4.excluded and nvfp4.decisive == "engine" and not nvfp4.plan.meets_targets
+    assert nvfp4.reason == (f"no engine here: its engines (vllm) are not known to run on {name}; "
+                            "engines known here: llama.cpp, ollama")
+    cells = row_cells(nvfp4)
+    assert cells["fit"] == "no engine" and cells["expected"] == cells["turn"] == cells["kv_pool"] == "-"
+
+
+def test_a_gguf_build_is_costed_on_llama_cpp_and_ranks_above_every_build_without_an_engine(index):
+    ranked = list(advise(index, Cluster(index.hardware[MAC], 1), AGENTIC))
+    gguf = next(r for r in ranked if r.plan.build.id == "qwen3.5-27b-q8-unsloth")
+    assert not gguf.excluded and gguf.plan.constants.engine == "llama.cpp" and gguf.plan.no_engine is None
+    places = [r.plan.no_engine is not None for r in ranked]
+    assert places == sorted(places)  # every build without an engine comes after the rest
+
+
+def test_on_an_nvidia_gpu_every_engine_runs(index):
+    spark = by_build(index, "dgx-spark", 2)
+    assert all(r.plan.no_engine is None for r in spark.values())
+
+
+def test_show_says_which_engines_run_there_and_marks_the_speeds_hypothetical(index):
+    plan = by_build(index, MAC)["qwen3.6-27b-nvfp4-nvidia"].plan
+    steps = {s.key: s for s in explain(plan)}
+    assert steps["engine"].text.startswith("No engine is known to serve it here: its engines (vllm)")
+    assert "vLLM-Metal" in steps["engine"].text
+    assert steps["expected"].text.startswith("Not here: no engine serves it on Mac Studio, Apple M3 Ultra, 512 GB. "
+                                             "If one did: ")
+    assert {"llamacpp-readme", "ollama-gpu", "vllm-metal"} <= set(plan.source_ids())
+
+
+def test_fixed_costs_without_cuda_say_cuda_graph_costs_stand_in(index):
+    plan = by_build(index, MAC)["qwen3.5-27b-q8-unsloth"].plan
+    steps = {s.key: s for s in explain(plan)}
+    assert "CUDA graphs:" not in steps["expected"].text
+    assert "no CUDA here: CUDA-graph costs stand in" in steps["expected"].text
+
+
+def test_rank_json_gives_the_reason_and_nulls_the_speeds_of_a_build_without_an_engine(capsys):
+    assert main(["rank", "--hardware", MAC, "--nodes", "1", "--json"]) == 0
+    rows = {c["build"]: c for c in json.loads(capsys.readouterr().out)["candidates"]}
+    nvfp4 = rows["qwen3.6-27b-nvfp4-nvidia"]
+    assert nvfp4["no_engine"].startswith("its engines (vllm) are not known to run on Mac Studio")
+    assert nvfp4["rank"] is None and nvfp4["decisive"] == "engine" and nvfp4["decode_expected_tok_s"] is None
+    assert nvfp4["if_it_fit"]["decode_expected_tok_s"] > 0
+    assert rows["qwen3.5-27b-q8-unsloth"]["no_engine"] is None and rows["qwen3.5-27b-q8-unsloth"]["rank"]
+
+
+def test_an_engine_setting_the_hardware_cannot_run_is_refused_in_one_sentence(capsys):
+    assert main(["rank", "--hardware", MAC, "--engine", "vllm"]) == 2
+    assert capsys.readouterr().err == ("sparkadvisor: --engine vllm is not known to run on Mac Studio, Apple M3 "
+                                       "Ultra, 512 GB; engines known here: llama.cpp, ollama\n")
