@@ -115,8 +115,9 @@ def _hardware_lines(catalog: Catalog) -> list[str]:
     lines = []
     for hw in catalog.hardware:
         nodes = f"up to {plural(hw.max_nodes, 'node')}" if hw.max_nodes > 1 else "one node"
+        engines = f"; engines: {', '.join(hw.serving.engines)}" if hw.serving else ""
         lines.append(f"{hw.name} ({hw.id}): {hw.memory_gb:g} GB sold, {hw.usable_memory_gib:g} GiB usable, "
-                     f"{hw.memory_bandwidth_gb_s:g} GB/s, {nodes}")
+                     f"{hw.memory_bandwidth_gb_s:g} GB/s, {nodes}{engines}")
     return lines
 
 

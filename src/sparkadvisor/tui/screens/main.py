@@ -290,7 +290,8 @@ class MainScreen(Screen[None]):
         from sparkadvisor.tui.screens.choice import ChoiceScreen
 
         options = [(h.id, safe_text(f"{h.name}: {h.usable_memory_gib:g} GiB usable, {h.memory_bandwidth_gb_s:g} GB/s, "
-                                    + (f"up to {plural(h.max_nodes, 'node')}" if h.max_nodes > 1 else "one node")))
+                                    + (f"up to {plural(h.max_nodes, 'node')}" if h.max_nodes > 1 else "one node")
+                                    + (f"; {', '.join(h.serving.engines)} only" if h.serving else "")))
                    for h in self.index.catalog.hardware]
         self.app.push_screen(ChoiceScreen("Hardware", options, self.scenario.hardware_id), self.set_hardware)
 
