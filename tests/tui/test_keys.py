@@ -179,7 +179,8 @@ async def test_a_sets_streams_engine_and_mode_and_refuses_what_no_engine_takes(m
         editor.query_one("#enforce_eager", Input).value = "fast"
         editor.query_one("#engine", Input).value = "tensorrt"
         await pilot.pause()
-        assert "'fast' is not a mode; use eager or graphs" in str(editor.query_one("#enforce_eager-error", Label).render())
+        mode_error = str(editor.query_one("#enforce_eager-error", Label).render())
+        assert "'fast' is not a mode; use eager or graphs" in mode_error
         assert "'tensorrt' is not an engine; use one of vllm" in str(editor.query_one("#engine-error", Label).render())
         assert main.scenario.settings.enforce_eager is False, "a bad value changes nothing"
         editor.query_one("#enforce_eager", Input).value = ""

@@ -32,9 +32,9 @@ CAPABILITY_STEP = 0.05
 """Capability is compared in steps of 5% of the frontier reference."""
 
 Decisive = Literal["engine", "fit", "caveat", "context", "target", "unknown", "capability", "speed"]
-"""What put a build in its place: no engine serves it on the hardware, does not fit, a caveat rules it out, its context window is
-too short, it misses a latency or memory target, a target is unknown; or, among builds that
-meet the targets, its capability, or (capability unknown) its time per turn."""
+"""What put a build in its place: no engine serves it on the hardware, it does not fit, a caveat rules
+it out, its context window is too short, it misses a latency or memory target, a target is unknown;
+or, among builds that meet the targets, its capability, or (capability unknown) its time per turn."""
 
 
 @record(kw_only=False)

@@ -1,0 +1,105 @@
+"""The arithmetic of a plan, step by step, in sentences generated from its numbers.
+
+Each step says whether its figure is stated by a source, derived from stated figures,
+measured by someone, estimated by the speed model, assumed, or unknown. The TUI's
+detail pane, `sparkadvisor show` and the Markdown report all print these steps.
+"""
+
+from __future__ import annotations
+
+from sparkadvisor.core.caveats import badge, by_severity
+from sparkadvisor.core.explain.memory import (
+    budget_step,
+    cluster_step,
+    kv_step,
+    parallelism_step,
+    pool_step,
+    weights_step,
+)
+from sparkadvisor.core.explain.speed import decode_steps, first_token_steps, turn_step
+from sparkadvisor.core.explain.step import Basis, Step
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.targets import context_needed, usable_context
+from sparkadvisor.core.units import plural
+
+
+__all__ = ["Basis", "Step", "explain"]
+
+
+def explain(plan: Plan) -> tuple[Step, ...]:
+    """Every step of the plan's arithmetic, in reading order."""
+    steps = [cluster_step(plan), weights_step(plan), parallelism_step(plan), budget_step(plan), kv_step(plan),
+             pool_step(plan), _context(plan)]
+    steps += decode_steps(plan) + first_token_steps(plan)
+    steps += [turn_step(plan), _targets(plan), _capability(plan)]
+    steps += [Step("caveat", f"caveat: {badge(c)}", f"{c.explanation} ({c.severity})", "stated", c.severity)
+              for c in by_severity(plan.caveats)]
+    if plan.no_engine is not None:
+        steps.insert(1, _no_engine(plan))
+    if not plan.runs:
+        steps = [_as_if_it_fit(s, plan) if s.key in _SPEED_STEPS else s for s in steps]
+    return tuple(s for s in steps if s is not None)
+
+
+_SPEED_STEPS = frozenset({"ceiling", "expected", "ttft", "turn"})
+"""The figures a build has only once it loads: the table shows - for them where it does not fit."""
+
+
+def _no_engine(plan: Plan) -> Step:
+    serving = plan.cluster.hardware.serving
+    note = f" {serving.note}" if serving is not None and serving.note else ""
+    return Step("engine", "engine", f"No engine is known to serve it here: {plan.no_engine}.{note}", "stated")
+
+
+def _as_if_it_fit(step: Step, plan: Plan) -> Step:
+    if plan.no_engine is not None:
+        return Step(step.key, step.title, f"Not here: no engine serves it on {plan.cluster.hardware.name}. If one "
+                    f"did: {step.text}", step.basis, step.severity)
+    nodes = plural(plan.cluster.nodes, "node")
+    return Step(step.key, step.title, f"Not here: it does not fit on {nodes}. If it did: {step.text}", step.basis,
+                step.severity)
+
+
+def _context(plan: Plan) -> Step:
+    usable, needed, w = usable_context(plan.model, plan.recipe), context_needed(plan.workload), plan.workload
+    check = next(t for t in plan.targets if t.key == "context")
+    verdict = {"met": "enough", "missed": "too short: the workload's prompts would be refused",
+               "unknown": "unknown, so the context target is not met"}[check.status]
+    text = (f"Usable context {usable.describe(plan.model)} against {needed:,} tokens needed "
+            f"({w.context_tokens:,} prompt + {w.output_tokens:,} answer): {verdict}.")
+    return Step("context", "context window", text, "unknown" if usable.tokens is None else "stated")
+
+
+def _targets(plan: Plan) -> Step:
+    w = plan.workload
+    marks = {"met": "met", "missed": "MISSED", "unknown": "unknown"}
+    parts = "; ".join(f"{t.text} ({marks[t.status]})" for t in plan.targets)
+    if plan.meets_targets:
+        head = f"Meets the {w.kind} targets"
+    elif plan.target_misses:
+        head = f"Misses the {w.kind} targets"
+    else:
+        head = f"The {w.kind} targets are unknown (an unknown is not a pass)"
+    return Step("targets", "targets", f"{head}: {parts}.", "unknown" if plan.unknowns else "derived")
+
+
+def _capability(plan: Plan) -> Step:
+    from sparkadvisor.core.ranking import CAPABILITY_STEP, capability_for
+
+    cap, kind = capability_for(plan.model, plan.workload), plan.workload.kind
+    if cap is None:
+        note = plan.model.capability_none_published
+        text = (f"Unknown: no score beside a frontier reference ({note})" if note
+                else "Unknown: no sourced score in the catalog")
+        return Step("capability", "capability", text + f"; it ranks after the {kind} builds with a score.",
+                    "unknown")
+    harness = f" in {cap.harness}" if cap.harness else ""
+    if cap.reference_source is None:
+        against = f"{cap.reference_model}'s {cap.reference_score:g} on the same table ({cap.reported_by}, {cap.date})"
+    else:
+        ref = cap.reference_source
+        refs = ref if isinstance(ref, str) else ", ".join(ref)
+        against = (f"{cap.reference_model}'s {cap.reference_score:g} from ANOTHER table ({refs}), as the model's "
+                   f"own table ({cap.reported_by}, {cap.date}) has no frontier column; settings may differ")
+    return Step("capability", "capability", f"{cap.score:g} on {cap.benchmark}{harness} against {against}: "
+                f"{cap.score / cap.reference_score:.0%}, compared in {CAPABILITY_STEP:.0%} steps.", "stated")
