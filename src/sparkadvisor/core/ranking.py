@@ -115,12 +115,12 @@ def rank(plans: Iterable[Plan], workload: Workload, min_capability: float | None
         ratio = cap.score / cap.reference_score if cap else None
         if min_capability is not None and (ratio is None or ratio < min_capability - 1e-9):
             continue
-        fit = plan.fit
-        if fit.fits and plan.disqualified_by is None and plan.no_engine is None:  # `exclusion_reason` in words
+        if plan.runs and plan.disqualified_by is None:  # what `exclusion_reason` says in words
             statuses = plan.statuses
             included.append((_sort_key(plan, statuses, ratio, cap), plan, statuses, ratio, cap))
-        else:
-            excluded.append((plan.no_engine is not None, fit.nodes_needed or math.inf, plan.build.id, plan, ratio, cap))
+        else:  # builds no engine serves here last
+            excluded.append((plan.no_engine is not None, plan.nodes_needed or math.inf, plan.build.id, plan, ratio,
+                             cap))
     included.sort(key=lambda item: item[0])
     excluded.sort(key=lambda item: item[:3])
     ranked = [Ranked(plan, place, None, ratio, _decisive(statuses, ratio), cap)
