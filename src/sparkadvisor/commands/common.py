@@ -110,7 +110,7 @@ def load(args: argparse.Namespace) -> CatalogIndex:
 
 def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Workload, Settings]:
     """Cluster, workload and settings from the options, checked against the catalog."""
-    from sparkadvisor.core.plan import Cluster, runs_on
+    from sparkadvisor.core.plan import Cluster, engines_here, runs_on
     from sparkadvisor.core.units import plural
     from sparkadvisor.core.workload import ENGINES, WORKLOADS, Settings
 
@@ -128,8 +128,7 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
     if engine is not None and engine not in known:
         raise UsageError(f"unknown engine {engine!r} for --engine; known engines: {', '.join(known)}")
     if engine is not None and not runs_on(hardware, engine):
-        here = f"engines known here: {', '.join(hardware.serving.engines)}" if hardware.serving else "none is known"
-        raise UsageError(f"--engine {engine} is not known to run on {hardware.name}; {here}")
+        raise UsageError(f"--engine {engine} is not known to run on {hardware.name}; {engines_here(hardware)}")
     settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
                         enforce_eager=getattr(args, "enforce_eager", None))
     return Cluster(hardware, args.nodes), workload, settings

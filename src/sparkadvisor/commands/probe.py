@@ -182,7 +182,7 @@ def _metrics_json(metrics: Any) -> dict[str, Any]:
 def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
     if plan is None:
         return None
-    loaded = plan.runs  # a build that does not fit has no speed, as in `rank --json`
+    loaded = plan.runs  # a build that does not fit, or that no engine serves here, has no speed, as in `rank --json`
     return {"build": plan.build.id, "nodes": plan.cluster.nodes, "workload": plan.workload.kind,
             "recipe": plan.recipe.id if plan.recipe else None, "fits": plan.fits,
             "ttft_s": _rounded(plan.ttft_s, 1) if loaded else None,

@@ -249,14 +249,15 @@ def engine_gap(build: Build, hardware: Hardware, engine: str, chosen: bool) -> s
     --engine setting picked it), or None when `engine` runs there."""
     if runs_on(hardware, engine):
         return None
-    serving = hardware.serving
-    if serving is None:
-        return f"no engine is known to serve models on {hardware.name} (the catalog names none for it)"
-    known = ", ".join(serving.engines)
-    if chosen:
-        return f"the engine setting, {engine}, is not known to run on {hardware.name}; engines known here: {known}"
-    return (f"its engines ({', '.join(build.engines or (ENGINE,))}) are not known to run on {hardware.name}; "
-            f"engines known here: {known}")
+    which = f"the engine setting, {engine}," if chosen else f"its engines ({', '.join(build.engines or (ENGINE,))})"
+    return f"{which} {'is' if chosen else 'are'} not known to run on {hardware.name}; {engines_here(hardware)}"
+
+
+def engines_here(hardware: Hardware) -> str:
+    """"engines known here: llama.cpp, ollama", or that the catalog names none for this hardware."""
+    if hardware.serving is None:
+        return "the catalog names no engine for it"
+    return f"engines known here: {', '.join(hardware.serving.engines)}"
 
 
 def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None) -> tuple[Caveat, ...]:
