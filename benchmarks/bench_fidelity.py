@@ -88,19 +88,21 @@ def _speculation(index) -> str:
 
 
 def _pools(index) -> list[dict[str, object]]:
-    """Each logged KV pool beside the plan's pool for the same recipe and cluster; a run at another
+    """Each logged KV pool beside the plan's pool under the recipe that logged it; a run at another
     --kv-cache-memory pin (kv_pinned_gib) is compared at its own pin."""
     from sparkadvisor.core.advisor import evaluate_build
     from sparkadvisor.core.plan import Cluster
-    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.core.workload import AGENTIC, Settings
 
     rows = []
     for recipe in index.catalog.recipes:
         for m in recipe.measurements:
             if m.metric != "kv_pool_tokens" or recipe.hardware not in index.hardware:
                 continue
+            # The recipe that logged the pool, where its build has others on the same cluster.
             plan = evaluate_build(index, index.builds[recipe.build], Cluster(index.hardware[recipe.hardware],
-                                                                            recipe.nodes), AGENTIC)
+                                                                            recipe.nodes), AGENTIC,
+                                  Settings(recipe=recipe.id))
             predicted = plan.kv_pool_tokens if plan.recipe and plan.recipe.id == recipe.id else None
             if m.kv_pinned_gib is not None:
                 predicted = _at_pin(plan, m.kv_pinned_gib) if predicted is not None else None

@@ -237,18 +237,18 @@ def test_fidelity_on_an_80_column_terminal_groups_checks_under_their_recipe(caps
 
 
 def test_sessions_follow_the_pool_the_table_shows(capsys):
-    # The table showed the logged 699k* pool while "27 sessions fit" came from the modelled 2.4M.
+    # The table showed the logged 699k* pool while the sessions came from the modelled pool.
     ds = "deepseek-v4-flash-0731-stack"
     rows = list(csv.DictReader(io.StringIO(run(capsys, "rank", "--nodes", "2", "--format", "tsv")), delimiter="\t"))
     assert next(r for r in rows if r["id"] == ds)["KV pool"] == "699k*"
     out = " ".join(run(capsys, "show", ds, "--nodes", "2").split())
-    assert "= 2.36M tokens" in out and "At 100,000 tokens per session, 27 concurrent sessions fit" in out
+    assert "= 1.24M tokens" in out and "At 100,000 tokens per session, 49 concurrent sessions fit" in out
     assert ("The table shows the measured pool, and the sessions follow it: at the model's cost per session it "
-            "holds 8 concurrent sessions of 100,000 tokens.") in out
-    assert "8 sessions of 100,000 tokens fit (met)" in out and "27 sessions" not in out.split("targets")[-1]
+            "holds 27 concurrent sessions of 100,000 tokens.") in out
+    assert "27 sessions of 100,000 tokens fit (met)" in out and "49 sessions" not in out.split("targets")[-1]
     candidate = next(c for c in json.loads(run(capsys, "rank", "--nodes", "2", "--json"))["candidates"]
                      if c["build"] == ds)
-    assert candidate["kv_pool_measured_tokens"] == 699_000 and candidate["sessions"] == 8
+    assert candidate["kv_pool_measured_tokens"] == 699_000 and candidate["sessions"] == 27
 
 
 def test_a_recipe_caveat_that_turns_prefix_caching_off_sizes_the_pool_without_it(capsys, isolated_home):

@@ -16,8 +16,8 @@ from sparkadvisor.core.workload import WORKLOADS
 BF16 = 2
 
 
-def shape(index, model: str, tp: int = 1, dtype: str = "auto"):
-    return kv_shape(index.models[model].attention, dtype, tp, 1)
+def shape(index, model: str, tp: int = 1, dtype: str = "auto", draft_layers: int = 0):
+    return kv_shape(index.models[model].attention, dtype, tp, 1, draft_layers=draft_layers)
 
 
 def test_gqa_llama_3_3_70b(index):
@@ -86,23 +86,41 @@ def test_deepseek_v4_caches_compressed_rows_and_a_window(index):
     assert kv.bytes_per_sequence(1000) == pytest.approx(1000 * kv.bytes_per_token + 43 * 128 * row)
 
 
-def test_deepseek_v4_pays_for_its_layer_types_in_whole_kv_cache_groups(index):
-    # vLLM groups DeepSeek-V4-Flash's caches by spec: 43 sliding-window layers, 21 ratio-4 rows, the
-    # 21 indexer keys beside them and 20 ratio-128 rows. The group size is the smallest count, 20
-    # (43 is not under 1.5 x 20), so the types take 60, 40, 40 and 20 slots and a request pays for the
-    # padding (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size).
+def _aligned(size):
+    return -(-size // 576) * 576  # the fp8_ds_mla layout's page alignment
+
+
+def test_deepseek_v4_packs_its_caches_in_one_slab_of_block_ids(index):
+    # vLLM's DeepSeek-V4 layout (kv_cache_utils.py _get_packed_kv_cache_layout): the caches that keep
+    # every token form one group (21 ratio-4 row pages of 64 x 584 B, their 21 indexer pages of 64 x 132 B,
+    # 20 ratio-128 pages of 2 x 584 B at block 256), and a block id costs that group's summed pages,
+    # the largest of all groups.
     kv = shape(index, "deepseek-v4-flash-0731", tp=2)
-    row, key = 584, 132
-    assert kv.padded_bytes_per_token == pytest.approx(40 * (row + key) / 4 + 20 * row / 128)
-    request = kv.request_bytes(1_048_576, 256, 8192)
-    window = 60 * row * (-(-(128 - 1 + 8192) // 256) + 1) * 256
-    assert request == pytest.approx(kv.padded_bytes_per_token * 1_048_576 + window)
-    # tonyd2wild's two-Spark boots (TP=2, --block-size 256, --max-model-len 1048576, 8192 batched tokens,
-    # the 584-byte envelope): "Available KV cache memory: 14.48 GiB" -> "GPU KV cache size: 2,044,166
-    # tokens", and 10.58 GiB -> 1,533,940 on vLLM 0.25.2. Unpadded, a request would be 3.96 GiB and
-    # the pools 1.8x these.
-    for available_gib, logged in ((14.48, 2_044_166), (10.58, 1_533_940)):
-        assert available_gib * 2**30 / request * 1_048_576 == pytest.approx(logged, rel=0.02)
+    c4, key, c128 = _aligned(64 * 584), _aligned(64 * 132), _aligned(2 * 584)
+    assert (c4, key, c128) == (37_440, 8_640, 1_728)
+    stride, split = kv.packed.groups(256)
+    assert stride == 21 * c4 + 21 * key + 20 * c128
+    # The sliding caches in groups of 22 layer tuples (the chunk padding 21, 43, 21 and 20 least): the
+    # 43 windows in two groups, each ratio's FP32 compressor states in one (ratio 4 with its indexer's).
+    assert [(family.name, groups) for family, groups, _ in split] == [
+        ("sliding window", 2), ("ratio-4 compressor state", 1), ("ratio-128 compressor state", 1)]
+    # A request of 262,144 tokens at 8,192 batched tokens: 1,024 ids for the rows, and per sliding group
+    # cdiv(window - 1 + 8,192, its block) + 1: windows 128 in blocks of 64, ratio-4 states 8 in blocks of 4
+    # (2 x 512 x 2 x 4 B), ratio-128 states 128 in blocks of 8.
+    ids = 1024 + 2 * (-(-(127 + 8192) // 64) + 1) + (-(-(7 + 8192) // 4) + 1) + (-(-(127 + 8192) // 8) + 1)
+    assert kv.request_bytes(262_144, None, 8192) == ids * stride
+    # Every one of these ids but the rows' is paid whatever the length: about 3.1 GiB of 4.1.
+    assert kv.request_bytes(1_048_576, None, 8192) - kv.request_bytes(262_144, None, 8192) == 3072 * stride
+
+
+def test_deepseek_v4_mtp_layer_keeps_only_a_window(index):
+    # Its compress_ratios entry after the last decoder layer is 0: the MTP layer is one more sliding
+    # window (44 in two groups of 22), not a full-attention layer, and costs a request nothing more.
+    plain = shape(index, "deepseek-v4-flash-0731", tp=2)
+    mtp = shape(index, "deepseek-v4-flash-0731", tp=2, draft_layers=1)
+    assert mtp.bytes_per_token == plain.bytes_per_token
+    assert mtp.packed.families[0].types[0][0] == 44
+    assert mtp.request_bytes(262_144, None, 8192) == plain.request_bytes(262_144, None, 8192)
 
 
 def test_fp8_ds_mla_keeps_scales_and_a_bf16_rope_part(index):

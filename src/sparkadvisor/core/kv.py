@@ -58,12 +58,11 @@ tensor: a linear group's block id also reserves the indexer keys' pages beside t
 shares (GLM-5.3-Flash: 11 MLA tensors of 4,608 x 512 B that the 34 KDA layers share, plus 11 indexer
 tensors of 4,608 x 33 B; tonyd2wild's three logged pools at 3, 4 and 6 GiB are whole numbers of such
 27.6 MB block ids). GLM-5.x's k-pool indexer adds a tail cache group that takes one block id per
-request (vLLM 0.1.dev20051 KpoolTailSpec: max_admission_blocks_per_request 1). DeepSeek-V4's
-caches are such types too: its sliding-window layers, each compression ratio's rows and the
-indexer keys (V4-Flash: 43, 21, 20 and 21 layers in groups of 20, so 60, 40, 20 and 40 slots);
-with that padding a 1M-token request on two Sparks costs 7.37 GiB, against 7.43 and 7.23 GiB in
-two public boot logs (tonyd2wild/DeepSeek-v4-Flash-0731-DSpark-1M-NVFP4-KV-2x-DGX-Spark:
-14.48 GiB -> 2,044,166 tokens; 10.58 GiB -> 1,533,940), where unpadded it would be 3.96 GiB.
+request (vLLM 0.1.dev20051 KpoolTailSpec: max_admission_blocks_per_request 1). DeepSeek-V4 has a
+layout of its own (`kvpacked`): its compressed rows and indexer keys, its sliding windows and its
+compressors' states overlay one slab, a block id costs the largest group's pages, and the windows
+and states cost a request a fixed share (about 3.1 GiB per rank for V4-Flash at 8,192 batched
+tokens) whatever its length.
 
 What a decode step reads is bounded where the attention is: a top-k sparse layer reads at most
 `sparse_topk` rows (plus every indexer key, which is how it chooses them), a sliding layer its
@@ -75,6 +74,8 @@ from __future__ import annotations
 import math
 
 from sparkadvisor.core.formats import kv_dtype_bytes
+from sparkadvisor.core.kvpacked import BLOCK_TOKENS as PACKED_BLOCK_TOKENS
+from sparkadvisor.core.kvpacked import PackedLayout, packed_layout
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, LinearAttention
 
@@ -156,8 +157,8 @@ class KvShape:
     """Padded over real sliding layers."""
     compressed_bytes_per_token: float = 0.0
     """The compressed layers' rows and indexer keys in `bytes_per_token` (DeepSeek-V4)."""
-    compressed_pad: float = 1.0
-    """Padded over real compressed bytes: each ratio and the indexer keys are their own layer types."""
+    packed: PackedLayout | None = None
+    """DeepSeek-V4's caches as vLLM packs them (`kvpacked`): a request's bytes follow its layout."""
     stage_over_average: float = 1.0
     """Layers on the most-loaded pipeline stage (what the pool is sized by) over the stages' average
     (what a decode step reads per stage); 1 without pipeline parallelism."""
@@ -181,6 +182,8 @@ class KvShape:
         """Bytes vLLM reserves for one request of `max_model_len` on this rank when it sizes its pool
         (the module docstring gives the rules and their sources)."""
         block = self.block_tokens(block_tokens, speculative_tokens)
+        if self.packed is not None:
+            return self.packed.request_bytes(max_model_len, block, batched_tokens)
         full = self.padded_bytes_per_token * math.ceil(max_model_len / block) * block
         window = 0.0
         if self.window_tokens:
@@ -210,12 +213,14 @@ class KvShape:
     @property
     def padded_bytes_per_token(self) -> float:
         """`bytes_per_token` with each layer type padded to whole KV-cache groups, as a request pays it."""
-        return ((self.bytes_per_token - self.compressed_bytes_per_token) * self.full_pad
-                + self.compressed_bytes_per_token * self.compressed_pad)
+        return self.bytes_per_token * self.full_pad
 
     def block_tokens(self, block_tokens: int | None = None, speculative_tokens: int = 0) -> int:
-        """The attention block vLLM uses: the recipe's --block-size (else 16), grown for a hybrid
-        until one attention page holds a linear layer's state, in steps of the larger of the two."""
+        """The attention block vLLM uses: the recipe's --block-size (else 16; 256 for DeepSeek-V4's
+        backend), grown for a hybrid until one attention page holds a linear layer's state, in steps of
+        the larger of the two."""
+        if self.packed is not None:
+            return block_tokens or PACKED_BLOCK_TOKENS
         block = block_tokens or VLLM_BLOCK_TOKENS
         row = self._page_row()
         state = self.linear_state_bytes(speculative_tokens)
@@ -288,30 +293,31 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
     full_row = (2 * full_heads * (attention.global_head_dim or attention.head_dim or 0) * element
                 if full_heads is not None else per_layer)
     linear_layers = attention.linear.layers if attention.linear else 0
-    # An MTP drafter's layers are cached like the target's full-attention layers (`draft_layers`).
-    full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers + draft_layers
+    # An MTP drafter's layers are cached like the target's full-attention layers (`draft_layers`), but
+    # DeepSeek-V4's keeps only a sliding window: its compress_ratios entry (the one after the last
+    # decoder layer's) is 0, which vLLM's deepseek_v4 attention reads as no compression.
+    packed_draft = draft_layers if kv_cache_dtype == "fp8_ds_v4" else 0
+    full_draft = draft_layers - packed_draft
+    full_layers = attention.layers - attention.sliding_layers - linear_layers - attention.ffn_layers + full_draft
     indexer = _indexer_bytes(attention.indexer_head_dim)
     ssm_bytes = FP32_BYTES if ssm_cache_dtype in ("float32", "fp32") else STATE_BYTES
     state = _linear_state_bytes(attention.linear, tp, ssm_bytes) if attention.linear else 0.0
     conv_step = _conv_channels(attention.linear, tp) * STATE_BYTES if attention.linear else 0.0
-    indexed_layers = sum(c.layers for c in attention.compressed if c.indexed)
-    counts = [full_layers, attention.sliding_layers, linear_layers, indexed_layers,
-              *(c.layers for c in attention.compressed)]
-    pads, group = _group_pads(counts), _group_size(counts)
+    packed = _packed(attention, per_layer, pp, packed_draft) if kv_cache_dtype == "fp8_ds_v4" else None
+    # DeepSeek-V4's caches follow their own packed layout; the other hybrids pad each layer type to groups.
+    counts = [full_layers, attention.sliding_layers, linear_layers] if packed is None else []
+    pads, group = _group_pads(counts) + [1.0] * (3 - len(counts)), _group_size(counts)
     # A k-pool indexer (GLM-5.x) keeps its keys in tensors of their own beside the full layers', and a
     # tail cache group per full-layer group (one block id per request).
     slot_indexer = (indexer / attention.indexer_pool * full_layers / group
                     if linear_layers and group and full_layers else 0.0)
     tails = math.ceil(full_layers / group) if attention.indexer_pool > 1 and group and full_layers else 0
-    full_pad, sliding_pad, linear_pad, indexer_pad = pads[:4]
+    full_pad, sliding_pad, linear_pad = pads[:3]
     window = attention.sliding_window or 0 if attention.sliding_layers else 0
     compressed = tuple((c.layers / pp, c.ratio, c.indexed) for c in attention.compressed)
     stage = stage_share(attention.layers, pp)
-    compressed_rows = [c.layers * stage / c.ratio for c in attention.compressed]
-    compressed_per_token = sum(rows * (per_layer + (indexer if c.indexed else 0.0))
-                               for rows, c in zip(compressed_rows, attention.compressed, strict=True))
-    compressed_padded = sum(rows * (per_layer * pad + (indexer * indexer_pad if c.indexed else 0.0))
-                            for rows, pad, c in zip(compressed_rows, pads[4:], attention.compressed, strict=True))
+    compressed_per_token = sum(c.layers * stage / c.ratio * (per_layer + (indexer if c.indexed else 0.0))
+                               for c in attention.compressed)
     return KvShape(
         bytes_per_token=full_layers * (full_row + indexer / attention.indexer_pool) * stage + compressed_per_token,
         window_bytes_per_token=attention.sliding_layers * per_layer * stage,
@@ -328,7 +334,7 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         indexer_row_bytes=indexer,
         indexer_pool=attention.indexer_pool,
         sparse_topk=attention.sparse_topk,
-        full_layer_share=(full_layers - draft_layers) / pp,  # a decode step reads the target's layers
+        full_layer_share=(full_layers - full_draft) / pp,  # a decode step reads the target's layers
         sliding_layer_share=attention.sliding_layers / pp,
         compressed=compressed,
         state_bytes_per_layer=state,
@@ -336,13 +342,13 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         full_pad=full_pad,
         sliding_pad=sliding_pad,
         compressed_bytes_per_token=compressed_per_token,
-        compressed_pad=compressed_padded / compressed_per_token if compressed_per_token else 1.0,
+        packed=packed,
         stage_over_average=stage * pp,
         conv_step_bytes=conv_step,
         slot_indexer_bytes_per_token=slot_indexer,
         tail_groups=tails,
         group_size=group,
-        draft_layers=draft_layers,
+        draft_layers=full_draft,
     )
 
 
@@ -354,13 +360,23 @@ def stage_share(layers: int, pp: int) -> float:
     return math.ceil(layers / pp) / layers
 
 
+def _packed(attention: Attention, row_bytes: float, pp: int, draft_layers: int) -> PackedLayout:
+    """DeepSeek-V4's layout on the most-loaded pipeline stage (every cache is whole on each TP rank), an
+    MTP drafter's window-only layers among the sliding ones."""
+    stage = stage_share(attention.layers, pp)
+    compressed = [(math.ceil(c.layers * stage), c.ratio, c.indexed) for c in attention.compressed]
+    sliding = math.ceil(attention.sliding_layers * stage) + draft_layers
+    return packed_layout(compressed, sliding, attention.sliding_window or 0,
+                         attention.head_dim or 0, int(row_bytes), attention.indexer_head_dim)
+
+
 def _group_pads(counts: list[int]) -> list[float]:
     """Padded over real layers of each layer type (1 for a type with none) by vLLM's hybrid grouping
     (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): every type is cut into groups of one
     size, the smallest type's layer count (the largest's when that is under 1.5 times the smallest),
     the last group of a type padded, and every group costs a request its blocks. The types are the
-    layers' distinct cache specs: full attention, sliding window, linear state and, for DeepSeek-V4,
-    each compression ratio and the indexer keys beside the ratio-4 rows."""
+    layers' distinct cache specs: full attention, sliding window and linear state (DeepSeek-V4's own
+    layout is `kvpacked`'s)."""
     size = _group_size(counts)
     if not size:
         return [1.0] * len(counts)

@@ -67,7 +67,11 @@ INDEXER_BUFFER_BYTES_PER_TOKEN = 40 * 132
 """A sparse-attention indexer's prefill buffer per node, per token of max-model-len: vLLM sizes it
 as 40 x max_model_len entries of 132 bytes (128 FP8 values and an FP32 scale;
 v1/attention/backends/mla/indexer.py get_max_prefill_buffer_size), 5.16 GiB at 1M tokens, which
-the DeepSeek-V4.1-Flash recipe's note (tonyd2wild-ds41: "about 5.2 GiB at 1M") confirms."""
+the DeepSeek-V4.1-Flash recipe's note (tonyd2wild-ds41: "about 5.2 GiB at 1M") agrees with. The profile
+run reserves it once, as a workspace every layer shares (sparse_attn_indexer.py). DeepSeek-V4's indexer
+keys its compressed rows, so it takes max-model-len / compress_ratio of them (models/deepseek_v4/
+attention.py: get_max_prefill_buffer_size(vllm_config) // self.compress_ratio; zyongye/vllm @ 91a893de):
+1.29 GiB at 1M tokens for V4-Flash's ratio 4."""
 
 
 @record(kw_only=False)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from sparkadvisor.core.explain.step import Basis, Step, measurement_text, source_text
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import BLOCK_ALIGNMENT, FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS, KvShape
+from sparkadvisor.core.kvpacked import BLOCK_TOKENS as PACKED_BLOCK_TOKENS
+from sparkadvisor.core.kvpacked import PackedLayout
 from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention
 from sparkadvisor.core.speed.prefill import GGML_ENGINES
+from sparkadvisor.core.stages.kv_pool import PoolInputs
 from sparkadvisor.core.units import GiB, fmt_size, fmt_tokens, plural
 
 
@@ -116,9 +119,12 @@ def _reserve_text(plan: Plan) -> str:
         parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights: its stated size over the TP ranks")
     if r.indexer_bytes:
         tokens = r.indexer_bytes / INDEXER_BUFFER_BYTES_PER_TOKEN
-        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer: 40 x {tokens:,.0f} tokens of "
-                     "max-model-len x 132 B (vLLM's get_max_prefill_buffer_size; DeepSeek-V4.1-Flash's recipe "
-                     "confirms it)")
+        length = inputs.max_model_len if inputs is not None else None
+        keyed = (f"{tokens:,.0f} keys (a {length // round(tokens)}-token compressed row each) of max-model-len "
+                 f"{length:,}" if length and round(tokens) and length // round(tokens) > 1
+                 else f"{tokens:,.0f} tokens of max-model-len")
+        parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer: 40 x {keyed} x 132 B (vLLM's "
+                     "get_max_prefill_buffer_size, reserved once in the profile run)")
     return "; ".join(parts)
 
 
@@ -321,6 +327,8 @@ def _request_text(plan: Plan) -> str:
     of each engine setting (vLLM's kv_cache_interface.py rules)."""
     kv, inputs = plan.kv, plan.pool.inputs
     assert kv is not None and inputs is not None and inputs.max_model_len
+    if kv.packed is not None:
+        return _packed_text(kv.packed, inputs)
     length = inputs.max_model_len
     block = kv.block_tokens(inputs.block_tokens, inputs.speculative_tokens)
     blocks = -(-length // block)
@@ -353,6 +361,27 @@ def _request_text(plan: Plan) -> str:
     if kv.linear_slots:
         settings += f", {spec} speculative tokens ({origins[3]}), {origins[5]}"
     return f"One request: {'; '.join(parts)}; with {settings}.{_draft_kv_text(plan)}"
+
+
+def _packed_text(layout: PackedLayout, inputs: PoolInputs) -> str:
+    """One request in DeepSeek-V4's packed layout: the block ids it takes in each group, at the stride."""
+    assert inputs.max_model_len
+    length, origins = inputs.max_model_len, inputs.origins
+    block = inputs.block_tokens or PACKED_BLOCK_TOKENS
+    stride, split = layout.groups(block)
+    full, sliding = layout.request_blocks(length, block, inputs.batched_tokens)
+    pages = " + ".join(f"{layers} x {page:,} B" for layers, page in layout.full_pages(block))
+    parts = [f"{full:,} for the compressed rows and indexer keys (blocks of {block:,} tokens)"]
+    for (family, groups, _), (_, ids) in zip(split, sliding, strict=True):
+        parts.append(f"{f'{groups} x ' if groups > 1 else ''}{ids:,} for the {family.name} ({family.window:,} - 1 + "
+                     f"{inputs.batched_tokens:,} batched tokens in blocks of {family.block}, plus one"
+                     f"{f'; {groups} groups' if groups > 1 else ''})")
+    total = full + sum(groups * ids for (_, groups, _), (_, ids) in zip(split, sliding, strict=True))
+    return (f"One request: DeepSeek-V4's caches share one slab in vLLM, where a block id costs the largest "
+            f"group's pages, {stride:,} B ({pages}, its rows and keys); a request takes {'; '.join(parts)} = "
+            f"{total:,} ids x {stride:,} B = {total * stride / GiB:.3f} GiB; with max-model-len {length:,} "
+            f"({origins[0]}), block {block:,} tokens ({origins[1] if inputs.block_tokens else 'its backend default'}),"
+            f" max-num-batched-tokens {inputs.batched_tokens:,} ({origins[2]}, one batch in flight).")
 
 
 def _states_text(plan: Plan, block: int) -> str:

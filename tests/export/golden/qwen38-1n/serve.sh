@@ -12,9 +12,9 @@
 #   and what its rules size (2.57 GiB profile run, activations at max-num-batched-tokens and non-torch memory:
 #   this recipe's own logged boot; 1.99 GiB CUDA graphs: DeepSeek-V4.1-Flash TP4's log (FULL_AND_PIECEWISE),
 #   assumed here; 0.55 GiB drafter graphs: same log, assumed here; 1.29 GiB indexer prefill buffer: 40 x
-#   262,144 tokens of max-model-len x 132 B (vLLM's get_max_prefill_buffer_size; DeepSeek-V4.1-Flash's recipe
-#   confirms it)), so 14.7 GiB goes to the KV cache. The recipe's own figures: ledger row 9, the twin boot of
-#   the shipped one (row 7) with MTP3 on the other node: 0.80 x 121.6 - 76.18 GiB of weights (the README's ~76
+#   262,144 tokens of max-model-len x 132 B (vLLM's get_max_prefill_buffer_size, reserved once in the profile
+#   run)), so 14.7 GiB goes to the KV cache. The recipe's own figures: ledger row 9, the twin boot of the
+#   shipped one (row 7) with MTP3 on the other node: 0.80 x 121.6 - 76.18 GiB of weights (the README's ~76
 #   GiB) - 14.7 GiB of KV - 1.29 GiB indexer buffer - 1.99 + 0.55 GiB of CUDA graphs (the general figures: no
 #   log splits this model's PIECEWISE graphs from its profile run) = 2.57 GiB; the ledger's other PIECEWISE
 #   boots leave 4.5 to 7.7 GiB beside weights and KV in all, the spread of one boot to the next. As a whole

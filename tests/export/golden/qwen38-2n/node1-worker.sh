@@ -15,12 +15,12 @@
 #   and what its rules size (3.69 GiB profile run, activations at max-num-batched-tokens and non-torch memory:
 #   this recipe's own logged boot, at 8,192 batched tokens where the recipe runs 4,096 (which needs less, by
 #   an amount no log gives); 0.40 GiB CUDA graphs of target and drafter: this model's own log; 1.29 GiB
-#   indexer prefill buffer: 40 x 262,144 tokens of max-model-len x 132 B (vLLM's get_max_prefill_buffer_size;
-#   DeepSeek-V4.1-Flash's recipe confirms it)), so 16.7 GiB goes to the KV cache. The recipe's own figures:
-#   ledger row 12: 0.70 x 121.6 - 63 GiB of weights - 16.74 GiB of KV - 1.29 GiB indexer buffer - 0.40 GiB of
-#   decode-only CUDA graphs = 3.69 GiB; the graphs are the one-Spark pair of rows 19 and 23 (same node, MTP3,
-#   6 seqs, 4,096 batched tokens; eager 1,077,703 tokens, FULL_DECODE_ONLY 1,053,871): 23,832 tokens at the
-#   ledger's 16.56 GiB per 995,129 tokens. It fits.
+#   indexer prefill buffer: 40 x 262,144 tokens of max-model-len x 132 B (vLLM's get_max_prefill_buffer_size,
+#   reserved once in the profile run)), so 16.7 GiB goes to the KV cache. The recipe's own figures: ledger row
+#   12: 0.70 x 121.6 - 63 GiB of weights - 16.74 GiB of KV - 1.29 GiB indexer buffer - 0.40 GiB of decode-only
+#   CUDA graphs = 3.69 GiB; the graphs are the one-Spark pair of rows 19 and 23 (same node, MTP3, 6 seqs,
+#   4,096 batched tokens; eager 1,077,703 tokens, FULL_DECODE_ONLY 1,053,871): 23,832 tokens at the ledger's
+#   16.56 GiB per 995,129 tokens. It fits.
 #   16.74 GiB / 2.206 GiB per request x 262,144 = 1.99M tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 8.18 KiB x 158 blocks
 #   of 1,664 tokens = 2.050 GiB; linear-attention states 39 layer slots (layers padded to whole KV-cache
