@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 
 from sparkadvisor.core.records import record
 
@@ -81,16 +82,9 @@ class PackedLayout:
         """(layers, page bytes) of each full cache at `block` tokens per block."""
         return tuple((layers, _aligned(max(1, block // per_row) * row)) for layers, per_row, row in self.rows)
 
-    def groups(self, block: int) -> tuple[int, list[tuple[Family, int, int]]]:
-        """(bytes one block id costs, [(family, its groups, bytes of its largest group)])."""
-        full = self.full_pages(block)
-        tuples = _approximate_gcd([_tuples(full), *(_tuples(f.types) for f in self.families)], _tuples(full))
-        split = []
-        for family in self.families:
-            count = math.ceil(_tuples(family.types) / tuples)
-            split.append((family, count, math.ceil(_tuples(family.types) / count) * _tuple_bytes(family.types)))
-        stride = max([sum(layers * page for layers, page in full), *(largest for _, _, largest in split)])
-        return stride, split
+    def groups(self, block: int) -> tuple[int, tuple[tuple[Family, int, int], ...]]:
+        """(bytes one block id costs, ((family, its groups, bytes of its largest group), ...))."""
+        return _groups(self, block)
 
     def request_blocks(self, max_model_len: int, block: int, in_flight: int) -> tuple[int, list[tuple[Family, int]]]:
         """(block ids a request of `max_model_len` takes in the full group, [(family, ids in each of its groups)])."""
@@ -121,6 +115,19 @@ def packed_layout(compressed: list[tuple[int, int, bool]], sliding_layers: int, 
             types.append((layers, _aligned(block * 2 * coff * indexer_head_dim * STATE_BYTES)))
         families.append(Family(f"ratio-{ratio} compressor state", block, coff * ratio, tuple(types)))
     return PackedLayout(tuple(rows), tuple(f for f in families if f.types[0][0]))
+
+
+@lru_cache(maxsize=64)
+def _groups(layout: PackedLayout, block: int) -> tuple[int, tuple[tuple[Family, int, int], ...]]:
+    """`PackedLayout.groups`, worked out once per layout and block (a ranking asks for it per build)."""
+    full = layout.full_pages(block)
+    tuples = _approximate_gcd([_tuples(full), *(_tuples(f.types) for f in layout.families)], _tuples(full))
+    split = []
+    for family in layout.families:
+        count = math.ceil(_tuples(family.types) / tuples)
+        split.append((family, count, math.ceil(_tuples(family.types) / count) * _tuple_bytes(family.types)))
+    stride = max([sum(layers * page for layers, page in full), *(largest for _, _, largest in split)])
+    return stride, tuple(split)
 
 
 def _aligned(size: int) -> int:
