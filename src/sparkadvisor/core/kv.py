@@ -366,8 +366,8 @@ def _packed(attention: Attention, row_bytes: float, pp: int, draft_layers: int) 
     stage = stage_share(attention.layers, pp)
     compressed = [(math.ceil(c.layers * stage), c.ratio, c.indexed) for c in attention.compressed]
     sliding = math.ceil(attention.sliding_layers * stage) + draft_layers
-    return packed_layout(compressed, sliding, attention.sliding_window or 0,
-                         attention.head_dim or 0, int(row_bytes), attention.indexer_head_dim)
+    return packed_layout(compressed, sliding, attention.sliding_window or 0, attention.head_dim or 0,
+                         int(row_bytes), attention.indexer_head_dim, int(_indexer_bytes(attention.indexer_head_dim)))
 
 
 def _group_pads(counts: list[int]) -> list[float]:

@@ -47,9 +47,6 @@ STATE_BLOCK_TOKENS = {4: 4, 128: 8}
 PAGE_ALIGNMENT = 576
 """Bytes every page is rounded up to in the fp8_ds_mla paged layout."""
 
-INDEXER_KEY_BYTES = 132
-"""One indexer key: 128 FP8 values and one FP32 scale (deepseek_v4 attention.py)."""
-
 STATE_BYTES = 4
 """The compressor state's FP32."""
 
@@ -100,11 +97,12 @@ class PackedLayout:
 
 
 def packed_layout(compressed: list[tuple[int, int, bool]], sliding_layers: int, window: int, head_dim: int,
-                  row_bytes: int, indexer_head_dim: int | None) -> PackedLayout:
+                  row_bytes: int, indexer_head_dim: int | None, key_bytes: int) -> PackedLayout:
     """The layout of a DeepSeek-V4 model from its config: `compressed` is (layers on this rank, ratio,
-    indexed) of each ratio, `row_bytes` one compressed or raw row in the fp8_ds_mla layout."""
+    indexed) of each ratio, `row_bytes` one compressed or raw row in the fp8_ds_mla layout, `key_bytes`
+    one indexer key (128 FP8 values and an FP32 scale: 132)."""
     rows = [(layers, ratio, row_bytes) for layers, ratio, _ in compressed]
-    rows += [(layers, ratio, INDEXER_KEY_BYTES) for layers, ratio, indexed in compressed if indexed and indexer_head_dim]
+    rows += [(layers, ratio, key_bytes) for layers, ratio, indexed in compressed if indexed and indexer_head_dim]
     families = [Family("sliding window", WINDOW_BLOCK_TOKENS, window,
                        ((sliding_layers, _aligned(WINDOW_BLOCK_TOKENS * row_bytes)),))]
     for layers, ratio, indexed in compressed:

@@ -13,9 +13,9 @@ from sparkadvisor.core.explain.memory import (
     cluster_step,
     kv_step,
     parallelism_step,
-    pool_step,
     weights_step,
 )
+from sparkadvisor.core.explain.pool import pool_step
 from sparkadvisor.core.explain.speed import decode_steps, first_token_steps, turn_step
 from sparkadvisor.core.explain.step import Basis, Step
 from sparkadvisor.core.plan import Plan
