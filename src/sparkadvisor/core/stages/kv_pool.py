@@ -95,9 +95,10 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, st
 
 def _mtp_layers(facts: BuildFacts, recipe: Recipe | None) -> int:
     """The MTP layers a recipe's speculation runs (num_nextn_predict_layers, else one): vLLM caches their
-    KV beside the target's."""
+    KV beside the target's. A separate draft model under the mtp method (Gemma 4's assistant) is not the
+    target's MTP layers: none are counted."""
     spec = recipe.speculative if recipe else None
-    if spec is None or spec.method != "mtp":
+    if spec is None or spec.method != "mtp" or spec.draft_repo:
         return 0
     mtp = facts.model.mtp
     return mtp.layers if mtp and mtp.layers else 1
