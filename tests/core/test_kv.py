@@ -311,3 +311,17 @@ def test_the_explanation_names_deepseek_v4s_compressed_rows(index):
     assert "0 full-attention layers" not in text
     assert ("on 21 layers keeping one row per 4 tokens with its indexer key and 20 layers keeping one row per "
             "128 tokens per rank (3,850 B per token from the compressed rows)") in text
+
+
+def test_a_separate_mtp_draft_model_is_not_the_targets_mtp_layers(index):
+    # MiaAI-Lab's Gemma-4-31B recipe speculates with google/gemma-4-31B-it-assistant under vLLM's mtp method:
+    # a model of its own (about 1.0 GB) whose Q-only attention reads the target's KV cache. The pool counts
+    # no drafter layer, and each of the 4 proposed tokens reads the whole draft at the read-test bandwidth.
+    from sparkadvisor.core.workload import Settings
+
+    recipe = "gemma-4-31b-nvfp4-miaai"
+    plan = evaluate_build(index, index.builds["gemma-4-31b-nvfp4-nvidia"], Cluster(index.hardware["dgx-spark"], 1),
+                          WORKLOADS["agentic"], Settings(recipe=recipe))
+    assert plan.recipe.id == recipe and plan.kv.draft_layers == 0 and plan.pool.inputs.draft_layers == 0
+    effective = index.hardware["dgx-spark"].memory_bandwidth_gb_s * plan.constants.bandwidth_fraction
+    assert plan.decode.draft_ms == pytest.approx(4 * 1.0 / effective * 1e3)

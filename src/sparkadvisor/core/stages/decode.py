@@ -197,8 +197,9 @@ def _tables_label(model: Model) -> str:
 def _draft_bytes(spec: Speculative, weights: Weights, active_share: float, tp: int) -> float:
     """Bytes the drafter reads per pass on one node. An MTP head is one more layer of the
     model, so each proposed token reads its active share (the model's active / total); a
-    DFlash or DSpark drafter proposes the whole block in one pass; other drafts run per token."""
-    if spec.method == "mtp":
+    DFlash or DSpark drafter proposes the whole block in one pass; other drafts (a separate
+    model under the mtp method too, such as Gemma 4's assistant) run per token."""
+    if spec.method == "mtp" and not spec.draft_repo:
         return weights.mtp_bytes * min(active_share, 1.0) / tp * spec.tokens_per_pass
     draft = (spec.draft_size_gb or 0.0) * GB / tp
     return draft if spec.method in BLOCK_DRAFTERS else draft * spec.tokens_per_pass
