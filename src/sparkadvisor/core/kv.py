@@ -352,6 +352,12 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
     )
 
 
+def indexed_ratio(attention: Attention | None) -> int:
+    """Tokens per indexer key in the prefill buffer: DeepSeek-V4's indexer keys its ratio-compressed rows
+    (models/deepseek_v4/attention.py divides get_max_prefill_buffer_size by compress_ratio); 1 elsewhere."""
+    return next((c.ratio for c in attention.compressed if c.indexed), 1) if attention else 1
+
+
 def stage_share(layers: int, pp: int) -> float:
     """Share of the layers on the pipeline stage that bounds vLLM's pool: ceil(layers / pp) / layers
     (1 without pipeline parallelism)."""

@@ -89,11 +89,15 @@ class PackedLayout:
         sliding = [(f, math.ceil(min(f.window - 1 + in_flight, max_model_len) / f.block) + 1) for f, _, _ in split]
         return math.ceil(max_model_len / block), sliding
 
-    def request_bytes(self, max_model_len: int, block: int, in_flight: int) -> float:
-        """Bytes one request of `max_model_len` holds: the block ids it takes in every group, at the stride."""
-        stride, split = self.groups(block)
+    def request_ids(self, max_model_len: int, block: int, in_flight: int) -> int:
+        """Block ids one request of `max_model_len` takes across every group (vLLM's num_blocks_per_request)."""
+        _, split = self.groups(block)
         full, sliding = self.request_blocks(max_model_len, block, in_flight)
-        return stride * (full + sum(count * ids for (_, count, _), (_, ids) in zip(split, sliding, strict=True)))
+        return full + sum(count * ids for (_, count, _), (_, ids) in zip(split, sliding, strict=True))
+
+    def request_bytes(self, max_model_len: int, block: int, in_flight: int) -> float:
+        """Bytes one request of `max_model_len` holds: its block ids at the stride."""
+        return self.groups(block)[0] * self.request_ids(max_model_len, block, in_flight)
 
 
 def packed_layout(compressed: list[tuple[int, int, bool]], sliding_layers: int, window: int, head_dim: int,

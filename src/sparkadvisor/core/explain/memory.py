@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparkadvisor.core.explain.step import Basis, Step
 from sparkadvisor.core.formats import FORMATS
-from sparkadvisor.core.kv import FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS, KvShape
+from sparkadvisor.core.kv import FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS, KvShape, indexed_ratio
 from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention
@@ -115,10 +115,9 @@ def _reserve_text(plan: Plan) -> str:
     if r.draft_weights_bytes:
         parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights: its stated size over the TP ranks")
     if r.indexer_bytes:
-        tokens = r.indexer_bytes / INDEXER_BUFFER_BYTES_PER_TOKEN
-        length = inputs.max_model_len if inputs is not None else None
-        keyed = (f"{tokens:,.0f} keys (a {length // round(tokens)}-token compressed row each) of max-model-len "
-                 f"{length:,}" if length and round(tokens) and length // round(tokens) > 1
+        tokens, ratio = r.indexer_bytes / INDEXER_BUFFER_BYTES_PER_TOKEN, indexed_ratio(plan.model.attention)
+        length = f" {inputs.max_model_len:,}" if inputs is not None and inputs.max_model_len else ""
+        keyed = (f"{tokens:,.0f} keys (one per {ratio}-token compressed row of max-model-len{length})" if ratio > 1
                  else f"{tokens:,.0f} tokens of max-model-len")
         parts.append(f"{r.indexer_bytes / GiB:.2f} GiB indexer prefill buffer: 40 x {keyed} x 132 B (vLLM's "
                      "get_max_prefill_buffer_size, reserved once in the profile run)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sparkadvisor.core.explain.memory import on_ggml
 from sparkadvisor.core.explain.step import Step, measurement_text, source_text
 from sparkadvisor.core.kv import BLOCK_ALIGNMENT
-from sparkadvisor.core.kvpacked import BLOCK_TOKENS as PACKED_BLOCK_TOKENS
 from sparkadvisor.core.kvpacked import PackedLayout
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.stages.kv_pool import PoolInputs
@@ -72,7 +71,7 @@ def _request_text(plan: Plan) -> str:
     kv, inputs = plan.kv, plan.pool.inputs
     assert kv is not None and inputs is not None and inputs.max_model_len
     if kv.packed is not None:
-        return _packed_text(kv.packed, inputs)
+        return _packed_text(kv.packed, kv.block_tokens(inputs.block_tokens), inputs)
     length = inputs.max_model_len
     block = kv.block_tokens(inputs.block_tokens, inputs.speculative_tokens)
     blocks = -(-length // block)
@@ -107,25 +106,25 @@ def _request_text(plan: Plan) -> str:
     return f"One request: {'; '.join(parts)}; with {settings}.{_draft_kv_text(plan)}"
 
 
-def _packed_text(layout: PackedLayout, inputs: PoolInputs) -> str:
+def _packed_text(layout: PackedLayout, block: int, inputs: PoolInputs) -> str:
     """One request in DeepSeek-V4's packed layout: the block ids it takes in each group, at the stride."""
     assert inputs.max_model_len
-    length, origins = inputs.max_model_len, inputs.origins
-    block = inputs.block_tokens or PACKED_BLOCK_TOKENS
+    length, origins, batched = inputs.max_model_len, inputs.origins, inputs.batched_tokens
     stride, split = layout.groups(block)
-    full, sliding = layout.request_blocks(length, block, inputs.batched_tokens)
+    full, sliding = layout.request_blocks(length, block, batched)
+    ids = layout.request_ids(length, block, batched)
     pages = " + ".join(f"{layers} x {page:,} B" for layers, page in layout.full_pages(block))
     parts = [f"{full:,} for the compressed rows and indexer keys (blocks of {block:,} tokens)"]
-    for (family, groups, _), (_, ids) in zip(split, sliding, strict=True):
-        parts.append(f"{f'{groups} x ' if groups > 1 else ''}{ids:,} for the {family.name} ({family.window:,} - 1 + "
-                     f"{inputs.batched_tokens:,} batched tokens in blocks of {family.block}, plus one"
+    for (family, groups, _), (_, taken) in zip(split, sliding, strict=True):
+        parts.append(f"{f'{groups} x ' if groups > 1 else ''}{taken:,} for the {family.name} ({family.window:,} - 1 + "
+                     f"{batched:,} batched tokens in blocks of {family.block}, plus one"
                      f"{f'; {groups} groups' if groups > 1 else ''})")
-    total = full + sum(groups * ids for (_, groups, _), (_, ids) in zip(split, sliding, strict=True))
     return (f"One request: DeepSeek-V4's caches share one slab in vLLM, where a block id costs the largest "
             f"group's pages, {stride:,} B ({pages}, its rows and keys); a request takes {'; '.join(parts)} = "
-            f"{total:,} ids x {stride:,} B = {total * stride / GiB:.3f} GiB; with max-model-len {length:,} "
-            f"({origins[0]}), block {block:,} tokens ({origins[1] if inputs.block_tokens else 'its backend default'}),"
-            f" max-num-batched-tokens {inputs.batched_tokens:,} ({origins[2]}, one batch in flight).")
+            f"{ids:,} ids x {stride:,} B = {layout.request_bytes(length, block, batched) / GiB:.3f} GiB; with "
+            f"max-model-len {length:,} ({origins[0]}), block {block:,} tokens "
+            f"({origins[1] if inputs.block_tokens else 'its backend default'}), max-num-batched-tokens "
+            f"{batched:,} ({origins[2]}, one batch in flight).")
 
 
 def _states_text(plan: Plan, block: int) -> str:
@@ -155,7 +154,7 @@ def _draft_kv_text(plan: Plan) -> str:
     """A separate draft model's own KV cache, which the pool does not count."""
     spec = plan.recipe.speculative if plan.recipe else None
     if spec is None or spec.method == "mtp" or not spec.draft_size_gb:
-        return ""  # MTP layers are counted with the full-attention layers
+        return ""  # the target's MTP layers are counted; a separate mtp draft (Gemma 4's assistant) reads its KV
     text = " Not counted: the draft model's own KV cache (its layers and window are not in the catalog)"
     if spec.method == "dflash":
         text += ("; tonyd2wild's DFlash2 port gives its 5 sliding-window layers a group that shares the MLA "
