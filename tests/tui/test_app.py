@@ -37,12 +37,12 @@ async def test_footer_shows_each_key_with_its_tooltip(make_app) -> None:
         assert len(ids) == len(set(ids)) == len(COMMANDS)
 
 
-async def test_the_footer_keeps_help_and_quit_at_80_columns(make_app) -> None:
+async def test_the_footer_keeps_help_quit_and_the_keys_that_change_the_answer_at_80_columns(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         keys = await footer_keys(app, pilot)
         shown = [k.description for k in keys]
-        assert {"Help", "Quit", "Workload", "Nodes"} <= set(shown) and "Theme" not in shown
+        assert {"Help", "Quit", "Workload", "Nodes", "Assumptions", "Filter"} <= set(shown) and "Theme" not in shown
         assert all(k.right <= 80 for k in keys) and app.screen.query_one(KeyFooter).region.y == 23
 
 

@@ -37,7 +37,9 @@ class Command:
     """Listed in the help (2-8 are listed as the 1-8 row)."""
     key_display: str | None = None
     footer_rank: int = 5
-    """Which footer keys a narrow screen keeps: lower first (help and quit are 0)."""
+    """Which footer keys a narrow screen keeps: lower first (help and quit are 0). At 80 columns the ranks up
+    to 2 fit: the keys that change the answer (workload, nodes, assumptions) and the filter; Enter is also
+    named on the detail pane's border, and a column header sorts when clicked."""
 
     @property
     def palette_text(self) -> str:
@@ -63,7 +65,7 @@ COMMANDS: tuple[Command, ...] = (
               in_help=False) for n in range(2, MAX_NODE_KEY + 1)),
     Command("enter", "open_build", "Open", "The highlighted build full-screen: the arithmetic, the 1-4 node "
             "sweep, caveats with sources, export (Esc returns).", "build", "Open highlighted build",
-            key_display="⏎", footer_rank=2),
+            key_display="⏎", footer_rank=3),
     Command("slash", "filter", "Filter", "Show only builds whose model, id or repo contains the text (Esc clears).",
             "view", "Filter by name", key_display="/", footer_rank=2),
     Command("s", "pick_sort", "Sort", "Sort the table by a column (clicking a header does the same; again reverses).",
@@ -72,7 +74,7 @@ COMMANDS: tuple[Command, ...] = (
             "cluster", "Pick hardware", footer_rank=3),
     Command("a", "edit_assumptions", "Assumptions", "Edit context, prefix reuse, output tokens, "
             "gpu-memory-utilization and KV dtype; every number is recomputed as you type.",
-            "workload", "Edit assumptions", footer_rank=3),
+            "workload", "Edit assumptions", footer_rank=2),
     Command("m", "toggle_group", "Group", "One row per model (its best build for the workload); right arrow "
             "expands a model to its builds, left folds it.", "view", "Group by model", footer_rank=4),
     Command("v", "toggle_wide", "Wide", "Every column at full width, scrolling sideways with the arrows "
