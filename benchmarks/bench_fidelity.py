@@ -113,7 +113,8 @@ def _pools(index) -> list[dict[str, object]]:
                          "at_logged_kv_pct": _r((logged - m.value) / m.value * 100) if logged else None,
                          "kv_memory_published": bool(m.kv_gib or m.kv_pinned_gib or recipe.kv_cache_gib
                                                      or recipe.gpu_memory_utilization),
-                         "own_reserve": recipe.reserve.boots if recipe.reserve and not m.kv_pinned_gib else 0})
+                         "own_reserve": recipe.reserve.boots if recipe.reserve and not m.kv_pinned_gib else 0,
+                         "cold_compile": recipe.cold_compile})
     return rows
 
 
@@ -141,10 +142,13 @@ def _label(pool: dict) -> str:
 def _aside(pool: dict) -> str:
     """What a row's figure leans on: the pool at the KV memory the run logged (the per-request cost alone,
     without the reserve), a reserve taken from other logged boots of the same recipe (calibrated, not
-    predicted), or that its KV memory and settings are unpublished."""
+    predicted), a cold start's pool beside a warm start's prediction, or that its KV memory and settings are
+    unpublished."""
     boots = pool.get("own_reserve") or 0
     own = "" if not boots else "; reserve from another boot of this recipe" if boots == 1 else \
         f"; reserve from {boots} other boots of this recipe"
+    if pool.get("cold_compile"):
+        own += "; a cold start's pool (compile cache not kept; vllm #54122), predicted warm: not like for like"
     if pool.get("at_logged_kv_pct") is not None:
         return f"  {pool['at_logged_kv_pct']:+.1f}% in its logged KV memory{own}"
     if pool.get("basis") == "measured pool":

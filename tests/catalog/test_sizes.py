@@ -26,6 +26,7 @@ STATED_SIZES = {
     ("openai/gpt-oss-20b", "mxfp4"): (13.76, "GB"),  # HF tree: the three safetensors vLLM loads
     ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "nvfp4-modelopt"): (75, "GB"),  # sglang PR #20580
     ("nvidia/Qwen3.6-35B-A3B-NVFP4", "nvfp4-modelopt"): (23.4, "GB"),  # club-3090 PR #607
+    ("nvidia/Gemma-4-31B-IT-NVFP4", "nvfp4-modelopt"): (32.7, "GB"),  # HF tree; LilaRest: 31 GiB loaded in vLLM
     ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq1_s"): (131, "GB"),  # unsloth blog, Run DeepSeek R1 Dynamic 1.58-bit
     ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq1_m"): (158, "GB"),  # same table
     ("unsloth/DeepSeek-R1-GGUF", "gguf-ud-iq2_xxs"): (183, "GB"),  # same table

@@ -167,3 +167,16 @@ def test_the_profile_constants_follow_from_the_glm_log_by_the_kv_model(index):
     derived = engine - weights - drafter - drafted - buffer - PROFILE_PEAK_GIB
     assert -0.2 < derived < 0
     assert DRAFT_PROFILE_GIB == 0
+
+
+def test_a_cold_start_pool_is_shown_beside_a_warm_prediction_and_not_explained_away(index):
+    # MiaAI-Lab's Gemma-4-31B start.sh recreates the container without vLLM's compile cache, so its logged
+    # 542,037 tokens are a cold compile's (vllm #54122); the prediction stays a warm start's, sized from the
+    # repo's 32.7 GB of weights, and says why the two differ without folding the gap into a constant.
+    gemma = plan(index, "gemma-4-31b-nvfp4-nvidia", 1, Settings(recipe="gemma-4-31b-nvfp4-miaai"))
+    assert gemma.recipe.cold_compile and gemma.budget.weights_bytes == pytest.approx(32.7 * GB)
+    text = step(gemma, "pool")
+    assert "Measured: 542k tokens" in text and "922k tokens" in text
+    assert "That run compiled cold" in text and "vllm #54122" in text and "the pool here is a warm start's" in text
+    warm = plan(index, "deepseek-v4-flash-0731-stack", 2, Settings(recipe="deepseek-v4-flash-0731-miaai-tp2"))
+    assert not warm.recipe.cold_compile and "compiled cold" not in step(warm, "pool")

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 from export_helpers import CASES, GOLDEN, STANDIN_ADDRESS, plan_for, recipe_checkout, run_with_standins
 
 from sparkadvisor.export import ExportOptions, plan_json, render
@@ -71,3 +72,22 @@ def test_worker_is_headless_and_serves_no_api(index):
     worker = plan_json(launch)["nodes"][1]
     assert worker["role"] == "worker" and "--headless" in worker["vllm_argv"]
     assert "--port" not in worker["vllm_argv"] and worker["vllm_argv"][0] == "nvidia/Qwen3.8-Flash-Next-NVFP4"
+
+
+@pytest.mark.parametrize("cache", [None, "compiled"])
+def test_the_script_keeps_vllms_compile_cache_on_the_host(index, tmp_path, cache):
+    """A fresh container per start compiles cold every time; on a GB10 that costs minutes and KV cache
+    (vllm #54122), so the cache is a host folder the script creates (so it is the user's, not root's)."""
+    plan = plan_for(index, "gemma-4-31b-nvfp4-nvidia", 1)
+    script = tmp_path / "serve.sh"
+    script.write_text(render("sh", plan)[0].text, encoding="utf-8")
+    env = {"VLLM_CACHE_ROOT": str(tmp_path / cache)} if cache else {}
+    result, calls = run_with_standins(script, tmp_path, IGNORE_CHECKS="1", **env)
+    assert result.returncode == 0, result.stderr
+    host = tmp_path / (cache or ".cache/vllm")
+    assert host.is_dir()
+    run = [c for c in calls if c[:2] == ["docker", "run"] and "serve" in c][-1]
+    assert f"{host}:/root/.cache/vllm" in run and "VLLM_CACHE_ROOT=/root/.cache/vllm" in run
+    compose = yaml.safe_load(render("compose", plan)[0].text)["services"]["vllm"]
+    assert "${VLLM_CACHE_ROOT:-${HOME}/.cache/vllm}:/root/.cache/vllm" in compose["volumes"]
+    assert "VLLM_CACHE_ROOT=/root/.cache/vllm" in compose["environment"]

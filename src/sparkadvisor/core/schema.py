@@ -796,6 +796,12 @@ class Recipe:
     """Weights per rank as the engine logged them after loading, in GiB, when the recipe publishes it
     (it differs from the stored size's share where layers are held at another precision, or a drafter
     or vision encoder loads beside the model)."""
+    cold_compile: bool = False
+    """The recipe's own launch keeps no vLLM compile cache between starts (a fresh container without
+    VLLM_CACHE_ROOT on a volume), so every start compiles cold: vLLM then charges torch.compile's and
+    Triton's temporary memory to its profile run and sizes the KV cache smaller by an amount no source gives
+    per model (vllm-54122). Its logged pools are a cold start's; the pool predicted is a warm start's, which
+    sparkadvisor's exports get (they keep the cache)."""
     reserve: LoggedReserve | None = None
     """What vLLM held beside weights and KV in other logged boots of this recipe's flags, when one is
     published (else the general figures)."""

@@ -14,7 +14,8 @@ from typing import Any
 
 from sparkadvisor.export.argv import Arg, EnvRef, Option, resolve
 from sparkadvisor.export.flags import long_name, option_name
-from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportError, ExportFile, Launch, NodeLaunch, is_placeholder
+from sparkadvisor.export.spec import (CONTAINER_HF_HOME, CONTAINER_VLLM_CACHE, ExportError, ExportFile, Launch,
+                                      NodeLaunch, is_placeholder)
 from sparkadvisor.export.text import comment
 from sparkadvisor.export.yamlout import dump
 
@@ -90,7 +91,8 @@ def _compose_str(arg: Arg) -> str:
 
 
 def _volumes(launch: Launch) -> list[str]:
-    volumes = [f"${{HF_HOME:-${{HOME}}/.cache/huggingface}}:{CONTAINER_HF_HOME}"]
+    volumes = [f"${{HF_HOME:-${{HOME}}/.cache/huggingface}}:{CONTAINER_HF_HOME}",
+               f"${{VLLM_CACHE_ROOT:-${{HOME}}/.cache/vllm}}:{CONTAINER_VLLM_CACHE}"]
     for use in launch.patches:
         checkout = f"${{{use.checkout_var}:?set {use.checkout_var} to a checkout of the recipe repository}}"
         volumes += [f"{checkout}/{f.path}:{f.target}:ro" for f in use.patch.files]

@@ -12,7 +12,8 @@ from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
-from sparkadvisor.export.spec import CONTAINER_HF_HOME, ExportFile, Launch, NodeLaunch, Note, PatchUse, is_placeholder
+from sparkadvisor.export.spec import (CONTAINER_HF_HOME, CONTAINER_VLLM_CACHE, ExportFile, Launch, NodeLaunch, Note,
+                                      PatchUse, is_placeholder)
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
 SIZE_TOLERANCE = 0.10
@@ -88,6 +89,8 @@ def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [_setting(r) for r in order]
     lines += [c for r in order if _required(r) for c in _require(launch, node, r)]
     lines += ['HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"',
+              'VLLM_CACHE="${VLLM_CACHE_ROOT:-$HOME/.cache/vllm}"',
+
               'IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on',
               f"CONTAINER=sparkadvisor-vllm-node{node.rank}", f"IMAGE={sh_arg(launch.image)}",
               f"MODEL={sh_arg(launch.downloads[0])}"]
@@ -242,9 +245,12 @@ def _patch_check(use: PatchUse) -> list[str]:
 def _docker_args(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [c for n in notes_of(launch, "custom-image", "patch-required") for c in comment(n.text)]
     lines += ['if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi', "",
+              "# vLLM's compile cache stays on the host, so only the first start compiles: a cold compile takes",
+              "# minutes, and vLLM counts its temporary memory against the KV cache (vllm #54122).",
+              'mkdir -p "$VLLM_CACHE"', "",
               "# VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.",
               "DOCKER_ARGS=(", '  --name "$CONTAINER" --network host --ipc host --gpus all --shm-size 10.24g',
-              f'  -v "$HF_CACHE:{CONTAINER_HF_HOME}"', "  -e VLLM_API_KEY"]
+              f'  -v "$HF_CACHE:{CONTAINER_HF_HOME}" -v "$VLLM_CACHE:{CONTAINER_VLLM_CACHE}"', "  -e VLLM_API_KEY"]
     lines += [f"  -e {_env_word(k, v)}" for k, v in node.env]
     lines += ['  "${PATCH_ARGS[@]}"'] if launch.patches else []
     return lines + [")", ""]

@@ -53,6 +53,11 @@ ROCE_DEVICES = "rocep1s0f1,roceP2p1s0f1"
 """Both RoCE devices of the card: NCCL uses one PCIe x4 twin (13.9 GB/s) unless NCCL_IB_HCA lists both (~19 GB/s)."""
 RAY_PORT = 6379
 CONTAINER_HF_HOME = "/root/.cache/huggingface"
+CONTAINER_VLLM_CACHE = "/root/.cache/vllm"
+"""vLLM's cache root in the container (VLLM_CACHE_ROOT: torch.compile's AOT and Inductor caches), mounted from
+the host so that only the first start compiles: a cold compile takes minutes and, charged to the profile run,
+sizes the KV cache smaller until a start finds the cache filled (vllm #54122). A new --max-model-len is a new
+cache key, so the first start after changing it compiles cold again."""
 
 
 class ExportError(ValueError):
@@ -331,7 +336,8 @@ def _worker_addr(options: ExportOptions, rank: int) -> str | None:
 
 def _env(nodes: int, ray: bool, head: EnvRef, address: EnvRef,
          options: ExportOptions) -> tuple[tuple[str, Arg], ...]:
-    env: list[tuple[str, Arg]] = [("HF_HOME", CONTAINER_HF_HOME), ("HF_HUB_OFFLINE", "1")]
+    env: list[tuple[str, Arg]] = [("HF_HOME", CONTAINER_HF_HOME), ("HF_HUB_OFFLINE", "1"),
+                                  ("VLLM_CACHE_ROOT", CONTAINER_VLLM_CACHE)]
     if nodes == 1:
         return tuple(env)
     netdev = EnvRef("CX7_NETDEV", options.nic or CX7_NETDEV)

@@ -62,7 +62,18 @@ def _at_logged(plan: Plan) -> str:
     return (f" In the {m.kv_gib:g} GiB of KV per node the run logged, one request's {request / GiB:.3f} GiB give "
             f"{fmt_tokens(at_logged)} tokens ({(at_logged - m.value) / m.value:+.0%}): the rest of the gap is in "
             f"what vLLM keeps beside the KV, {kept / GiB:.1f} GiB there against {plan.budget.reserve_bytes / GiB:.1f} "
-            "GiB here.")
+            f"GiB here.{_cold_compile(plan)}")
+
+
+def _cold_compile(plan: Plan) -> str:
+    """Why a cold start's logged pool sits below the prediction, for a recipe whose launch keeps no compile
+    cache (`Recipe.cold_compile`)."""
+    if not (plan.recipe and plan.recipe.cold_compile):
+        return ""
+    return (" That run compiled cold (its launch keeps no vLLM compile cache), and vLLM charges a cold "
+            "torch.compile's temporary memory to the profile run, shrinking the KV cache until a restart finds the "
+            "cache filled (vllm #54122); no source gives that charge for this model, so it is not predicted: the "
+            "pool here is a warm start's, as an export from sparkadvisor gets (it keeps the cache on a volume).")
 
 
 def _request_text(plan: Plan) -> str:

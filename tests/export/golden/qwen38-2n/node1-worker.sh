@@ -58,6 +58,7 @@ NODE_ADDR="${NODE_ADDR:-}"  # required: no address was exported for it
 if [ -z "$HEAD_ADDR" ]; then printf '%s\n' 'HEAD_ADDR is not set: run HEAD_ADDR=ADDR ./node1-worker.sh with the head node'"'"'s ConnectX-7 address, or export again with --head-addr ADDR' >&2; exit 2; fi
 if [ -z "$NODE_ADDR" ]; then printf '%s\n' 'NODE_ADDR is not set: run NODE_ADDR=ADDR ./node1-worker.sh with this node'"'"'s own ConnectX-7 address (worker 1), or export again with --worker-addrs ADDR,...' >&2; exit 2; fi
 HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"
+VLLM_CACHE="${VLLM_CACHE_ROOT:-$HOME/.cache/vllm}"
 IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
 CONTAINER=sparkadvisor-vllm-node1
 IMAGE=vllm/vllm-openai:nightly-8a728663c1c3eeace834a95f5654fa653cc1998c
@@ -134,13 +135,18 @@ fi
 
 if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi
 
+# vLLM's compile cache stays on the host, so only the first start compiles: a cold compile takes
+# minutes, and vLLM counts its temporary memory against the KV cache (vllm #54122).
+mkdir -p "$VLLM_CACHE"
+
 # VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.
 DOCKER_ARGS=(
   --name "$CONTAINER" --network host --ipc host --gpus all --shm-size 10.24g
-  -v "$HF_CACHE:/root/.cache/huggingface"
+  -v "$HF_CACHE:/root/.cache/huggingface" -v "$VLLM_CACHE:/root/.cache/vllm"
   -e VLLM_API_KEY
   -e HF_HOME=/root/.cache/huggingface
   -e HF_HUB_OFFLINE=1
+  -e VLLM_CACHE_ROOT=/root/.cache/vllm
   -e "VLLM_HOST_IP=$NODE_ADDR"
   -e "MASTER_ADDR=$HEAD_ADDR"
   -e "NCCL_SOCKET_IFNAME=$CX7_NETDEV"

@@ -36,6 +36,7 @@
 set -euo pipefail
 
 HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"
+VLLM_CACHE="${VLLM_CACHE_ROOT:-$HOME/.cache/vllm}"
 IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
 CONTAINER=sparkadvisor-vllm-node0
 IMAGE=vllm/vllm-openai:v0.33.0
@@ -82,13 +83,18 @@ fi
 # against
 if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then docker pull "$IMAGE"; fi
 
+# vLLM's compile cache stays on the host, so only the first start compiles: a cold compile takes
+# minutes, and vLLM counts its temporary memory against the KV cache (vllm #54122).
+mkdir -p "$VLLM_CACHE"
+
 # VLLM_API_KEY passes by name: set it in your shell to require a token; no token is written here.
 DOCKER_ARGS=(
   --name "$CONTAINER" --network host --ipc host --gpus all --shm-size 10.24g
-  -v "$HF_CACHE:/root/.cache/huggingface"
+  -v "$HF_CACHE:/root/.cache/huggingface" -v "$VLLM_CACHE:/root/.cache/vllm"
   -e VLLM_API_KEY
   -e HF_HOME=/root/.cache/huggingface
   -e HF_HUB_OFFLINE=1
+  -e VLLM_CACHE_ROOT=/root/.cache/vllm
 )
 
 say "when it has loaded: curl -fsS http://localhost:8000/health"
