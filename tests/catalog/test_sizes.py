@@ -35,6 +35,25 @@ STATED_SIZES = {
     ("unsloth/Qwen3.5-27B-GGUF", "gguf-ud-q4_k_xl"): (17.6, "GB"),  # same PR
     ("unsloth/Qwen3.5-397B-A17B-GGUF", "gguf-q8_0"): (421.5, "GB"),  # same PR
     ("unsloth/Qwen3.5-397B-A17B-GGUF", "gguf-ud-q4_k_xl"): (219.2, "GB"),  # same PR
+    ("Qwen/Qwen2.5-Coder-7B-Instruct-AWQ", "awq-int4"): (5.58, "GB"),  # HF file listing
+    ("Qwen/Qwen2.5-Coder-7B-Instruct-GGUF", "gguf-q4_k_m"): (4.683, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("Qwen/Qwen2.5-Coder-7B-Instruct-GGUF", "gguf-q8_0"): (8.099, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("Qwen/Qwen2.5-Coder-32B-Instruct-AWQ", "awq-int4"): (19.33, "GB"),  # HF file listing
+    ("Qwen/Qwen2.5-Coder-32B-Instruct-GGUF", "gguf-q4_k_m"): (19.851, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("Qwen/Qwen2.5-Coder-32B-Instruct-GGUF", "gguf-q8_0"): (34.821, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("Qwen/Qwen2.5-Coder-32B-Instruct-GPTQ-Int4", "gptq-int4"): (19.34, "GB"),  # HF file listing
+    ("unsloth/GLM-4.7-Flash-GGUF", "gguf-q4_k_m"): (18.312, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("bartowski/Llama-3.2-3B-Instruct-GGUF", "gguf-q4_k_m"): (2.02, "GB"),  # HF file listing
+    ("bartowski/Llama-3.2-3B-Instruct-GGUF", "gguf-q8_0"): (3.42, "GB"),  # HF file listing
+    ("bartowski/Meta-Llama-3.1-70B-Instruct-GGUF", "gguf-q4_k_m"): (42.5, "GB"),  # HF file listing
+    ("bartowski/DeepSeek-R1-Distill-Qwen-14B-GGUF", "gguf-q4_k_m"): (8.99, "GB"),  # HF file listing
+    ("unsloth/DeepSeek-R1-Distill-Qwen-32B-GGUF", "gguf-q4_k_m"): (19.9, "GB"),  # HF file listing
+    ("unsloth/phi-4-GGUF", "gguf-q4_k_m"): (8.89, "GB"),  # HF file listing
+    ("unsloth/Qwen3-30B-A3B-GGUF", "gguf-q4_k_m"): (18.557, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("unsloth/Qwen3-30B-A3B-GGUF", "gguf-q4_0"): (17.38, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("unsloth/Qwen3-30B-A3B-GGUF", "gguf-q8_0"): (32.484, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("unsloth/Qwen3-32B-GGUF", "gguf-q4_0"): (18.703, "GB"),  # rampart-langtools catalog (HF API bytes)
+    ("nvidia/Gemma-4-26B-A4B-NVFP4", "nvfp4-modelopt"): (18.8, "GB"),  # HF file listing
 }
 """Repo and format -> the size and unit as the research notes recorded the repo's statement."""
 
