@@ -90,7 +90,6 @@ def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
     lines += [c for r in order if _required(r) for c in _require(launch, node, r)]
     lines += ['HF_CACHE="${HF_HOME:-$HOME/.cache/huggingface}"',
               'VLLM_CACHE="${VLLM_CACHE_ROOT:-$HOME/.cache/vllm}"',
-
               'IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on',
               f"CONTAINER=sparkadvisor-vllm-node{node.rank}", f"IMAGE={sh_arg(launch.image)}",
               f"MODEL={sh_arg(launch.downloads[0])}"]
