@@ -73,3 +73,27 @@ def test_builds_without_a_stated_size_show_a_derived_size(index):
             assert "derived from" in weights.text and "stored bits per weight" in weights.text, build.id
         else:
             assert weights.basis == "stated", build.id
+
+
+def test_a_derived_size_says_how_its_rule_did_on_the_formats_stated_builds(index):
+    # Parameters x nominal bits against the repos' own file listings: GGUF's fixed tensor mix lands within a
+    # few percent, while NVIDIA ModelOpt NVFP4 keeps embeddings, the LM head and (Gemma 4) attention in BF16,
+    # so every stated build of it is larger than the rule says; a derived size of that format is a floor.
+    modelopt, gguf = index.size_checks["nvfp4-modelopt"], index.size_checks["gguf-q4_k_m"]
+    assert modelopt.builds >= 5 and modelopt.high < -0.05 and modelopt.low < -0.4
+    assert gguf.builds >= 10 and -0.05 < gguf.low <= gguf.high < 0.05
+    assert index.facts["gemma-4-31b-nvfp4-nvidia"].weights.check is None  # stated: nothing to check
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.explain import explain
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+
+    def weights_text(build: str) -> str:
+        plan = evaluate_build(index, index.builds[build], Cluster(index.hardware["dgx-spark"], 1), AGENTIC)
+        return next(s.text for s in explain(plan) if s.key == "weights")
+
+    text = weights_text("qwen3.6-27b-nvfp4-nvidia")
+    assert f"For the {modelopt.builds} builds of NVFP4 (NVIDIA ModelOpt) whose size a source states" in text
+    assert f"{-modelopt.high:.0%} to {-modelopt.low:.0%} below the stated sizes" in text and "a floor" in text
+    assert "within -4% to +1% of the stated sizes" in weights_text("qwen3-8b-q4km-unsloth")
+    assert "whose size a source states" not in weights_text("llama-3.3-70b-bf16")  # no BF16 build states one

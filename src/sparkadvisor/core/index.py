@@ -12,7 +12,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.bulk import collector_paused
-from sparkadvisor.core.memory import Weights, build_weights
+from sparkadvisor.core.memory import SizeCheck, Weights, build_weights, size_checks
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Catalog, Caveat, Hardware, Model, Recipe
 from sparkadvisor.core.speed.constants import SpeedConstants
@@ -55,6 +55,8 @@ class CatalogIndex:
     caveats: dict[str, Caveat] = field(init=False)
     recipes_by_build: dict[str, tuple[Recipe, ...]] = field(init=False)
     """Every recipe of each build, any engine or hardware."""
+    size_checks: dict[str, SizeCheck] = field(init=False)
+    """By format: the derived-size rule against the catalog's builds of it whose size a source states."""
     facts: dict[str, BuildFacts] = field(init=False)
     """Per-build facts, for every build whose model is in the catalog."""
     calibrations: dict[str, Calibration] = field(init=False)
@@ -76,6 +78,7 @@ class CatalogIndex:
         for recipe in self.catalog.recipes:
             recipes.setdefault(recipe.build, []).append(recipe)
         set_(self, "recipes_by_build", {build: tuple(rs) for build, rs in recipes.items()})
+        set_(self, "size_checks", size_checks(self.catalog.builds, self.models))
         with collector_paused():
             set_(self, "facts", {b.id: self._facts(b) for b in self.catalog.builds if b.model in self.models})
         known = calibrated or {}
@@ -106,7 +109,7 @@ class CatalogIndex:
             if recipe.engine == ENGINE:
                 by_hardware.setdefault(recipe.hardware, []).append(recipe)
         own = frozenset(r.id for rs in by_hardware.values() for r in rs if self._measured_here(r))
-        return BuildFacts(build=build, model=model, weights=build_weights(build, model),
+        return BuildFacts(build=build, model=model, weights=build_weights(build, model, self.size_checks),
                           recipes={hw: tuple(rs) for hw, rs in by_hardware.items()},
                           caveats=tuple(self.caveats[c] for c in dict.fromkeys(build.caveats) if c in self.caveats),
                           own_recipes=own)

@@ -7,6 +7,7 @@ profiles activations, and gives the rest to the KV cache, or exactly
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from sparkadvisor.core.formats import FORMATS
@@ -139,6 +140,17 @@ DEFAULT_RESERVE = runtime_reserve(eager=False, speculative=False)
 
 
 @record(kw_only=False)
+class SizeCheck:
+    """The derived-size rule (parameters x the format's stored bits) against the builds of one format whose
+    size a source states: how far it came out from each, as a share of the stated size."""
+
+    builds: int
+    low: float
+    """The most the rule fell short (negative) or over, as a fraction of the stated size."""
+    high: float
+
+
+@record(kw_only=False)
 class Weights:
     """How many bytes a build holds and how that is known."""
 
@@ -154,6 +166,9 @@ class Weights:
     """Bytes of MTP heads inside total_bytes, when known."""
     stored_bits: float
     """Average stored bits per transformer weight (tables and MTP heads set aside)."""
+    check: SizeCheck | None = None
+    """For a derived size: how the same rule compares with the stated sizes of the catalog's other builds of
+    the format (`size_checks`); None for a stated size, or when no build of the format states one."""
 
     @property
     def transformer_bytes(self) -> float:
@@ -165,16 +180,39 @@ class Weights:
         return self.total_bytes - (self.table_bytes if streams_tables else 0.0)
 
 
-def build_weights(build: Build, model: Model) -> Weights:
-    """Weights of a build: as stated by its source, else parameters x stored bits."""
-    info = FORMATS[build.format]
+def size_checks(builds: Iterable[Build], models: Mapping[str, Model]) -> dict[str, SizeCheck]:
+    """For each format, the derived-size rule against every build of it whose size a source states (a build
+    whose format picks its types per model, or that states its bits per weight, has no rule to check)."""
+    errors: dict[str, list[float]] = {}
+    for build in builds:
+        model = models.get(build.model)
+        if build.size is None or build.bits_per_weight or model is None \
+                or FORMATS[build.format].mix_varies_by_model:
+            continue
+        stated = to_bytes(build.size.value, build.size.unit)
+        errors.setdefault(build.format, []).append(_params(model)[3] * FORMATS[build.format].stored_bits / 8
+                                                   / stated - 1)
+    return {f: SizeCheck(len(e), min(e), max(e)) for f, e in errors.items()}
+
+
+def _params(model: Model) -> tuple[float, float, float, float]:
+    """(transformer, per-token tables, MTP heads, all) parameters, as counts."""
     table_params = sum(t.params_b for t in model.tables) * 1e9
     mtp_params = (model.mtp.params_b or 0.0) * 1e9 if model.mtp else 0.0
     transformer_params = model.params.total_b * 1e9
-    all_params = transformer_params + table_params + mtp_params
+    return transformer_params, table_params, mtp_params, transformer_params + table_params + mtp_params
+
+
+def build_weights(build: Build, model: Model, checks: Mapping[str, SizeCheck] | None = None) -> Weights:
+    """Weights of a build: as stated by its source, else parameters x stored bits (with `checks`, the
+    format's `size_checks` beside a derived size)."""
+    info = FORMATS[build.format]
+    transformer_params, table_params, mtp_params, all_params = _params(model)
     if build.size is None:
         bits = build.bits_per_weight or info.stored_bits
-        return Weights(all_params * bits / 8, "GB", False, table_params * bits / 8, mtp_params * bits / 8, bits)
+        check = (checks or {}).get(build.format) if build.bits_per_weight is None else None
+        return Weights(all_params * bits / 8, "GB", False, table_params * bits / 8, mtp_params * bits / 8, bits,
+                       check)
     size = build.size
     total = to_bytes(size.value, size.unit)
     average_bits = total * 8 / all_params

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sparkadvisor.core.explain.step import Basis, Step
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS, KvShape, indexed_ratio
-from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve
+from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve, SizeCheck
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention
 from sparkadvisor.core.speed.prefill import GGML_ENGINES
@@ -33,11 +33,26 @@ def weights_step(plan: Plan) -> Step:
         basis = "derived"
     if plan.build.size and plan.build.size.note:
         parts.append(f"({plan.build.size.note})")
-    text = " ".join(parts) + "."
+    text = " ".join(parts) + "." + _size_check_text(w.check, build.format)
     if plan.streams_tables:
         text += (f" The recipe keeps the {fmt_size(w.table_bytes, 'GiB')} of per-token tables on disk and reads "
                  f"rows on demand: {fmt_size(w.resident_bytes(True), 'GiB')} stay resident.")
     return Step("weights", "weights", text, basis)
+
+
+def _size_check_text(check: SizeCheck | None, weight_format: str) -> str:
+    """How far the derived-size rule came out from the stated sizes of the format's other builds."""
+    if check is None:
+        return ""
+    against = (f" For the {plural(check.builds, 'build')} of {FORMATS[weight_format].label} whose size a source "
+               "states, the same rule comes out")
+    if check.high < -0.05:
+        return (f"{against} {-check.high:.0%} to {-check.low:.0%} below the stated sizes (what a quantizer leaves "
+                "out, such as the embeddings, the LM head or attention, is stored at 16 bits), so read this size as a "
+                "floor.")
+    if check.low > 0.05:
+        return f"{against} {check.low:.0%} to {check.high:.0%} above the stated sizes, so read this size as a ceiling."
+    return f"{against} within {check.low:+.0%} to {check.high:+.0%} of the stated sizes."
 
 
 def _params_text(plan: Plan) -> str:
