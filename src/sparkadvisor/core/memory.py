@@ -145,9 +145,11 @@ class SizeCheck:
     size a source states: how far it came out from each, as a share of the stated size."""
 
     builds: int
+    """How many builds of the format state their size."""
     low: float
-    """The most the rule fell short (negative) or over, as a fraction of the stated size."""
+    """The lowest of the rule's errors, as a fraction of the stated size (negative: it fell short)."""
     high: float
+    """The highest of them."""
 
 
 @record(kw_only=False)
