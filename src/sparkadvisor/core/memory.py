@@ -191,9 +191,8 @@ def size_checks(builds: Iterable[Build], models: Mapping[str, Model]) -> dict[st
         if build.size is None or build.bits_per_weight or model is None \
                 or FORMATS[build.format].mix_varies_by_model:
             continue
-        stated = to_bytes(build.size.value, build.size.unit)
-        errors.setdefault(build.format, []).append(_params(model)[3] * FORMATS[build.format].stored_bits / 8
-                                                   / stated - 1)
+        derived = _derived_bytes(model, FORMATS[build.format].stored_bits)
+        errors.setdefault(build.format, []).append(derived / to_bytes(build.size.value, build.size.unit) - 1)
     return {f: SizeCheck(len(e), min(e), max(e)) for f, e in errors.items()}
 
 
@@ -205,6 +204,11 @@ def _params(model: Model) -> tuple[float, float, float, float]:
     return transformer_params, table_params, mtp_params, transformer_params + table_params + mtp_params
 
 
+def _derived_bytes(model: Model, bits: float) -> float:
+    """The derived-size rule: every parameter (tables and MTP heads included) at `bits` stored bits."""
+    return _params(model)[3] * bits / 8
+
+
 def build_weights(build: Build, model: Model, checks: Mapping[str, SizeCheck] | None = None) -> Weights:
     """Weights of a build: as stated by its source, else parameters x stored bits (with `checks`, the
     format's `size_checks` beside a derived size)."""
@@ -213,8 +217,8 @@ def build_weights(build: Build, model: Model, checks: Mapping[str, SizeCheck] | 
     if build.size is None:
         bits = build.bits_per_weight or info.stored_bits
         check = (checks or {}).get(build.format) if build.bits_per_weight is None else None
-        return Weights(all_params * bits / 8, "GB", False, table_params * bits / 8, mtp_params * bits / 8, bits,
-                       check)
+        return Weights(_derived_bytes(model, bits), "GB", False, table_params * bits / 8, mtp_params * bits / 8,
+                       bits, check)
     size = build.size
     total = to_bytes(size.value, size.unit)
     average_bits = total * 8 / all_params
