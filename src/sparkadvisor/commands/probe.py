@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.commands.common import (
@@ -104,6 +103,7 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
         build_findings,
         match_build,
         narrow,
+        pool_findings,
         unfit_findings,
         workload_findings,
     )
@@ -127,12 +127,28 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
             match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
                                match.served)
     findings = workload_findings(workload, match.served, metrics, plans, replan) + build_findings(plans, metrics)
+    findings += pool_findings(_at_served_utilization(plans, metrics, index, settings), metrics, match.served)
     findings += unfit_findings(plans)
     if len(plans) != 1:
         more = ("; findings that need the build are given against each one's plan; pass --build ID to compare "
                 "with one") if plans else ""
         findings.append(Finding("info", match.how + more))
     return match, plans, findings
+
+
+def _at_served_utilization(plans: list[Plan], metrics: Any, index: Any, settings: Any) -> list[Plan]:
+    """The plans with the gpu-memory-utilization vLLM reports, when it differs from theirs and the user gave
+    none: the KV cache it sized is held against the budget it was sized from."""
+    from dataclasses import replace
+
+    from sparkadvisor.core.advisor import evaluate_build
+
+    served = metrics.config.gpu_memory_utilization if metrics is not None else None
+    if served is None or settings.gpu_memory_utilization is not None:
+        return plans
+    at_served = replace(settings, gpu_memory_utilization=served)
+    return [p if abs(p.budget.utilization - served) < 0.005 else
+            evaluate_build(index, p.build, p.cluster, p.workload, at_served) for p in plans]
 
 
 def _rounded(value: float | None, digits: int = 3) -> float | None:
@@ -169,13 +185,14 @@ def _json(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], find
 def _metrics_json(metrics: Any) -> dict[str, Any]:
     keys = ("interval_s", "prefix_cache_hit_rate", "prefix_cache_hit_rate_lifetime", "kv_cache_usage",
             "requests_running", "requests_waiting", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "itl_p50_s",
-            "itl_p90_s", "latency_basis", "spec_decode_acceptance", "generation_tok_s")
+            "itl_p90_s", "latency_basis", "spec_decode_acceptance", "generation_tok_s", "num_gpu_blocks")
     if metrics is None:
         return dict.fromkeys(keys)
     m = metrics
     values = (m.interval_s, m.prefix_cache_hit_rate, m.prefix_cache_hit_rate_lifetime, m.kv_cache_usage,
               m.requests_running, m.requests_waiting, m.ttft.p50_s, m.ttft.p90_s, m.ttft.p99_s,
-              m.inter_token.p50_s, m.inter_token.p90_s, m.ttft.basis, m.spec_acceptance, m.generation_tok_s)
+              m.inter_token.p50_s, m.inter_token.p90_s, m.ttft.basis, m.spec_acceptance, m.generation_tok_s,
+              m.config.num_gpu_blocks)
     return {k: (_rounded(v, 4) if isinstance(v, float) else v) for k, v in zip(keys, values, strict=True)}
 
 

@@ -18,7 +18,8 @@ from sparkadvisor.core.metrics import MetricsWindow, ServedConfig
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build
-from sparkadvisor.core.units import fmt_seconds, fmt_tokens
+from sparkadvisor.core.stages.kv_pool import pool_tokens
+from sparkadvisor.core.units import fmt_seconds, fmt_size, fmt_tokens
 from sparkadvisor.core.workload import Workload
 
 Severity = Literal["ok", "info", "warning", "critical"]
@@ -30,6 +31,10 @@ SLOW_DECODE_SHARE = 0.85
 """Measured decode below this share of the plan's speed is a warning, not just a comparison."""
 LOW_ACCEPTANCE_SHARE = 0.75
 """Speculative acceptance below this share of the recipe's published rate is a finding."""
+POOL_AGREES = 0.10
+"""A served KV cache within this share of the plan's agrees with it (the fidelity target for logged pools)."""
+SMALL_POOL_SHARE = 0.80
+"""A served KV cache below this share of the plan's is a warning: memory the plan counts on is held elsewhere."""
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"}
 CLOUD_HOSTS = {"api.anthropic.com"}
@@ -377,3 +382,87 @@ def _acceptance_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[
         return [Finding("warning", f"speculative decoding accepts {rate:.0%} of drafted tokens against {recipes} "
                         f"{shown}: decode will fall short of the plan", f"spec accept {rate:.0%} ({shown})")]
     return [Finding("ok", f"speculative decoding accepts {rate:.0%} of drafted tokens ({recipes} {shown})")]
+
+
+# --- the KV cache vLLM sized ----------------------------------------------------
+
+
+@record(kw_only=False)
+class ServedPool:
+    """The KV cache a running vLLM holds per rank, in the plan's terms: its num_gpu_blocks at what a block
+    id costs in the plan's layout (`KvShape.block_id_bytes`), and the pool it makes at the served context."""
+
+    blocks: int
+    block_tokens: int
+    block_bytes: float
+    """What one block id costs on one rank."""
+    kv_bytes: float
+    """blocks x block_bytes: the KV memory vLLM holds per rank."""
+    max_model_len: int | None
+    pool_tokens: float | None
+    """vLLM's "GPU KV cache size" for these blocks: requests of max_model_len that fit, times max_model_len."""
+    planned_bytes: float
+    """The plan's KV memory per rank."""
+    planned_tokens: float | None
+    """The plan's pool at the served max_model_len."""
+
+
+def served_pool(plan: Plan, config: ServedConfig, max_model_len: int | None) -> ServedPool | None:
+    """The served KV cache held against `plan`, or None when vLLM gave no block count or the plan has
+    no KV layout to cost a block in (the model's attention facts are unpublished)."""
+    shape, inputs = plan.pool.shape, plan.pool.inputs
+    if config.num_gpu_blocks is None or shape is None:
+        return None
+    block = config.block_size or inputs.block_tokens
+    spec = inputs.speculative_tokens
+    caching = inputs.prefix_caching if config.prefix_caching is None else config.prefix_caching
+    length = max_model_len or inputs.max_model_len
+    per_block = shape.block_id_bytes(block, spec)
+    held = config.num_gpu_blocks * per_block
+    request = shape.request_bytes(length, block, inputs.batched_tokens, spec, caching) if length else None
+    planned = plan.fit.budget.kv_bytes
+    return ServedPool(config.num_gpu_blocks, shape.block_tokens(block, spec), per_block, held, length,
+                      pool_tokens(shape.bytes_per_token, held, request, length),
+                      planned, pool_tokens(shape.bytes_per_token, planned, request, length))
+
+
+def pool_findings(plans: Sequence[Plan], metrics: MetricsWindow | None, served: ServedModel | None) -> list[Finding]:
+    """The KV cache vLLM sized against each fitting plan's: the same memory within POOL_AGREES is ok; much
+    less is memory the plan counts on held elsewhere (page cache, another process, a cold compile)."""
+    if metrics is None:
+        return []
+    config = metrics.config
+    pools = [(p, pool) for p in plans if p.fits
+             for pool in [served_pool(p, config, served.max_model_len if served else None)] if pool is not None]
+    if not pools:
+        return []
+    plan, pool = min(pools, key=lambda pair: abs(pair[1].kv_bytes / pair[1].planned_bytes - 1))
+    share = pool.kv_bytes / pool.planned_bytes if pool.planned_bytes > 0 else None
+    which = ("the plan" if len(plans) == 1 else f"the plan for {plan.build.id}" if len(pools) == 1
+             else f"the closest of the {len(pools)} matching plans ({plan.build.id})")
+    held = (f"vLLM holds {fmt_size(pool.kv_bytes)} of KV cache per rank ({pool.blocks:,} blocks of "
+            f"{pool.block_tokens:,} tokens at {pool.block_bytes / 2**20:,.2f} MiB each in {plan.model.name}'s layout)")
+    at = f" at max_model_len {pool.max_model_len:,}" if pool.max_model_len else ""
+    tokens = f", a pool of {fmt_tokens(pool.pool_tokens)} tokens{at}" if pool.pool_tokens else ""
+    budget = plan.fit.budget
+    basis = (f"with --kv-cache-memory {fmt_size(budget.kv_pinned_bytes)}" if budget.kv_pinned_bytes
+             else f"at gpu-memory-utilization {budget.utilization:g}")
+    expected = (f"{which}, {basis}, expects {fmt_size(pool.planned_bytes)}" +
+                (f", {fmt_tokens(pool.planned_tokens)} tokens" if pool.planned_tokens else ""))
+    pinned, plan_pin = config.kv_cache_memory_bytes, budget.kv_pinned_bytes
+    if pinned and (plan_pin is None or abs(pinned - plan_pin) > 0.01 * pinned):
+        return [Finding("info", f"{held}{tokens}; vLLM was started with --kv-cache-memory {fmt_size(pinned)}, "
+                        f"where {expected}, so they are not compared")]
+    if share is None or share <= 0:
+        return []
+    gap = f"{(share - 1) * 100:+.1f}%"
+    if abs(share - 1) <= POOL_AGREES:
+        return [Finding("ok", f"{held}{tokens}; {expected} ({gap})")]
+    if share < SMALL_POOL_SHARE:
+        return [Finding("warning", f"{held}{tokens}; {expected} ({gap}): memory the plan counts on is held "
+                        "elsewhere: the page cache of an earlier model (sync; echo 3 | sudo tee "
+                        "/proc/sys/vm/drop_caches, then restart vLLM), another process on the node, or a cold "
+                        "torch.compile whose temporary memory vLLM charged to its profile run (vllm #54122; a "
+                        "restart with the compile cache kept starts warm)",
+                        f"KV {fmt_size(pool.kv_bytes, digits=0)}/rank (plan {fmt_size(pool.planned_bytes, digits=0)})")]
+    return [Finding("info", f"{held}{tokens}; {expected} ({gap})")]

@@ -193,6 +193,18 @@ class KvShape:
             speculative_tokens, prefix_caching)
         return full + window + state + self.tail_bytes(block_tokens, speculative_tokens)
 
+    def block_id_bytes(self, block_tokens: int | None = None, speculative_tokens: int = 0) -> float:
+        """What one of vLLM's num_gpu_blocks costs on this rank: every KV tensor holds a page per block
+        id, so the KV memory vLLM holds is num_gpu_blocks times this. One group of every layer (a page
+        of `block` tokens in each: `block` x the bytes per token), a hybrid's group_size tensors (a
+        slot's page each, with the indexer pages beside them), DeepSeek-V4's packed stride."""
+        block = self.block_tokens(block_tokens, speculative_tokens)
+        if self.packed is not None:
+            return self.packed.groups(block)[0]
+        if self.group_size:
+            return self.group_size * self.slot_bytes(block_tokens, speculative_tokens)
+        return block * self.padded_bytes_per_token
+
     def state_pages(self, speculative_tokens: int = 0, prefix_caching: bool = False) -> int:
         """Pages a linear layer holds per request: one, one per speculative token, and one more in vLLM's
         "align" mode, the default with prefix caching (MambaSpec.max_memory_usage_bytes)."""

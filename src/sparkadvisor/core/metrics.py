@@ -167,6 +167,8 @@ class ServedConfig:
     """Speculative decoding on: vLLM registers the spec_decode counters only when it is configured."""
     speculative_tokens: int | None = None
     """Tokens proposed per pass: the positions of the per-position counter, else drafted / drafts."""
+    num_gpu_blocks: int | None = None
+    """Block ids vLLM's KV cache holds per rank, as its profile run sized it (`KvShape.block_id_bytes` each)."""
 
 
 def served_config(scrape: Scrape) -> ServedConfig:
@@ -182,6 +184,7 @@ def served_config(scrape: Scrape) -> ServedConfig:
         prefix_caching=_label_bool(labels.get("enable_prefix_caching")),
         gpu_memory_utilization=_label_float(labels.get("gpu_memory_utilization")),
         kv_cache_memory_bytes=_label_int(labels.get("kv_cache_memory_bytes")),
+        num_gpu_blocks=_label_int(labels.get("num_gpu_blocks")),
         speculating=spec if scrape.has_vllm else None, speculative_tokens=tokens)
 
 
