@@ -62,7 +62,7 @@ def test_a_pool_as_planned_is_ok_and_a_much_smaller_one_names_the_usual_causes(i
     [short] = pool_findings([plan], _window(ServedConfig(block_size=16, gpu_memory_utilization=util,
                                                          num_gpu_blocks=planned // 2)), None)
     assert short.severity == "warning" and "(-50.0%)" in short.text
-    assert "drop_caches" in short.text and "vllm #54122" in short.text and short.brief.startswith("KV ")
+    assert "drop_caches" in short.text and "vllm #54122" in short.text and short.brief.startswith("small KV cache ")
 
 
 def test_a_kv_cache_pinned_otherwise_than_the_plan_is_not_compared(index):

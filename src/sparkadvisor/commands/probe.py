@@ -96,17 +96,10 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
                        build_id: str | None) -> tuple[BuildMatch | None, list[Plan], list[Finding]]:
     """The plans for the builds vLLM may be serving, and where the service strays from them: findings
     that need only the workload always, those that need the build against each matching plan."""
+    from dataclasses import replace
+
     from sparkadvisor.core.advisor import evaluate_build
-    from sparkadvisor.core.checkup import (
-        BuildMatch,
-        Finding,
-        build_findings,
-        match_build,
-        narrow,
-        pool_findings,
-        unfit_findings,
-        workload_findings,
-    )
+    from sparkadvisor.core.checkup import BuildMatch, Finding, match_build, narrow, service_findings
 
     models, metrics = report.vllm.models, report.vllm.metrics
     if build_id is not None:
@@ -119,6 +112,10 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
     def replan(plan: Plan, hit_rate: float) -> Plan:
         return evaluate_build(index, plan.build, cluster, workload.changed(prefix_reuse=hit_rate), settings)
 
+    def reutilize(plan: Plan, utilization: float) -> Plan:
+        at = replace(settings, gpu_memory_utilization=utilization)
+        return evaluate_build(index, plan.build, cluster, workload, at)
+
     plans = [evaluate_build(index, build, cluster, workload, settings) for build in match.builds]
     said: list[str] = []
     if len(plans) > 1 and metrics is not None:
@@ -126,29 +123,14 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
         if said:
             match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
                                match.served)
-    findings = workload_findings(workload, match.served, metrics, plans, replan) + build_findings(plans, metrics)
-    findings += pool_findings(_at_served_utilization(plans, metrics, index, settings), metrics, match.served)
-    findings += unfit_findings(plans)
+    # A utilization the user gave is the plan's; else the plan is held at the one vLLM reports.
+    chosen = settings.gpu_memory_utilization is not None
+    findings = service_findings(workload, match.served, metrics, plans, replan, None if chosen else reutilize)
     if len(plans) != 1:
         more = ("; findings that need the build are given against each one's plan; pass --build ID to compare "
                 "with one") if plans else ""
         findings.append(Finding("info", match.how + more))
     return match, plans, findings
-
-
-def _at_served_utilization(plans: list[Plan], metrics: Any, index: Any, settings: Any) -> list[Plan]:
-    """The plans with the gpu-memory-utilization vLLM reports, when it differs from theirs and the user gave
-    none: the KV cache it sized is held against the budget it was sized from."""
-    from dataclasses import replace
-
-    from sparkadvisor.core.advisor import evaluate_build
-
-    served = metrics.config.gpu_memory_utilization if metrics is not None else None
-    if served is None or settings.gpu_memory_utilization is not None:
-        return plans
-    at_served = replace(settings, gpu_memory_utilization=served)
-    return [p if abs(p.budget.utilization - served) < 0.005 else
-            evaluate_build(index, p.build, p.cluster, p.workload, at_served) for p in plans]
 
 
 def _rounded(value: float | None, digits: int = 3) -> float | None:
@@ -222,8 +204,9 @@ def _print(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], fin
 def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -> list[str]:
     vllm, gateway = report.vllm, report.gateway
     served = ", ".join(m.id for m in vllm.models) or "nothing"
-    lines = [f"vLLM        {_state(vllm.up, vllm.other)} at {vllm.url}" + (f" · {vllm.version}" if vllm.version else "")
-             + (f" · serves {served}" if vllm.up else "") + (f": {vllm.other} answers there" if vllm.other else "")]
+    lines = [f"vLLM        {_state(vllm.up, vllm.other)} at {vllm.url}"
+             + (f" · {vllm.version}" if vllm.version else "") + (f" · serves {served}" if vllm.up else "")
+             + (f": {vllm.other} answers there" if vllm.other else "")]
     if gateway.url:
         lines.append(f"gateway     {_state(gateway.up, gateway.other)} at {gateway.url}"
                      + (f": {gateway.other} answers there" if gateway.other else ""))

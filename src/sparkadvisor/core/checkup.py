@@ -243,6 +243,29 @@ def is_local(url: str) -> bool:
 
 Replan = Callable[[Plan, float], Plan]
 """The same plan evaluated with another prefix reuse (the measured hit rate)."""
+Reutilize = Callable[[Plan, float], Plan]
+"""The same plan evaluated at another gpu-memory-utilization (the one vLLM reports)."""
+
+
+def service_findings(workload: Workload, served: ServedModel | None, metrics: MetricsWindow | None,
+                     plans: Sequence[Plan], replan: Replan | None = None,
+                     reutilize: Reutilize | None = None) -> list[Finding]:
+    """Everything the probe holds against the plans, `sparkadvisor probe` and the TUI's status line alike:
+    the workload, the build's speed and acceptance, the KV cache vLLM sized (against the plans at the
+    utilization vLLM reports, when `reutilize` is given), and a served build that does not fit."""
+    findings = workload_findings(workload, served, metrics, plans, replan) + build_findings(plans, metrics)
+    if metrics is not None:
+        findings += pool_findings(at_utilization(plans, metrics.config, reutilize), metrics, served)
+    return findings + unfit_findings(plans)
+
+
+def at_utilization(plans: Sequence[Plan], config: ServedConfig, reutilize: Reutilize | None) -> list[Plan]:
+    """The plans at the gpu-memory-utilization vLLM reports, where theirs differs: the KV cache it sized is
+    held against the budget it was sized from. None for `reutilize` keeps them (the user chose one)."""
+    served = config.gpu_memory_utilization
+    if served is None or reutilize is None:
+        return list(plans)
+    return [p if abs(p.budget.utilization - served) < 0.005 else reutilize(p, served) for p in plans]
 
 
 def workload_findings(workload: Workload, served: ServedModel | None, metrics: MetricsWindow | None,
@@ -464,5 +487,5 @@ def pool_findings(plans: Sequence[Plan], metrics: MetricsWindow | None, served: 
                         "/proc/sys/vm/drop_caches, then restart vLLM), another process on the node, or a cold "
                         "torch.compile whose temporary memory vLLM charged to its profile run (vllm #54122; a "
                         "restart with the compile cache kept starts warm)",
-                        f"KV {fmt_size(pool.kv_bytes, digits=0)}/rank (plan {fmt_size(pool.planned_bytes, digits=0)})")]
+                        f"small KV cache {fmt_size(pool.kv_bytes, digits=0)}/rank (plan {fmt_size(pool.planned_bytes, digits=0)})")]
     return [Finding("info", f"{held}{tokens}; {expected} ({gap})")]

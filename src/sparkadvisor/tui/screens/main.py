@@ -42,7 +42,8 @@ from sparkadvisor.tui.widgets.footer import KeyFooter
 from sparkadvisor.tui.widgets.probe_status import ProbeStatus
 
 if TYPE_CHECKING:
-    from sparkadvisor.core.checkup import Replan, ServedModel
+    from sparkadvisor.core.checkup import Replan, Reutilize, ServedModel
+    from sparkadvisor.core.metrics import ServedConfig
     from sparkadvisor.core.plan import Plan
     from sparkadvisor.tui.app import SparkAdvisorApp
 
@@ -208,11 +209,12 @@ class MainScreen(Screen[None]):
                                                          if self.filter_text else ""))
         self._show_detail(table.highlighted_build)
 
-    def served_plans(self, served: ServedModel) -> tuple[list[Plan], Replan]:
-        """The plans for the builds vLLM may be serving, on this screen's cluster and workload, and the
-        same plan at another prefix reuse (the status line's first-token cost at the measured hit rate)."""
+    def served_plans(self, served: ServedModel, config: ServedConfig) -> tuple[list[Plan], Replan, Reutilize | None]:
+        """The plans for the builds vLLM may be serving (narrowed by how it was started), on this screen's
+        cluster and workload; the same plan at another prefix reuse (the status line's first-token cost at
+        the measured hit rate) and at vLLM's gpu-memory-utilization (None when the screen sets one)."""
         from sparkadvisor.core.advisor import evaluate_build
-        from sparkadvisor.core.checkup import match_build
+        from sparkadvisor.core.checkup import match_build, narrow
 
         index, ranking, scenario = self.index, self.ranking, self.scenario
 
@@ -220,10 +222,15 @@ class MainScreen(Screen[None]):
             return evaluate_build(index, plan.build, ranking.cluster, scenario.workload.changed(prefix_reuse=hit_rate),
                                   scenario.settings)
 
+        def reutilize(plan: Plan, utilization: float) -> Plan:
+            at = replace(scenario.settings, gpu_memory_utilization=utilization)
+            return evaluate_build(index, plan.build, ranking.cluster, scenario.workload, at)
+
         plans = [ranking.by_id[b.id].plan if b.id in ranking.by_id else
                  evaluate_build(index, b, ranking.cluster, scenario.workload, scenario.settings)
                  for b in match_build(index, [served]).builds]
-        return plans, replan
+        plans, _ = narrow(plans, config)
+        return plans, replan, None if scenario.settings.gpu_memory_utilization is not None else reutilize
 
     def _show_detail(self, build_id: str | None) -> None:
         key = (id(self.ranking), build_id or f"no build for {self.filter_text!r}")

@@ -29,8 +29,8 @@ from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.urls import redact_urls
 
 if TYPE_CHECKING:
-    from sparkadvisor.core.checkup import Replan, ServedModel
-    from sparkadvisor.core.metrics import MetricsWindow
+    from sparkadvisor.core.checkup import Replan, Reutilize, ServedModel
+    from sparkadvisor.core.metrics import MetricsWindow, ServedConfig
     from sparkadvisor.core.plan import Plan
     from sparkadvisor.core.workload import Workload
     from sparkadvisor.sources.probe import QuickCheck
@@ -42,9 +42,10 @@ SEVERITIES = ("ok", "warning", "critical")
 ALERTS = ("warning", "critical")
 SEPARATOR = " · "
 
-Planner = Callable[["ServedModel"], tuple[Sequence["Plan"], "Replan"]]
-"""The plans for the builds a served model may be, and how to evaluate one at the measured hit rate
-(the screen's catalog, cluster, workload and settings): they add the first-token cost to a low hit rate."""
+Planner = Callable[["ServedModel", "ServedConfig"], tuple[Sequence["Plan"], "Replan", "Reutilize | None"]]
+"""The plans for the builds a served model may be (the screen's catalog, cluster, workload and settings,
+narrowed by how vLLM was started), and how to evaluate one at the measured hit rate and at vLLM's
+gpu-memory-utilization: the findings `sparkadvisor probe` holds against its plans."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +98,9 @@ class StatusLine:
 def status_line(check: QuickCheck, since_last: MetricsWindow | None, workload: Workload | None = None,
                 planner: Planner | None = None) -> StatusLine:
     """The line for one poll: Claude Code going to the cloud first, then the probe's findings against the
-    workload (core.checkup, the same as `sparkadvisor probe`), most severe first, then what vLLM serves."""
-    from sparkadvisor.core.checkup import most_severe_first, workload_findings
+    workload and the screen's plans (core.checkup, the same as `sparkadvisor probe`), most severe first,
+    then what vLLM serves."""
+    from sparkadvisor.core.checkup import most_severe_first, service_findings
     from sparkadvisor.core.workload import AGENTIC
 
     claude = _claude_part(check)
@@ -107,9 +109,10 @@ def status_line(check: QuickCheck, since_last: MetricsWindow | None, workload: W
         # The problem names the URL it tried; the short form keeps only the URL.
         down = Part(f"vLLM down: {check.problem}", "critical", f"vLLM down at {check.vllm_url}")
         return StatusLine(tuple(lead + [down] + tail))
-    plans, replan = planner(check.served) if planner and check.served and since_last else ((), None)
-    findings = [f for f in most_severe_first(workload_findings(workload or AGENTIC, check.served, since_last,
-                                                               plans, replan))
+    plans, replan, reutilize = (planner(check.served, since_last.config) if planner and check.served and since_last
+                                else ((), None, None))
+    findings = [f for f in most_severe_first(service_findings(workload or AGENTIC, check.served, since_last,
+                                                              plans, replan, reutilize))
                 if f.brief and f.severity in ALERTS]
     lead += [Part(f.brief, f.severity, re.sub(r" \([^)]*\)", "", f.brief)) for f in findings]
     parts = lead + [Part("vLLM up", "ok")]
