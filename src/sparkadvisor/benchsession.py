@@ -15,7 +15,7 @@ from sparkadvisor.sources.bench import BenchError
 if TYPE_CHECKING:
     from sparkadvisor.core.benchplan import Prediction
     from sparkadvisor.core.catalog import CatalogIndex
-    from sparkadvisor.core.checkup import BuildMatch
+    from sparkadvisor.core.checkup import BuildMatch, Finding
     from sparkadvisor.core.plan import Cluster, Plan
     from sparkadvisor.core.workload import Settings, Workload
     from sparkadvisor.sources.bench import BenchConfig, ServerInfo
@@ -149,10 +149,22 @@ class BenchSession:
 
         return [(f, prediction_for(f, self.predictions)) for f in figures(self.collected)]
 
+    def kv_cache(self) -> list[Finding]:
+        """The KV cache vLLM sized against the plan's, as `probe` holds it (at the gpu-memory-utilization
+        vLLM reports, unless the options set one); none without a plan or a block count."""
+        from sparkadvisor.core.checkup import at_utilization, pool_findings, reutilizer
+
+        if self.plan is None or self.info is None:
+            return []
+        o, config = self.options, self.info.config
+        plans = at_utilization([self.plan], config, reutilizer(self.index, o.cluster, o.workload, o.settings))
+        return pool_findings(plans, config, self.info.served)
+
     def record(self) -> Recorded | None:
         """Add what was measured to the user's catalog (None when nothing was); a BenchError when
         no catalog build is known, a UserCatalogError when the file cannot be written."""
         from sparkadvisor.core.bench import figures
+        from sparkadvisor.core.checkup import served_pool
         from sparkadvisor.core.stages.recipe import published_recipe
         from sparkadvisor.sources.bench import BenchError
         from sparkadvisor.urls import without_credentials
@@ -166,7 +178,9 @@ class BenchSession:
         facts, cluster = self.index.facts.get(self.match.build.id), self.options.cluster
         base = published_recipe(facts, cluster.hardware, cluster.nodes) if facts else None
         info = replace(self.info, url=without_credentials(self.info.url))  # the source keeps no password
-        return record_bench(self.index, self.match.build, self.options.cluster, info, self.collected, base)
+        pool = served_pool(self.plan, info.config, info.served.max_model_len) if self.plan is not None else None
+        return record_bench(self.index, self.match.build, self.options.cluster, info, self.collected, base,
+                            pool=pool)
 
 
 def spec_text(spec: BenchSpec) -> str:

@@ -76,6 +76,7 @@ def report(session: BenchSession, interrupted: bool, recorded: Recorded | None, 
     why = _why_no_prediction(session)
     for figure, prediction in session.rows():
         out.append((figure.label, "measured", figure_text(figure, prediction, why)))
+    out += [("KV cache", "vLLM's num_gpu_blocks", f.text) for f in session.kv_cache()]
     out += [("", None, line) for line in _tail(session, interrupted, recorded, record_asked)]
     return out
 
@@ -126,6 +127,7 @@ def as_json(session: BenchSession, interrupted: bool, recorded: Recorded | None,
         "context_tokens": spec.context_tokens, "shared_tokens": spec.shared_tokens, "new_tokens": spec.new_tokens,
         "output_tokens": spec.output_tokens, "repetitions": spec.repetitions, "streams": list(spec.streams),
         "figures": [_figure_json(f, p) for f, p in session.rows()],
+        "kv_cache": [{"severity": f.severity, "text": f.text} for f in session.kv_cache()],
         "prompt_tokens_seen": sorted({s.prompt_tokens for r in session.collected.results for s in r.samples}),
         "steps_run": len(session.collected.results), "steps_planned": len(session.steps),
         "stopped": session.collected.stopped, "interrupted": interrupted,

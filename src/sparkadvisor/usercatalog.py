@@ -324,11 +324,18 @@ class Recorded:
 
 
 def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: Any, base: Any | None,
-                 today: str | None = None) -> Recorded:
+                 today: str | None = None, pool: Any | None = None) -> Recorded:
     """Add a bench run as measurements of `build` on `cluster`: to the bench recipe measured with
-    the same server settings (never changing what it holds), else to a new one."""
+    the same server settings (never changing what it holds), else to a new one. `pool`, the KV cache
+    vLLM sized (`core.checkup.ServedPool`), is added as well unless that recipe already holds that pool."""
     from sparkadvisor.core.bench import figures
-    from sparkadvisor.core.benchrecord import bench_measurements, bench_source, new_bench_recipe, server_recipe_settings
+    from sparkadvisor.core.benchrecord import (
+        bench_measurements,
+        bench_source,
+        new_bench_recipe,
+        pool_measurement,
+        server_recipe_settings,
+    )
     from sparkadvisor.core.tomledit import append_table, append_to_table, extend_array, set_key, written_as_key
 
     today = today or dt.date.today().isoformat()
@@ -340,6 +347,10 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     recipes = tables.setdefault("recipes", [])
     recipe = _bench_recipe(recipes, sources, build, cluster, settings)
     measurements = bench_measurements(figures(collected), collected.spec, source_id, today)
+    sized = pool_measurement(pool, source_id, today) if pool is not None else None
+    if sized is not None and not any(m.get("metric") == "kv_pool_tokens" and m.get("value") == sized["value"]
+                                     for m in (recipe or {}).get("measurements", []) if isinstance(m, dict)):
+        measurements.append(sized)
     sources[source_id] = bench_source(info, cluster, collected, base.id if base else None, today)
     edit.change(append_table, _toml({"sources": {source_id: sources[source_id]}}))
     if recipe is None:

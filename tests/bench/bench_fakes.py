@@ -36,6 +36,8 @@ class BenchState:
     version: str = "0.33.0"
     block_size: int = 16
     prefix_caching: bool = True
+    num_gpu_blocks: int = 233
+    """The KV cache vLLM sized: 233 block ids of GLM-5.3-Flash on a rank of two, without speculation, hold 5.5 GiB."""
     overhead_s: float = 0.08
     prefill_tok_s: float = 50_000.0
     decode_tok_s: float = 400.0
@@ -92,7 +94,7 @@ class BenchState:
     def metrics_text(self) -> str:
         label = f'engine="0",model_name="{self.served}"'
         info = (f'block_size="{self.block_size}",cache_dtype="fp8_e4m3",enable_prefix_caching="{self.prefix_caching}",'
-                f'gpu_memory_utilization="0.85",num_gpu_blocks="42416",kv_cache_memory_bytes="None"')
+                f'gpu_memory_utilization="0.85",num_gpu_blocks="{self.num_gpu_blocks}",kv_cache_memory_bytes="None"')
         lines = [
             f"vllm:cache_config_info{{{info}}} 1.0",
             "# TYPE vllm:prefix_cache_queries_total counter",

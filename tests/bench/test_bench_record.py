@@ -30,7 +30,7 @@ def test_recorded_runs_are_measured_in_show_and_move_the_calibration(standin, ca
     assert main(["bench", "--vllm", standin.url, *RUN]) == 0
     out = " ".join(capsys.readouterr().out.split())
     recipe_id = f"bench-{BUILD}-2x-dgx-spark"
-    assert f"recorded 5 measurements as recipe {recipe_id}" in out
+    assert f"recorded 6 measurements as recipe {recipe_id}" in out
 
     after = constants()
     assert after.prefill_ms_per_gflop != before.prefill_ms_per_gflop
@@ -54,8 +54,9 @@ def test_a_second_record_adds_runs_and_keeps_the_first(standin, capsys):
     assert main(["bench", "--vllm", standin.url, *RUN]) == 0
     out = capsys.readouterr().out
     second = user_recipes()
-    assert len(second) == 1 and len(second[0]["measurements"]) == 10
-    assert second[0]["measurements"][:5] == first[0]["measurements"]
+    # The same server boot sized the same KV cache: its pool is not recorded twice.
+    assert len(second) == 1 and len(second[0]["measurements"]) == 11
+    assert second[0]["measurements"][:6] == first[0]["measurements"]
     assert len(second[0]["source"]) == 2 and "recorded 5 measurements as recipe bench-" in " ".join(out.split())
     catalog = tomllib.loads(paths.user_catalog_path().read_text(encoding="utf-8"))
     notes = [s["note"] for s in catalog["sources"].values()]
@@ -102,7 +103,7 @@ def test_recording_keeps_the_users_comments_and_other_tables(standin, capsys):
     assert second.startswith(mine) and "# first run on the new switch\n" in second
     assert second.count("[[recipes.measurements]]  # cold\n") == 1
     recipes = user_recipes()
-    assert len(recipes) == 1 and len(recipes[0]["measurements"]) == 10 and len(recipes[0]["source"]) == 2
+    assert len(recipes) == 1 and len(recipes[0]["measurements"]) == 11 and len(recipes[0]["source"]) == 2
     assert main(["check", str(path)]) == 0
 
 
@@ -144,7 +145,7 @@ def test_measurements_written_inline_grow_inline(standin, capsys):
     after = path.read_text(encoding="utf-8")
     assert "measurements = [  # mine, inline\n" + rows in after
     assert "[[recipes.measurements]]" not in after
-    assert len(user_recipes()[0]["measurements"]) == 10 and main(["check", str(path)]) == 0
+    assert len(user_recipes()[0]["measurements"]) == 11 and main(["check", str(path)]) == 0
 
 
 def test_a_recorded_run_keeps_the_address_without_its_credentials(standin, capsys):
@@ -155,3 +156,41 @@ def test_a_recorded_run_keeps_the_address_without_its_credentials(standin, capsy
     assert "s3cret" not in text and f'url = "{standin.url}"' in text
     assert main(["show", BUILD, "--context", "4000"]) == 0
     assert "s3cret" not in capsys.readouterr().out
+
+
+def test_the_kv_cache_vllm_sized_is_recorded_as_the_recipes_pool(standin, capsys):
+    # The stand-in sized 233 block ids; GLM-5.3-Flash's layout on a rank of two (its config.json facts)
+    # gives what they hold and the pool at the served max_model_len, as the probe reports them.
+    from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.checkup import served_pool
+    from sparkadvisor.core.metrics import ServedConfig
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+
+    assert main(["bench", "--vllm", standin.url, *RUN]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    # The run's report holds it against the plan as vLLM sized it (no --kv-cache-memory: the catalog
+    # recipe's 6 GiB pin is not what this server runs, so the plan is taken unpinned at its 0.85).
+    assert "KV cache [vLLM's num_gpu_blocks] vLLM holds 5.5 GiB of KV cache per rank (233 blocks of " in out
+    assert "the plan, at gpu-memory-utilization 0.85, expects " in out
+    [pool] = [m for m in user_recipes()[0]["measurements"] if m["metric"] == "kv_pool_tokens"]
+    index = load_index()
+    plan = evaluate_build(index, index.builds[BUILD], Cluster(index.hardware["dgx-spark"], 2), AGENTIC)
+    sized = served_pool(plan, ServedConfig(block_size=16, speculating=False, num_gpu_blocks=233), 262_144)
+    assert pool["value"] == round(sized.pool_tokens) and pool["kv_gib"] == round(sized.kv_bytes / 2**30, 3)
+    assert 5.5 < pool["kv_gib"] < 5.6 and pool["note"].startswith("vLLM's num_gpu_blocks 233 x ")
+    assert main(["show", BUILD, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_pool_measured_tokens"] == pool["value"]
+
+
+def test_a_block_count_beyond_the_node_records_no_pool(capsys):
+    # 42,416 block ids of GLM-5.3-Flash would be a terabyte per rank: vLLM pages it otherwise than the
+    # catalog's facts say, so there is no pool in the plan's terms to keep.
+    other = bench_server(num_gpu_blocks=42_416)
+    try:
+        assert main(["bench", "--vllm", other.url, *RUN]) == 0
+    finally:
+        other.close()
+    assert "recorded 5 measurements" in " ".join(capsys.readouterr().out.split())
+    assert not [m for m in user_recipes()[0]["measurements"] if m["metric"] == "kv_pool_tokens"]

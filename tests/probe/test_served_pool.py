@@ -10,7 +10,7 @@ from test_probe_command import probe_json, texts
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.checkup import pool_findings, served_pool
 from sparkadvisor.core.kv import shape_for
-from sparkadvisor.core.metrics import Latency, MetricsWindow, ServedConfig, parse_prometheus, served_config
+from sparkadvisor.core.metrics import ServedConfig, parse_prometheus, served_config
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.workload import AGENTIC
 
@@ -19,11 +19,6 @@ GLM_LABELS = {"block_size": "4608", "user_specified_block_size": "True", "cache_
               "kv_cache_memory_bytes": str(6 * 2**30)}
 """vllm:cache_config_info as tonyd2wild's GLM-5.3-Flash recipe runs (--kv-cache-memory 6 GiB; vLLM grows its
 --block-size 2304 to 4,608 so one page holds a KDA layer's state)."""
-
-
-def _window(config: ServedConfig) -> MetricsWindow:
-    none = Latency(None, None, None, 0, "none")
-    return MetricsWindow(5.0, 0.95, 0.5, 1000.0, 0.3, 1.0, 0.0, none, none, None, None, None, True, config=config)
 
 
 def _plan(index, build: str, nodes: int):  # type: ignore[no-untyped-def]
@@ -55,26 +50,26 @@ def test_a_pool_as_planned_is_ok_and_a_much_smaller_one_names_the_usual_causes(i
     shape, inputs = plan.pool.shape, plan.pool.inputs
     planned = int(plan.fit.budget.kv_bytes // shape.block_id_bytes(inputs.block_tokens))
     util = plan.fit.budget.utilization
-    [agrees] = pool_findings([plan], _window(ServedConfig(block_size=16, gpu_memory_utilization=util,
-                                                          num_gpu_blocks=planned)), None)
+    [agrees] = pool_findings([plan], ServedConfig(block_size=16, gpu_memory_utilization=util,
+                                                  num_gpu_blocks=planned), None)
     assert agrees.severity == "ok" and agrees.text.startswith(f"vLLM holds {plan.fit.budget.kv_bytes / 2**30:.1f} GiB")
     assert f"({planned:,} blocks of 16 tokens" in agrees.text and "(-0.0%)" in agrees.text
-    [short] = pool_findings([plan], _window(ServedConfig(block_size=16, gpu_memory_utilization=util,
-                                                         num_gpu_blocks=planned // 2)), None)
+    [short] = pool_findings([plan], ServedConfig(block_size=16, gpu_memory_utilization=util,
+                                                 num_gpu_blocks=planned // 2), None)
     assert short.severity == "warning" and "(-50.0%)" in short.text
     assert "drop_caches" in short.text and "vllm #54122" in short.text and short.brief.startswith("small KV cache ")
 
 
 def test_a_kv_cache_pinned_otherwise_than_the_plan_is_not_compared(index):
     plan = _plan(index, "gpt-oss-120b-mxfp4", 1)
-    [finding] = pool_findings([plan], _window(ServedConfig(block_size=16, kv_cache_memory_bytes=8 * 2**30,
-                                                           num_gpu_blocks=29127)), None)
+    [finding] = pool_findings([plan], ServedConfig(block_size=16, kv_cache_memory_bytes=8 * 2**30,
+                                                   num_gpu_blocks=29127), None)
     assert finding.severity == "info" and "--kv-cache-memory 8.0 GiB" in finding.text
     assert finding.text.endswith("so they are not compared")
 
 
 def test_no_block_count_no_finding(index):
-    assert pool_findings([_plan(index, "gpt-oss-120b-mxfp4", 1)], _window(ServedConfig(block_size=16)), None) == []
+    assert pool_findings([_plan(index, "gpt-oss-120b-mxfp4", 1)], ServedConfig(block_size=16), None) == []
     text = 'vllm:cache_config_info{block_size="16",num_gpu_blocks="42416",num_cpu_blocks="None"} 1.0\n'
     assert served_config(parse_prometheus(text)).num_gpu_blocks == 42416
 
@@ -105,3 +100,18 @@ def test_the_plan_is_taken_at_the_utilization_vllm_reports(capsys, settings_file
         server.close()
     [pool] = [t for f in data["findings"] if (t := f["text"]).startswith("vLLM holds")]
     assert "(120,000 blocks of 16 tokens" in pool and "the plan, at gpu-memory-utilization 0.8, expects" in pool
+
+
+def test_a_plan_pinned_where_vllm_runs_without_a_pin_is_taken_as_vllm_sizes_it(capsys, settings_file):
+    # The catalog's GLM recipe pins 6 GiB; this vLLM reports no pin, so it sized the cache from 0.85 of
+    # the node: the plan is held at that, not at the pin.
+    labels = {"block_size": "4608", "cache_dtype": "auto", "enable_prefix_caching": "True",
+              "gpu_memory_utilization": "0.85", "num_gpu_blocks": "233", "kv_cache_memory_bytes": "None"}
+    server = vllm_server(cache_config=labels)
+    claude = settings_file({"ANTHROPIC_BASE_URL": server.url, "CLAUDE_CODE_ATTRIBUTION_HEADER": "0"})
+    try:
+        _, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(claude))
+    finally:
+        server.close()
+    [pool] = [t for f in data["findings"] if (t := f["text"]).startswith("vLLM holds")]
+    assert "the plan, at gpu-memory-utilization 0.85, expects" in pool and "--kv-cache-memory" not in pool

@@ -96,10 +96,8 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
                        build_id: str | None) -> tuple[BuildMatch | None, list[Plan], list[Finding]]:
     """The plans for the builds vLLM may be serving, and where the service strays from them: findings
     that need only the workload always, those that need the build against each matching plan."""
-    from dataclasses import replace
-
     from sparkadvisor.core.advisor import evaluate_build
-    from sparkadvisor.core.checkup import BuildMatch, Finding, match_build, narrow, service_findings
+    from sparkadvisor.core.checkup import BuildMatch, Finding, match_build, narrow, reutilizer, service_findings
 
     models, metrics = report.vllm.models, report.vllm.metrics
     if build_id is not None:
@@ -112,10 +110,6 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
     def replan(plan: Plan, hit_rate: float) -> Plan:
         return evaluate_build(index, plan.build, cluster, workload.changed(prefix_reuse=hit_rate), settings)
 
-    def reutilize(plan: Plan, utilization: float) -> Plan:
-        at = replace(settings, gpu_memory_utilization=utilization)
-        return evaluate_build(index, plan.build, cluster, workload, at)
-
     plans = [evaluate_build(index, build, cluster, workload, settings) for build in match.builds]
     said: list[str] = []
     if len(plans) > 1 and metrics is not None:
@@ -123,9 +117,8 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
         if said:
             match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
                                match.served)
-    # A utilization the user gave is the plan's; else the plan is held at the one vLLM reports.
-    chosen = settings.gpu_memory_utilization is not None
-    findings = service_findings(workload, match.served, metrics, plans, replan, None if chosen else reutilize)
+    reutilize = reutilizer(index, cluster, workload, settings)
+    findings = service_findings(workload, match.served, metrics, plans, replan, reutilize)
     if len(plans) != 1:
         more = ("; findings that need the build are given against each one's plan; pass --build ID to compare "
                 "with one") if plans else ""

@@ -105,6 +105,19 @@ def bench_measurements(found: list[Any], spec: Any, source_id: str, today: str) 
     return out
 
 
+def pool_measurement(pool: Any, source_id: str, today: str) -> dict[str, Any] | None:
+    """The KV cache vLLM sized (`core.checkup.ServedPool`) as a kv_pool_tokens measurement with the memory
+    it holds, or None when its blocks are not in the plan's layout or make no pool at the served context.
+    vLLM states the block count; the bytes per block id and the pool are the catalog's layout applied to it,
+    as vLLM's own "GPU KV cache size" line applies its layout, and the note says so."""
+    if not pool.in_layout or not pool.pool_tokens:
+        return None
+    return {"metric": "kv_pool_tokens", "value": round(pool.pool_tokens), "kv_gib": round(pool.kv_bytes / 2**30, 3),
+            "note": f"vLLM's num_gpu_blocks {pool.blocks:,} x {pool.block_bytes / 2**20:,.3f} MiB per block id in the "
+                    f"model's layout, at max_model_len {pool.max_model_len:,}; sparkadvisor bench {today}",
+            "source": source_id}
+
+
 def _figures4(value: float) -> float:
     """Four significant figures: what a timing on a live server supports (59.95 tok/s, 4.312 s)."""
     return float(f"{value:.4g}")

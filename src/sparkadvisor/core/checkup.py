@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 from urllib.parse import urlsplit
 
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.metrics import MetricsWindow, ServedConfig
-from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.plan import Cluster, Plan
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build
 from sparkadvisor.core.stages.kv_pool import pool_tokens
 from sparkadvisor.core.units import fmt_seconds, fmt_size, fmt_tokens
-from sparkadvisor.core.workload import Workload
+from sparkadvisor.core.workload import Settings, Workload
 
 Severity = Literal["ok", "info", "warning", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"ok": 0, "info": 1, "warning": 2, "critical": 3}
@@ -255,17 +256,38 @@ def service_findings(workload: Workload, served: ServedModel | None, metrics: Me
     utilization vLLM reports, when `reutilize` is given), and a served build that does not fit."""
     findings = workload_findings(workload, served, metrics, plans, replan) + build_findings(plans, metrics)
     if metrics is not None:
-        findings += pool_findings(at_utilization(plans, metrics.config, reutilize), metrics, served)
+        findings += pool_findings(at_utilization(plans, metrics.config, reutilize), metrics.config, served)
     return findings + unfit_findings(plans)
 
 
 def at_utilization(plans: Sequence[Plan], config: ServedConfig, reutilize: Reutilize | None) -> list[Plan]:
-    """The plans at the gpu-memory-utilization vLLM reports, where theirs differs: the KV cache it sized is
-    held against the budget it was sized from. None for `reutilize` keeps them (the user chose one)."""
+    """The plans at the gpu-memory-utilization vLLM reports, where theirs differs or they pin a KV cache
+    size vLLM was not started with: the KV cache it sized is held against the budget it was sized from.
+    None for `reutilize` keeps them (the user chose one)."""
     served = config.gpu_memory_utilization
     if served is None or reutilize is None:
         return list(plans)
-    return [p if abs(p.budget.utilization - served) < 0.005 else reutilize(p, served) for p in plans]
+
+    def sized_otherwise(plan: Plan) -> bool:
+        unpinned = plan.budget.kv_pinned_bytes is not None and not config.kv_cache_memory_bytes
+        return unpinned or abs(plan.budget.utilization - served) >= 0.005
+
+    return [reutilize(p, served) if sized_otherwise(p) else p for p in plans]
+
+
+def reutilizer(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings) -> Reutilize | None:
+    """How to evaluate a plan at vLLM's gpu-memory-utilization on this cluster and workload; None when
+    `settings` sets one (the user's choice is the plan's, whatever the server runs)."""
+    from sparkadvisor.core.advisor import evaluate_build
+
+    if settings.gpu_memory_utilization is not None:
+        return None
+
+    def reutilize(plan: Plan, utilization: float) -> Plan:
+        at = replace(settings, gpu_memory_utilization=utilization)
+        return evaluate_build(index, plan.build, cluster, workload, at)
+
+    return reutilize
 
 
 def workload_findings(workload: Workload, served: ServedModel | None, metrics: MetricsWindow | None,
@@ -428,6 +450,14 @@ class ServedPool:
     """The plan's KV memory per rank."""
     planned_tokens: float | None
     """The plan's pool at the served max_model_len."""
+    node_bytes: float
+    """The memory an engine can use on one node: a cache larger than this is not in the plan's layout."""
+
+    @property
+    def in_layout(self) -> bool:
+        """The blocks fit the node at the plan's bytes per block id; when not, vLLM pages this model
+        otherwise than the catalog's attention facts say, and its figures are not the plan's terms."""
+        return self.kv_bytes <= self.node_bytes
 
 
 def served_pool(plan: Plan, config: ServedConfig, max_model_len: int | None) -> ServedPool | None:
@@ -437,7 +467,7 @@ def served_pool(plan: Plan, config: ServedConfig, max_model_len: int | None) -> 
     if config.num_gpu_blocks is None or shape is None:
         return None
     block = config.block_size or inputs.block_tokens
-    spec = inputs.speculative_tokens
+    spec = 0 if config.speculating is False else config.speculative_tokens or inputs.speculative_tokens
     caching = inputs.prefix_caching if config.prefix_caching is None else config.prefix_caching
     length = max_model_len or inputs.max_model_len
     per_block = shape.block_id_bytes(block, spec)
@@ -446,15 +476,14 @@ def served_pool(plan: Plan, config: ServedConfig, max_model_len: int | None) -> 
     planned = plan.fit.budget.kv_bytes
     return ServedPool(config.num_gpu_blocks, shape.block_tokens(block, spec), per_block, held, length,
                       pool_tokens(shape.bytes_per_token, held, request, length),
-                      planned, pool_tokens(shape.bytes_per_token, planned, request, length))
+                      planned, pool_tokens(shape.bytes_per_token, planned, request, length),
+                      plan.cluster.hardware.usable_memory_gib * 2**30)
 
 
-def pool_findings(plans: Sequence[Plan], metrics: MetricsWindow | None, served: ServedModel | None) -> list[Finding]:
-    """The KV cache vLLM sized against each fitting plan's: the same memory within POOL_AGREES is ok; much
-    less is memory the plan counts on held elsewhere (page cache, another process, a cold compile)."""
-    if metrics is None:
-        return []
-    config = metrics.config
+def pool_findings(plans: Sequence[Plan], config: ServedConfig, served: ServedModel | None) -> list[Finding]:
+    """The KV cache vLLM sized (`config`, from vllm:cache_config_info) against each fitting plan's: the
+    same memory within POOL_AGREES is ok; much less is memory the plan counts on held elsewhere (page
+    cache, another process, a cold compile)."""
     pools = [(p, pool) for p in plans if p.fits
              for pool in [served_pool(p, config, served.max_model_len if served else None)] if pool is not None]
     if not pools:
@@ -472,6 +501,11 @@ def pool_findings(plans: Sequence[Plan], metrics: MetricsWindow | None, served: 
              else f"at gpu-memory-utilization {budget.utilization:g}")
     expected = (f"{which}, {basis}, expects {fmt_size(pool.planned_bytes)}" +
                 (f", {fmt_tokens(pool.planned_tokens)} tokens" if pool.planned_tokens else ""))
+    if not pool.in_layout:
+        return [Finding("info", f"vLLM reports {pool.blocks:,} KV blocks, which at {pool.block_bytes / 2**20:,.2f} "
+                        f"MiB each in {plan.model.name}'s layout would be {fmt_size(pool.kv_bytes)} per rank, more "
+                        f"than the {fmt_size(pool.node_bytes)} a {plan.cluster.hardware.name} has: vLLM pages this "
+                        "model otherwise than the catalog's attention facts say, so its KV cache is not compared")]
     pinned, plan_pin = config.kv_cache_memory_bytes, budget.kv_pinned_bytes
     if pinned and (plan_pin is None or abs(pinned - plan_pin) > 0.01 * pinned):
         return [Finding("info", f"{held}{tokens}; vLLM was started with --kv-cache-memory {fmt_size(pinned)}, "
@@ -487,5 +521,6 @@ def pool_findings(plans: Sequence[Plan], metrics: MetricsWindow | None, served: 
                         "/proc/sys/vm/drop_caches, then restart vLLM), another process on the node, or a cold "
                         "torch.compile whose temporary memory vLLM charged to its profile run (vllm #54122; a "
                         "restart with the compile cache kept starts warm)",
-                        f"small KV cache {fmt_size(pool.kv_bytes, digits=0)}/rank (plan {fmt_size(pool.planned_bytes, digits=0)})")]
+                        f"small KV cache {fmt_size(pool.kv_bytes, digits=0)}/rank "
+                        f"(plan {fmt_size(pool.planned_bytes, digits=0)})")]
     return [Finding("info", f"{held}{tokens}; {expected} ({gap})")]

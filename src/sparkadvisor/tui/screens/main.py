@@ -214,7 +214,7 @@ class MainScreen(Screen[None]):
         cluster and workload; the same plan at another prefix reuse (the status line's first-token cost at
         the measured hit rate) and at vLLM's gpu-memory-utilization (None when the screen sets one)."""
         from sparkadvisor.core.advisor import evaluate_build
-        from sparkadvisor.core.checkup import match_build, narrow
+        from sparkadvisor.core.checkup import match_build, narrow, reutilizer
 
         index, ranking, scenario = self.index, self.ranking, self.scenario
 
@@ -222,15 +222,11 @@ class MainScreen(Screen[None]):
             return evaluate_build(index, plan.build, ranking.cluster, scenario.workload.changed(prefix_reuse=hit_rate),
                                   scenario.settings)
 
-        def reutilize(plan: Plan, utilization: float) -> Plan:
-            at = replace(scenario.settings, gpu_memory_utilization=utilization)
-            return evaluate_build(index, plan.build, ranking.cluster, scenario.workload, at)
-
         plans = [ranking.by_id[b.id].plan if b.id in ranking.by_id else
                  evaluate_build(index, b, ranking.cluster, scenario.workload, scenario.settings)
                  for b in match_build(index, [served]).builds]
         plans, _ = narrow(plans, config)
-        return plans, replan, None if scenario.settings.gpu_memory_utilization is not None else reutilize
+        return plans, replan, reutilizer(index, ranking.cluster, scenario.workload, scenario.settings)
 
     def _show_detail(self, build_id: str | None) -> None:
         key = (id(self.ranking), build_id or f"no build for {self.filter_text!r}")
