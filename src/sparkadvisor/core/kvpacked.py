@@ -47,7 +47,7 @@ STATE_BLOCK_TOKENS = {4: 4, 128: 8}
 PAGE_ALIGNMENT = 576
 """Bytes every page is rounded up to in the fp8_ds_mla paged layout."""
 
-STATE_BYTES = 4
+COMPRESSOR_STATE_BYTES = 4
 """The compressor state's FP32."""
 
 
@@ -112,9 +112,9 @@ def packed_layout(compressed: list[tuple[int, int, bool]], sliding_layers: int, 
     for layers, ratio, indexed in compressed:
         coff = 2 if ratio == 4 else 1
         block = STATE_BLOCK_TOKENS.get(ratio, 8)
-        types = [(layers, _aligned(block * 2 * coff * head_dim * STATE_BYTES))]
+        types = [(layers, _aligned(block * 2 * coff * head_dim * COMPRESSOR_STATE_BYTES))]
         if indexed and indexer_head_dim:
-            types.append((layers, _aligned(block * 2 * coff * indexer_head_dim * STATE_BYTES)))
+            types.append((layers, _aligned(block * 2 * coff * indexer_head_dim * COMPRESSOR_STATE_BYTES)))
         families.append(Family(f"ratio-{ratio} compressor state", block, coff * ratio, tuple(types)))
     return PackedLayout(tuple(rows), tuple(f for f in families if f.types[0][0]))
 
