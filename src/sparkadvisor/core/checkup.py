@@ -265,7 +265,7 @@ def at_utilization(plans: Sequence[Plan], config: ServedConfig, reutilize: Reuti
     size vLLM was not started with: the KV cache it sized is held against the budget it was sized from.
     None for `reutilize` keeps them (the user chose one)."""
     served = config.gpu_memory_utilization
-    if served is None or reutilize is None:
+    if served is None or not 0 < served <= 1 or reutilize is None:
         return list(plans)
 
     def sized_otherwise(plan: Plan) -> bool:
