@@ -170,10 +170,12 @@ def test_the_kv_cache_vllm_sized_is_recorded_as_the_recipes_pool(standin, capsys
 
     assert main(["bench", "--vllm", standin.url, *RUN]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    # The run's report holds it against the plan as vLLM sized it (no --kv-cache-memory: the catalog
-    # recipe's 6 GiB pin is not what this server runs, so the plan is taken unpinned at its 0.85).
+    # The run's report holds it against the plan as vLLM sized it: no --kv-cache-memory (the catalog
+    # recipe's 6 GiB pin is not what this server runs, so the plan is taken unpinned at its 0.85) and no
+    # speculative decoding (the recipe's DFlash drafter's memory goes to the KV cache).
     assert "KV cache [vLLM's num_gpu_blocks] vLLM holds 5.5 GiB of KV cache per rank (233 blocks of " in out
-    assert "the plan, at gpu-memory-utilization 0.85, expects " in out
+    assert ("the plan, at gpu-memory-utilization 0.85 and without the recipe's drafter (its 1.0 GiB to the KV "
+            "cache), expects ") in out
     [pool] = [m for m in user_recipes()[0]["measurements"] if m["metric"] == "kv_pool_tokens"]
     index = load_index()
     plan = evaluate_build(index, index.builds[BUILD], Cluster(index.hardware["dgx-spark"], 2), AGENTIC)

@@ -12,7 +12,7 @@ from sparkadvisor.core.checkup import pool_findings, served_pool
 from sparkadvisor.core.kv import shape_for
 from sparkadvisor.core.metrics import ServedConfig, parse_prometheus, served_config
 from sparkadvisor.core.plan import Cluster
-from sparkadvisor.core.workload import AGENTIC
+from sparkadvisor.core.workload import AGENTIC, Settings
 
 GLM_LABELS = {"block_size": "4608", "user_specified_block_size": "True", "cache_dtype": "fp8_e4m3",
               "enable_prefix_caching": "True", "gpu_memory_utilization": "0.85", "num_gpu_blocks": "233",
@@ -115,3 +115,18 @@ def test_a_plan_pinned_where_vllm_runs_without_a_pin_is_taken_as_vllm_sizes_it(c
         server.close()
     [pool] = [t for f in data["findings"] if (t := f["text"]).startswith("vLLM holds")]
     assert "the plan, at gpu-memory-utilization 0.85, expects" in pool and "--kv-cache-memory" not in pool
+
+
+def test_a_vllm_without_the_recipes_drafter_has_its_memory_for_the_kv_cache(index):
+    # GLM-5.3-Flash's recipe speculates with a DFlash drafter; a vLLM started without it gives the
+    # drafter's weights and graphs to the KV cache, so the plan is held at that much more.
+    plan = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], Cluster(index.hardware["dgx-spark"], 2),
+                          AGENTIC, Settings(gpu_memory_utilization=0.85))
+    reserve = plan.fit.budget.reserve
+    drafter = reserve.draft_weights_bytes + reserve.draft_graph_bytes
+    assert drafter > 0.5 * 2**30
+    on, off = (served_pool(plan, ServedConfig(block_size=16, speculating=spec, num_gpu_blocks=233), 262_144)
+               for spec in (True, False))
+    assert on.planned_bytes == plan.fit.budget.kv_bytes and off.planned_bytes == on.planned_bytes + drafter
+    [finding] = pool_findings([plan], ServedConfig(block_size=16, speculating=False, num_gpu_blocks=233), None)
+    assert f"without the recipe's drafter (its {drafter / 2**30:.1f} GiB to the KV cache)" in finding.text

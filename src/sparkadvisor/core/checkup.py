@@ -452,6 +452,9 @@ class ServedPool:
     """The plan's pool at the served max_model_len."""
     node_bytes: float
     """The memory an engine can use on one node: a cache larger than this is not in the plan's layout."""
+    drafter_bytes: float = 0.0
+    """What the plan's drafter takes per node (weights and CUDA graphs) and a vLLM running without it
+    gives the KV cache instead: in `planned_bytes` when vLLM reports no speculative decoding."""
 
     @property
     def in_layout(self) -> bool:
@@ -473,11 +476,15 @@ def served_pool(plan: Plan, config: ServedConfig, max_model_len: int | None) -> 
     per_block = shape.block_id_bytes(block, spec)
     held = config.num_gpu_blocks * per_block
     request = shape.request_bytes(length, block, inputs.batched_tokens, spec, caching) if length else None
-    planned = plan.fit.budget.kv_bytes
+    budget = plan.fit.budget
+    reserve = budget.reserve
+    without = config.speculating is False and budget.kv_pinned_bytes is None
+    drafter = reserve.draft_weights_bytes + reserve.draft_graph_bytes if without else 0.0
+    planned = budget.kv_bytes + drafter
     return ServedPool(config.num_gpu_blocks, shape.block_tokens(block, spec), per_block, held, length,
                       pool_tokens(shape.bytes_per_token, held, request, length),
                       planned, pool_tokens(shape.bytes_per_token, planned, request, length),
-                      plan.cluster.hardware.usable_memory_gib * 2**30)
+                      plan.cluster.hardware.usable_memory_gib * 2**30, drafter)
 
 
 def pool_findings(plans: Sequence[Plan], config: ServedConfig, served: ServedModel | None) -> list[Finding]:
@@ -499,6 +506,8 @@ def pool_findings(plans: Sequence[Plan], config: ServedConfig, served: ServedMod
     budget = plan.fit.budget
     basis = (f"with --kv-cache-memory {fmt_size(budget.kv_pinned_bytes)}" if budget.kv_pinned_bytes
              else f"at gpu-memory-utilization {budget.utilization:g}")
+    if pool.drafter_bytes:
+        basis += f" and without the recipe's drafter (its {fmt_size(pool.drafter_bytes)} to the KV cache)"
     expected = (f"{which}, {basis}, expects {fmt_size(pool.planned_bytes)}" +
                 (f", {fmt_tokens(pool.planned_tokens)} tokens" if pool.planned_tokens else ""))
     if not pool.in_layout:
