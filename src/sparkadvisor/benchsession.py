@@ -101,7 +101,7 @@ class BenchSession:
         """The build being served and its plan; several candidates are narrowed by how the engine
         was started (KV dtype, block size, speculation), as the probe does."""
         from sparkadvisor.core.advisor import evaluate_build
-        from sparkadvisor.core.checkup import BuildMatch, match_build, narrow
+        from sparkadvisor.core.checkup import BuildMatch, match_build, narrow_match
 
         o = self.options
         if o.build_id is not None:
@@ -109,11 +109,7 @@ class BenchSession:
         else:
             match = match_build(self.index, (info.served,))
         plans = [evaluate_build(self.index, b, o.cluster, o.workload, o.settings) for b in match.builds]
-        if len(plans) > 1:
-            plans, said = narrow(plans, info.config)
-            if said:
-                match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
-                                   match.served)
+        match, plans = narrow_match(match, plans, info.config)
         return match, plans[0] if len(plans) == 1 else None
 
     def _check_budget(self) -> None:

@@ -97,7 +97,15 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
     """The plans for the builds vLLM may be serving, and where the service strays from them: findings
     that need only the workload always, those that need the build against each matching plan."""
     from sparkadvisor.core.advisor import evaluate_build
-    from sparkadvisor.core.checkup import BuildMatch, Finding, match_build, narrow, reutilizer, service_findings
+    from sparkadvisor.core.checkup import (
+        BuildMatch,
+        Finding,
+        match_build,
+        narrow_match,
+        replanner,
+        reutilizer,
+        service_findings,
+    )
 
     models, metrics = report.vllm.models, report.vllm.metrics
     if build_id is not None:
@@ -107,16 +115,10 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
     else:
         return None, [], []
 
-    def replan(plan: Plan, hit_rate: float) -> Plan:
-        return evaluate_build(index, plan.build, cluster, workload.changed(prefix_reuse=hit_rate), settings)
-
     plans = [evaluate_build(index, build, cluster, workload, settings) for build in match.builds]
-    said: list[str] = []
-    if len(plans) > 1 and metrics is not None:
-        plans, said = narrow(plans, metrics.config)
-        if said:
-            match = BuildMatch(tuple(p.build for p in plans), f"{match.how}; {'; '.join(said)} (vLLM's metrics)",
-                               match.served)
+    if metrics is not None:
+        match, plans = narrow_match(match, plans, metrics.config)
+    replan = replanner(index, cluster, workload, settings)
     reutilize = reutilizer(index, cluster, workload, settings)
     findings = service_findings(workload, match.served, metrics, plans, replan, reutilize)
     if len(plans) != 1:

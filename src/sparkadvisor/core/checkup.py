@@ -154,6 +154,27 @@ def _match_by_name(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildM
                           "to compare it with a plan", served[0] if served else None)
 
 
+def narrow_match(match: BuildMatch, plans: Sequence[Plan], config: ServedConfig) -> tuple[BuildMatch, list[Plan]]:
+    """`narrow` for several matching plans, with the match saying what narrowed it (vLLM's metrics)."""
+    if len(plans) < 2:
+        return match, list(plans)
+    kept, said = narrow(plans, config)
+    if not said:
+        return match, kept
+    how = f"{match.how}; {'; '.join(said)} (vLLM's metrics)"
+    return BuildMatch(tuple(p.build for p in kept), how, match.served), kept
+
+
+def replanner(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings) -> Replan:
+    """How to evaluate a plan at another prefix reuse (the measured hit rate) on this cluster and workload."""
+    from sparkadvisor.core.advisor import evaluate_build
+
+    def replan(plan: Plan, hit_rate: float) -> Plan:
+        return evaluate_build(index, plan.build, cluster, workload.changed(prefix_reuse=hit_rate), settings)
+
+    return replan
+
+
 def narrow(plans: Sequence[Plan], config: ServedConfig) -> tuple[list[Plan], list[str]]:
     """The plans whose settings agree with how the engine was started (KV dtype, block size, prefix
     caching, speculation, memory share); a test no plan passes is skipped, not applied."""
@@ -492,11 +513,12 @@ def pool_findings(plans: Sequence[Plan], config: ServedConfig, served: ServedMod
     same memory within POOL_AGREES is ok; much less is memory the plan counts on held elsewhere (page
     cache, another process, a cold compile)."""
     pools = [(p, pool) for p in plans if p.fits
-             for pool in [served_pool(p, config, served.max_model_len if served else None)] if pool is not None]
+             for pool in [served_pool(p, config, served.max_model_len if served else None)]
+             if pool is not None and pool.planned_bytes > 0]
     if not pools:
         return []
     plan, pool = min(pools, key=lambda pair: abs(pair[1].kv_bytes / pair[1].planned_bytes - 1))
-    share = pool.kv_bytes / pool.planned_bytes if pool.planned_bytes > 0 else None
+    share = pool.kv_bytes / pool.planned_bytes
     which = ("the plan" if len(plans) == 1 else f"the plan for {plan.build.id}" if len(pools) == 1
              else f"the closest of the {len(pools)} matching plans ({plan.build.id})")
     held = (f"vLLM holds {fmt_size(pool.kv_bytes)} of KV cache per rank ({pool.blocks:,} blocks of "
@@ -519,7 +541,7 @@ def pool_findings(plans: Sequence[Plan], config: ServedConfig, served: ServedMod
     if pinned and (plan_pin is None or abs(pinned - plan_pin) > 0.01 * pinned):
         return [Finding("info", f"{held}{tokens}; vLLM was started with --kv-cache-memory {fmt_size(pinned)}, "
                         f"where {expected}, so they are not compared")]
-    if share is None or share <= 0:
+    if share <= 0:
         return []
     gap = f"{(share - 1) * 100:+.1f}%"
     if abs(share - 1) <= POOL_AGREES:
