@@ -43,10 +43,54 @@ def test_show_json_has_the_candidate_and_its_steps(capsys):
     data = run_json(capsys, "show", "glm-5.3-flash-nvfp4-redhat")
     assert CANDIDATE_KEYS <= data.keys()
     keys = [s["key"] for s in data["steps"]]
-    assert keys[:4] == ["cluster", "weights", "parallelism", "budget"]
+    assert keys[:5] == ["recipe", "cluster", "weights", "parallelism", "budget"]
     assert {"kv", "pool", "ceiling", "expected", "measured", "ttft", "turn"} <= set(keys)
     budget = next(s for s in data["steps"] if s["key"] == "budget")["text"]
     assert "0.85 x 121.6 = 103.4 GiB" in budget and "11.2 GiB is left" in budget
+
+
+def test_show_names_the_recipe_it_follows_and_the_others_here(capsys):
+    # DeepSeek-V4-Flash-0731 has three recipes on two Sparks: show follows one and names the other two,
+    # with how to follow them.
+    assert main(["show", "deepseek-v4-flash-0731-stack"]) == 0
+    recipe = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("recipe "))
+    assert "Follows deepseek-v4-flash-article-tp2" in recipe and "the first listed of those with the most " \
+        "measurements (4) of the 3 recipes" in recipe
+    assert "Also here: deepseek-v4-flash-0731-miaai-tp2 (4 measurements), deepseek-v4-flash-0731-tonyd2wild-tp2 " \
+        "(2 measurements); --recipe ID follows one instead." in recipe
+
+
+def test_show_follows_the_recipe_named_and_compares_its_own_measurement(capsys):
+    # MiaAI-Lab's recipe decodes 75.4 tok/s at a 256-token prompt: show --recipe holds the plan at its
+    # own MTP speculation, and the measured line is that recipe's, not the article's 57.54.
+    data = run_json(capsys, "show", "deepseek-v4-flash-0731-stack", "--recipe", "deepseek-v4-flash-0731-miaai-tp2")
+    assert data["recipe"] == "deepseek-v4-flash-0731-miaai-tp2" and data["nodes"] == 2
+    steps = {s["key"]: s["text"] for s in data["steps"]}
+    assert "as --recipe names it" in steps["recipe"] and "deepseek-v4-flash-article-tp2" in steps["recipe"]
+    assert steps["measured"].startswith("Measured 75.4 tok/s (256-token prompt, concurrency 1)")
+    assert "mtp with 5 tokens per pass" in steps["expected"]
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--recipe", "nope"], "no recipe 'nope' for gpt-oss-120b-mxfp4; its vllm recipes: gpt-oss-120b-cutlass-tp1 "
+                           "(1 node), gpt-oss-120b-spark-arena-tp1 (1 node), gpt-oss-120b-eugr-tp2 (2 nodes), "),
+    (["--recipe", "gpt-oss-120b-ollama"], "recipe gpt-oss-120b-ollama serves with ollama, and a plan follows vllm "
+                                          "recipes only"),
+    (["--recipe", "deepseek-v4-flash-0731-miaai-tp2"], "no recipe 'deepseek-v4-flash-0731-miaai-tp2' for "
+                                                       "gpt-oss-120b-mxfp4"),
+    (["--recipe", "gpt-oss-120b-conselara-tp1", "--nodes", "2"], "recipe gpt-oss-120b-conselara-tp1 runs on "
+                                                                 "1 node, not --nodes 2"),
+])
+def test_show_refuses_a_recipe_of_another_build_or_node_count(argv, words, capsys):
+    assert main(["show", "gpt-oss-120b-mxfp4", *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_show_recipe_sets_the_nodes(capsys):
+    data = run_json(capsys, "show", "gpt-oss-120b-mxfp4", "--recipe", "gpt-oss-120b-cutlass-tp1")
+    assert data["nodes"] == 1 and data["recipe"] == "gpt-oss-120b-cutlass-tp1"
+    assert "On other node counts: gpt-oss-120b-eugr-tp2 (2 nodes, 0 measurements)." in data["steps"][0]["text"]
 
 
 def test_show_text_explains_with_units(capsys):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from sparkadvisor.core.caveats import by_severity
-from sparkadvisor.core.explain import explain
+from sparkadvisor.core.advisor import show_steps
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
@@ -59,16 +59,16 @@ def _row_styles(item: Ranked, keys: list[str]) -> tuple[str, ...]:
     return (*(" ".join(filter(None, (base, coloured.get(k, "")))) for k in keys), base, base)
 
 
-def show_lines(item: Ranked, cluster: Cluster, workload: Workload,
-               index: CatalogIndex) -> list[tuple[tuple[str, str], ...]]:
-    """The arithmetic step by step, each line marked with how its figure is known: lines of
-    (text, Rich style) pieces."""
+def show_lines(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex,
+               named: str | None = None) -> list[tuple[tuple[str, str], ...]]:
+    """Which recipe the plan follows (`named`: the one --recipe names) and the arithmetic step by step,
+    each line marked with how its figure is known: lines of (text, Rich style) pieces."""
     plan = item.plan
     place = f"rank {item.rank}" if item.rank else "excluded"
     lines: list[tuple[tuple[str, str], ...]] = [
         ((plan.model.name, "bold"), (f" · {plan.build.repo} · {place}: {item.reason}", "")),
         ((header(cluster, workload), "dim"),)]
-    for step in explain(plan):
+    for step in show_steps(item, index.facts.get(plan.build.id), named):
         title_style = SEVERITY_STYLE[step.severity] if step.severity else "bold"
         lines.append(((step.title, title_style), (" ", ""), (f"[{step.basis}]", BASIS_STYLE[step.basis]),
                       (f" {step.text}", "")))
@@ -79,10 +79,11 @@ def show_lines(item: Ranked, cluster: Cluster, workload: Workload,
     return lines
 
 
-def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex) -> None:
+def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex,
+               named: str | None = None) -> None:
     """`show` as text: on a terminal styled and wrapped to its width; in a pipe or a file one
     line per step, URLs whole."""
-    lines = show_lines(item, cluster, workload, index)
+    lines = show_lines(item, cluster, workload, index, named)
     if not sys.stdout.isatty():
         sys.stdout.write("".join("".join(safe_text(text) for text, _ in line) + "\n" for line in lines))
         return
@@ -94,9 +95,10 @@ def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: Catalo
         console.print(Text.assemble(*((safe_text(text), style) for text, style in line)))
 
 
-def show_listing(item: Ranked, index: CatalogIndex) -> Listing:
+def show_listing(item: Ranked, index: CatalogIndex, named: str | None = None) -> Listing:
     """`show --format tsv|md`: one row per step (its title, basis and text), then one per source."""
-    rows: list[tuple[str, str, str]] = [(step.title, step.basis, step.text) for step in explain(item.plan)]
+    rows: list[tuple[str, str, str]] = [(step.title, step.basis, step.text)
+                                        for step in show_steps(item, index.facts.get(item.plan.build.id), named)]
     rows += [(ref, "source", text) for ref, text in _sources(item, index)]
     return Listing(("item", "basis", "text"), tuple(rows),
                    title=f"{item.plan.model.name} · {item.plan.build.repo} · {item.reason}")

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from sparkadvisor.core.workload import Settings, Workload
 
 
-__all__ = ["Parser", "SubcommandParser", "UsageError", "add_catalog_option", "add_scenario_options", "find_build_id",
-           "fraction", "load", "number_above_zero", "positive_int", "print_json", "scenario", "share"]
+__all__ = ["Parser", "SubcommandParser", "UsageError", "add_catalog_option", "add_recipe_option", "add_scenario_options",
+           "find_build_id", "follow_recipe", "followed_plan", "fraction", "load", "number_above_zero", "positive_int",
+           "print_json", "recipe_nodes", "scenario", "share"]
 
 
 class UsageError(Exception):
@@ -132,6 +133,52 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
     settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
                         enforce_eager=getattr(args, "enforce_eager", None))
     return Cluster(hardware, args.nodes), workload, settings
+
+
+def add_recipe_option(parser: argparse.ArgumentParser) -> None:
+    """--recipe ID for a command about one build; its --nodes then defaults to the recipe's (`recipe_nodes`).
+    Added after `add_scenario_options`, so that --nodes defaults to None rather than 2."""
+    parser.add_argument("--recipe", metavar="ID", help="the community recipe to follow (sets --nodes)")
+    parser.set_defaults(nodes=None)
+
+
+def recipe_nodes(args: argparse.Namespace, index: CatalogIndex, build_id: str) -> int:
+    """--nodes as given, else the --recipe's, else 2; a recipe of another build, or on another node count
+    than --nodes, is refused in one sentence naming the build's recipes."""
+    from sparkadvisor.core.index import ENGINE
+    from sparkadvisor.core.units import plural
+
+    if args.recipe is None:
+        return int(args.nodes or 2)
+    own = index.recipes_by_build.get(build_id, ())
+    followable = ", ".join(f"{r.id} ({plural(r.nodes, 'node')})" for r in own if r.engine == ENGINE) or "none"
+    recipe = next((r for r in own if r.id == args.recipe), None)
+    if recipe is None:
+        raise UsageError(f"no recipe {args.recipe!r} for {build_id}; its {ENGINE} recipes: {followable}")
+    if recipe.engine != ENGINE:
+        raise UsageError(f"recipe {recipe.id} serves with {recipe.engine}, and a plan follows {ENGINE} recipes only "
+                         f"(its measurements still count in the fit); the {ENGINE} recipes of {build_id}: {followable}")
+    if args.nodes not in (None, recipe.nodes):
+        raise UsageError(f"recipe {recipe.id} runs on {plural(recipe.nodes, 'node')}, not --nodes {args.nodes}")
+    return int(recipe.nodes)
+
+
+def follow_recipe(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The settings with --recipe followed over the advisor's pick among the build's recipes here."""
+    from dataclasses import replace
+
+    return replace(settings, recipe=args.recipe) if args.recipe else settings
+
+
+def followed_plan(args: argparse.Namespace, ranked: Any, build_id: str, cluster: Cluster) -> Any:
+    """The ranked entry of `build_id`; with --recipe, refused unless its plan follows that recipe (a recipe
+    for other hardware than --hardware is not followed)."""
+    chosen = next(r for r in ranked if r.plan.build.id == build_id)
+    recipe = chosen.plan.recipe
+    if args.recipe and (recipe is None or recipe.id != args.recipe):
+        raise UsageError(f"on {cluster.label} the advisor uses recipe {recipe.id if recipe else 'none'!r}, not "
+                         f"{args.recipe!r}; change --nodes or --hardware to match the recipe")
+    return chosen
 
 
 def find_build_id(index: CatalogIndex, typed: str) -> str:

@@ -8,7 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, scenario
+from sparkadvisor.commands.common import (
+    add_recipe_option,
+    add_scenario_options,
+    find_build_id,
+    follow_recipe,
+    followed_plan,
+    load,
+    recipe_nodes,
+    scenario,
+)
 
 if TYPE_CHECKING:
     from sparkadvisor.export.spec import ExportFile, ExportOptions
@@ -38,7 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from sparkadvisor.export import FORMATS
 
     parser.add_argument("build", help="build id, its repo name or a close spelling (see `sparkadvisor rank`)")
-    parser.add_argument("--recipe", metavar="ID", help="the community recipe to follow (sets --nodes)")
     parser.add_argument("--launcher", choices=("native", "ray"), default="native",
                         help="multi-node launcher: vLLM's own --nnodes/--headless (default) or Ray")
     parser.add_argument("--format", required=True, choices=list(FORMATS), dest="fmt", help="what to write")
@@ -56,28 +64,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nic", type=_checked("netdev"), metavar="NETDEV",
                         help="the ConnectX-7 netdev NCCL uses, from ibdev2netdev (default: enp1s0f1np1)")
     add_scenario_options(parser, output="")
-    parser.set_defaults(nodes=None)
+    add_recipe_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from sparkadvisor.commands.common import UsageError
     from sparkadvisor.core.advisor import advise
     from sparkadvisor.export import ExportError, ExportOptions, ExportRefused, render
 
     index = load(args)
     build_id = find_build_id(index, args.build)
-    args.nodes = _nodes(args, index, build_id)
+    args.nodes = recipe_nodes(args, index, build_id)
     cluster, workload, settings = scenario(args, index)
-    if args.recipe:  # followed over the advisor's pick among the build's recipes on this node count
-        settings = replace(settings, recipe=args.recipe)
-    ranked = advise(index, cluster, workload, settings)
-    plan = next(r.plan for r in ranked if r.plan.build.id == build_id)
-    if args.recipe and (plan.recipe is None or plan.recipe.id != args.recipe):
-        chosen = plan.recipe.id if plan.recipe else "none"
-        raise UsageError(f"on {cluster.label} the advisor uses recipe {chosen!r}, not {args.recipe!r}; "
-                         "change --nodes or --hardware to match the recipe")
+    ranked = advise(index, cluster, workload, follow_recipe(args, settings))
+    plan = followed_plan(args, ranked, build_id, cluster).plan
     options = ExportOptions(args.launcher, args.gateway_url, args.port, args.head_addr, args.worker_addrs or (),
                             args.nic)
     try:
@@ -138,18 +138,3 @@ def _to_folder(folder: Path, files: tuple[ExportFile, ...], force: bool) -> int:
         sys.stderr.write(f"wrote {path}\n")
     return 0
 
-
-def _nodes(args: argparse.Namespace, index: object, build_id: str) -> int:
-    """--nodes as given, else the recipe's, else 2."""
-    from sparkadvisor.commands.common import UsageError
-    from sparkadvisor.core.units import plural
-
-    if args.recipe is None:
-        return int(args.nodes or 2)
-    recipe = next((r for r in index.catalog.recipes if r.id == args.recipe), None)  # type: ignore[attr-defined]
-    if recipe is None or recipe.build != build_id:
-        known = [r.id for r in index.catalog.recipes if r.build == build_id]  # type: ignore[attr-defined]
-        raise UsageError(f"no recipe {args.recipe!r} for {build_id}; its recipes: {', '.join(known) or 'none'}")
-    if args.nodes not in (None, recipe.nodes):
-        raise UsageError(f"recipe {recipe.id} runs on {plural(recipe.nodes, 'node')}, not --nodes {args.nodes}")
-    return int(recipe.nodes)

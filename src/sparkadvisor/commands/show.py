@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import argparse
 
-from sparkadvisor.commands.common import add_scenario_options, find_build_id, load, print_json, scenario
+from sparkadvisor.commands.common import (
+    add_recipe_option,
+    add_scenario_options,
+    find_build_id,
+    follow_recipe,
+    followed_plan,
+    load,
+    print_json,
+    recipe_nodes,
+    scenario,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("build", help="build id, its repo name or a close spelling (see `sparkadvisor rank`)")
     add_scenario_options(parser, output="format")
+    add_recipe_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,18 +28,19 @@ def run(args: argparse.Namespace) -> int:
 
     index = load(args)
     build_id = find_build_id(index, args.build)
+    args.nodes = recipe_nodes(args, index, build_id)
     cluster, workload, settings = scenario(args, index)
-    chosen = next(r for r in advise(index, cluster, workload, settings) if r.plan.build.id == build_id)
+    chosen = followed_plan(args, advise(index, cluster, workload, follow_recipe(args, settings)), build_id, cluster)
     if args.format == "json":
         print_json({"hardware": cluster.hardware.id, "nodes": cluster.nodes, "workload": workload_dict(workload),
-                    **show_dict(chosen)})
+                    **show_dict(chosen, index.facts.get(build_id), args.recipe)})
         return 0
     from sparkadvisor.render import print_show, show_listing
 
     if args.format == "table":
-        print_show(chosen, cluster, workload, index)
+        print_show(chosen, cluster, workload, index, args.recipe)
     else:
         from sparkadvisor.listing import print_listing
 
-        print_listing(show_listing(chosen, index), args.format)
+        print_listing(show_listing(chosen, index, args.recipe), args.format)
     return 0

@@ -12,7 +12,7 @@ from typing import Any
 from sparkadvisor.core.bulk import collector_paused
 from sparkadvisor.core.catalog import source_ids
 from sparkadvisor.core.caveats import badge, by_severity
-from sparkadvisor.core.index import CatalogIndex
+from sparkadvisor.core.index import BuildFacts, CatalogIndex
 from sparkadvisor.core.memo import per_ranking
 from sparkadvisor.core.plan import Cluster, Plan, evaluate
 from sparkadvisor.core.ranking import Ranked, rank
@@ -20,6 +20,10 @@ from sparkadvisor.core.schema import Build, Caveat
 from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sparkadvisor.core.explain import Step
 
 
 def evaluate_build(index: CatalogIndex, build: Build, cluster: Cluster, workload: Workload,
@@ -128,9 +132,16 @@ def workload_dict(workload: Workload) -> dict[str, Any]:
     }
 
 
-def show_dict(ranked: Ranked) -> dict[str, Any]:
-    """`show --json`: the candidate plus the explanation steps."""
-    from sparkadvisor.core.explain import explain
-
-    steps = [{"key": s.key, "title": s.title, "text": s.text, "basis": s.basis} for s in explain(ranked.plan)]
+def show_dict(ranked: Ranked, facts: BuildFacts | None = None, named: str | None = None) -> dict[str, Any]:
+    """`show --json`: the candidate plus the explanation steps (with `facts`, first which of the build's
+    recipes the plan follows: `explain.recipe_step`, `named` the one --recipe names)."""
+    steps = [{"key": s.key, "title": s.title, "text": s.text, "basis": s.basis} for s in show_steps(ranked, facts, named)]
     return {**candidate(ranked), "steps": steps}
+
+
+def show_steps(ranked: Ranked, facts: BuildFacts | None = None, named: str | None = None) -> list[Step]:
+    """The steps `show` prints: which recipe the plan follows (with `facts`), then the arithmetic."""
+    from sparkadvisor.core.explain import explain, recipe_step
+
+    first = recipe_step(ranked.plan, facts, named) if facts is not None else None
+    return ([first] if first is not None else []) + list(explain(ranked.plan))

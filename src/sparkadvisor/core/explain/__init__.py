@@ -22,8 +22,13 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.targets import context_needed, usable_context
 from sparkadvisor.core.units import plural
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from sparkadvisor.core.index import BuildFacts
+    from sparkadvisor.core.schema import Recipe
 
-__all__ = ["Basis", "Step", "explain"]
+
+__all__ = ["Basis", "Step", "explain", "recipe_step"]
 
 
 def explain(plan: Plan) -> tuple[Step, ...]:
@@ -39,6 +44,45 @@ def explain(plan: Plan) -> tuple[Step, ...]:
     if not plan.runs:
         steps = [_as_if_it_fit(s, plan) if s.key in _SPEED_STEPS else s for s in steps]
     return tuple(s for s in steps if s is not None)
+
+
+def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step | None:
+    """Which of the build's recipes the plan follows and why (`named`: the one --recipe names), with the
+    others on this cluster and on other node counts of its hardware; None when the build has no recipe there."""
+    hardware, nodes, followed = plan.cluster.hardware, plan.cluster.nodes, plan.recipe
+    on_hardware = facts.recipes_on(hardware)
+    if not on_hardware:
+        return None
+    here = [r for r in on_hardware if r.nodes == nodes and r is not followed]
+    elsewhere = [r for r in on_hardware if r.nodes != nodes]
+    if followed is None:
+        text = f"No recipe for this build on {plan.cluster.label}: vLLM's defaults size the plan."
+    else:
+        if followed.id == named:
+            why = "as --recipe names it"
+        elif followed.id in facts.own_recipes:
+            why = "the newest your own `sparkadvisor bench --record` wrote"
+        elif here:
+            count = len(followed.measurements)
+            tied = any(len(r.measurements) == count for r in here)
+            why = (f"{'the first listed of those' if tied else 'the one'} with the most measurements ({count}) of "
+                   f"the {len(here) + 1} recipes for this build on {plan.cluster.label}")
+        else:
+            why = f"the only recipe for this build on {plan.cluster.label}"
+        text = f"Follows {followed.id} ({followed.title}), {why}."
+    if here:
+        text += f" Also here: {_recipe_list(here)}; --recipe ID follows one instead."
+    if elsewhere:
+        text += f" On other node counts: {_recipe_list(elsewhere, with_nodes=True)}."
+    return Step("recipe", "recipe", text, "stated")
+
+
+def _recipe_list(recipes: list[Recipe], with_nodes: bool = False) -> str:
+    """Recipe ids with their measurement counts (and node counts)."""
+    def one(r: Recipe) -> str:
+        where = f"{plural(r.nodes, 'node')}, " if with_nodes else ""
+        return f"{r.id} ({where}{plural(len(r.measurements), 'measurement')})"
+    return ", ".join(one(r) for r in recipes)
 
 
 _SPEED_STEPS = frozenset({"ceiling", "expected", "ttft", "turn"})
