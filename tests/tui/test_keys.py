@@ -380,6 +380,44 @@ async def test_enter_opens_the_build_full_screen_and_escape_returns(make_app) ->
         assert type(app.screen).__name__ == "MainScreen" and app.screen.table.highlighted_build == GLM
 
 
+async def test_r_in_a_build_follows_its_next_recipe_and_the_table_ranks_with_it(make_app) -> None:
+    # DeepSeek-V4-Flash-0731 has three recipes on two Sparks; `r` in its full-screen view follows the next
+    # one: the arithmetic, the "in use" mark and the table behind it change with it, and the header says so.
+    build = "deepseek-v4-flash-0731-stack"
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        main = app.screen
+        main.open_build(build)
+        await pilot.pause()
+        screen = app.screen
+        assert screen.item.plan.recipe.id == "deepseek-v4-flash-article-tp2"
+        assert "r Recipe" in " ".join(screen_lines(screen.query_one("KeyFooter")))
+        await pilot.press("r")
+        await pilot.pause()
+        assert screen.item.plan.recipe.id == "deepseek-v4-flash-0731-miaai-tp2"
+        text = screen.query_one("#build-document").text
+        assert "● in use MiaAI-Lab: DeepSeek-V4-Flash-0731" in text and "Measured 75.4 tok/s" in text
+        assert main.ranking.by_id[build].plan.recipe.id == "deepseek-v4-flash-0731-miaai-tp2"
+        await pilot.press("r", "r")
+        await pilot.pause()
+        assert screen.item.plan.recipe.id == "deepseek-v4-flash-article-tp2"  # round the three
+        await pilot.press("escape")
+        assert "recipe deepseek-v4-flash-article-tp2" in str(main.query_one("ClusterHeader").visual)
+
+
+async def test_r_is_not_offered_for_a_build_with_one_recipe_here(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        app.screen.open_build("gpt-oss-120b-mxfp4")  # one recipe on two Sparks
+        await pilot.pause()
+        screen = app.screen
+        assert "Recipe" not in " ".join(screen_lines(screen.query_one("KeyFooter")))
+        recipe = screen.item.plan.recipe.id
+        await pilot.press("r")
+        await pilot.pause()
+        assert screen.item.plan.recipe.id == recipe
+
+
 async def test_m_groups_by_model_right_unfolds_left_folds(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:

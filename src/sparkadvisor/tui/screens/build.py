@@ -1,7 +1,10 @@
 """One build full-screen (Enter): the arithmetic, the 1-4 node sweep, caveats with their
-sources, the recipes, and export. Esc returns to the table where it was."""
+sources, the recipes (`r` follows the next of them on this cluster), and export. Esc returns to
+the table where it was."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,6 +14,7 @@ from textual.screen import Screen
 from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.core.schema import Recipe
 from sparkadvisor.core.table import cluster_line, workload_line
 from sparkadvisor.tui.model import Ranking
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
@@ -27,16 +31,21 @@ class BuildScreen(EarlyKeys, Screen[None]):
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back", id="build.back", tooltip="Back to the table"),
         Binding("e", "export", "Export", id="build.export", tooltip="Export this build as a launch recipe"),
+        Binding("r", "next_recipe", "Recipe", id="build.recipe",
+                tooltip="Follow the build's next recipe on this cluster (the table re-ranks with it)"),
         Binding("question_mark", "help", "Help", key_display="?", id="build.help", tooltip="Keys and legend"),
     ]
 
-    def __init__(self, index: CatalogIndex, item: Ranked, sweep: tuple[Ranked, ...], ranking: Ranking):
+    def __init__(self, index: CatalogIndex, item: Ranked, sweep: tuple[Ranked, ...], ranking: Ranking,
+                 follow: Follow | None = None):
         super().__init__()
         self.keep_early_keys()
         self.index = index
         self.item = item
         self.sweep = sweep
         self.ranking = ranking
+        self.follow = follow
+        """Re-ranks with a recipe of this build followed, and gives the build's new view (the main screen's)."""
 
     def compose(self) -> ComposeResult:
         document = Document(split_at=150, left_width=80, id="build-document")
@@ -53,10 +62,33 @@ class BuildScreen(EarlyKeys, Screen[None]):
         return whole if len(whole) <= self.app.size.width - 6 else f"{build} · {cluster.label}"
 
     def on_mount(self) -> None:
-        document = self.query_one(Document)
-        left, right, stacked = sections(self.item, self.sweep, self.index)
-        document.show(left, right, stacked)
+        self._show()
         self.ready()
+
+    def _show(self) -> None:
+        left, right, stacked = sections(self.item, self.sweep, self.index)
+        self.query_one(Document).show(left, right, stacked)
+
+    def recipes_here(self) -> list[Recipe]:
+        """The build's vLLM recipes on this cluster, the ones a plan can follow."""
+        facts, cluster = self.index.facts.get(self.item.plan.build.id), self.ranking.cluster
+        return [r for r in facts.recipes_on(cluster.hardware) if r.nodes == cluster.nodes] if facts else []
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`r` only where there is another recipe to follow (the footer leaves it out elsewhere)."""
+        return action != "next_recipe" or (self.follow is not None and len(self.recipes_here()) > 1)
+
+    def action_next_recipe(self) -> None:
+        """Follow the next of the build's recipes on this cluster, after the one its plan follows."""
+        recipes, current = self.recipes_here(), self.item.plan.recipe
+        if self.follow is None or len(recipes) < 2:
+            return
+        at = next((i for i, r in enumerate(recipes) if current is not None and r.id == current.id), -1)
+        chosen = recipes[(at + 1) % len(recipes)]
+        self.item, self.sweep, self.ranking = self.follow(self.item.plan.build.id, chosen.id)
+        self._show()
+        self.notify(safe_text(f"Following {chosen.id} ({at + 2 if at + 1 < len(recipes) else 1} of {len(recipes)} "
+                              f"recipes here); the table ranks it so."), markup=False)
 
     def action_export(self) -> None:
         """The export dialog for this build, ranked among the others."""
@@ -68,3 +100,7 @@ class BuildScreen(EarlyKeys, Screen[None]):
         from sparkadvisor.tui.screens.help import HelpScreen
 
         self.app.push_screen(HelpScreen())
+
+
+Follow = Callable[[str, str], tuple[Ranked, tuple[Ranked, ...], Ranking]]
+"""(build id, recipe id) -> the build's ranked entry, its cluster sweep and the ranking, with the recipe followed."""

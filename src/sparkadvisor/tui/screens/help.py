@@ -40,6 +40,13 @@ MOVES = (
 )
 
 
+BUILD_KEYS = (
+    ("r", "Recipe", "In a build's full-screen view (Enter), where it has several recipes on this cluster: follow "
+                    "the next; the table re-ranks with it and the header names it."),
+)
+"""Keys of the full-screen build beside export and help."""
+
+
 KEY_CELLS, NAME_CELLS = 14, 14
 """The key and name columns of the help's rows; the text wraps under itself after them."""
 Row = tuple[str, str, str, str]
@@ -51,8 +58,9 @@ def _key_line(key: str, name: str, text: str) -> Row:
 
 
 def keys_content() -> list[Row]:
-    """One row per key: the commands, then moving around."""
+    """One row per key: the commands, the full-screen build's own, then moving around."""
     lines = [_key_line(c.key_display or c.key, c.footer, c.tooltip) for c in COMMANDS if c.in_help]
+    lines += [_key_line(*key) for key in BUILD_KEYS]
     lines += [_key_line(*move) for move in MOVES]
     return lines
 

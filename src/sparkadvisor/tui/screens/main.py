@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from sparkadvisor.core.checkup import Replan, Reutilize, ServedModel
     from sparkadvisor.core.metrics import ServedConfig
     from sparkadvisor.core.plan import Plan
+    from sparkadvisor.core.ranking import Ranked
     from sparkadvisor.tui.app import SparkAdvisorApp
 
 LABELS = {c.key: c.label for c in COLUMNS}
@@ -393,7 +394,13 @@ class MainScreen(Screen[None]):
 
         item = self.ranking.by_id[build_id]
         self.app.push_screen(BuildScreen(self.index, item, sweep(self.index, build_id, self.scenario, self.cache),
-                                               self.ranking))
+                                         self.ranking, self.follow_recipe))
+
+    def follow_recipe(self, build_id: str, recipe_id: str) -> tuple[Ranked, tuple[Ranked, ...], Ranking]:
+        """Re-rank with `recipe_id` followed for its build (one named recipe at a time, as `--recipe`); the
+        build's entry, sweep and the new ranking, for the full-screen view that asked."""
+        self.apply(replace(self.scenario, settings=replace(self.scenario.settings, recipe=recipe_id)))
+        return self.ranking.by_id[build_id], sweep(self.index, build_id, self.scenario, self.cache), self.ranking
 
     @typing_guard
     def action_mark(self) -> None:

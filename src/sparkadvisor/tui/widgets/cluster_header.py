@@ -17,12 +17,15 @@ if TYPE_CHECKING:
 
 
 def settings_text(settings: Settings) -> str:
-    """" · gpu-memory-utilization 0.8 · KV dtype fp8" for the settings that override each recipe's."""
+    """" · gpu-memory-utilization 0.8 · KV dtype fp8" for the settings that override each recipe's, and the
+    recipe followed over the advisor's pick for its build (`r` in a build's full-screen view)."""
     text = ""
     if settings.gpu_memory_utilization is not None:
         text += f" · gpu-memory-utilization {settings.gpu_memory_utilization:g}"
     if settings.kv_cache_dtype is not None:
         text += f" · KV dtype {settings.kv_cache_dtype}"
+    if settings.recipe is not None:
+        text += f" · recipe {settings.recipe}"
     return text
 
 
