@@ -55,7 +55,7 @@ def test_a_measurement_above_the_counted_read_is_said_to_speculate(index) -> Non
     steps = _steps(index, "deepseek-v4-flash-0731-stack", 2)
     assert "Counted tensor by tensor" in steps["ceiling"] and "without speculative decoding" in steps["ceiling"]
     assert "decodes speculatively" in steps["measured"]
-    assert "Counted tensor by tensor" not in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["ceiling"]
+    assert "Counted tensor by tensor" not in _steps(index, "qwen3.6-35b-a3b-nvfp4-nvidia", 1)["ceiling"]
 
 
 def test_speculation_the_article_does_not_state_is_shown_as_assumed_from_the_checkpoint(index) -> None:
@@ -74,7 +74,38 @@ def test_the_step_reads_the_counted_bytes_and_the_union_of_experts(index) -> Non
     several tokens routes to; a build without one keeps active x average stored bits."""
     steps = _steps(index, "deepseek-v4-flash-0731-stack", 2)
     assert "GB counted per node" in steps["expected"] and "the union of the experts" in steps["ceiling"]
-    assert "stored bits at" in _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)["expected"]
+    assert "stored bits at" in _steps(index, "qwen3.6-35b-a3b-nvfp4-nvidia", 1)["expected"]
+
+
+def test_glm_reads_its_bf16_projections_beside_the_nvfp4_experts(index) -> None:
+    """GLM-5.3-Flash NVFP4 keeps attention, dense MLP, LM head and gates in BF16 (the checkpoint summed by
+    module): a token reads 22.95 GB, 11.47 GB per node at TP2, not 18B active x 4.76 bits; only the routed
+    experts pay NVFP4's dequantization overhead."""
+    steps = _steps(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    assert "a token reads 22.95 GB split 2 ways" in steps["ceiling"] and "= 11.47 GB per node" in steps["ceiling"]
+    assert "dequantization on the " in steps["expected"] and "GB of routed experts" in steps["expected"]
+
+
+def test_only_the_routed_experts_of_a_counted_read_pay_the_format_overhead(index) -> None:
+    """A counted read splits into what is read as stored beside the experts and the routed experts (the
+    quantized part the build is named for); the overhead multiplies the second only. An uncounted build
+    reads everything in its format."""
+    from dataclasses import replace
+
+    from sparkadvisor.core.schema import DecodeRead
+    from sparkadvisor.core.speed.constants import default_constants
+    from sparkadvisor.core.speed.decode import PassCost, _read_ms, counted_parts_gb, weights_parts_ms
+
+    read = DecodeRead(split_gb=10.0, replicated_gb=1.0, routed_gb=4.0, source="x")
+    assert counted_parts_gb(read, 2, 12.0, 6) == ((10.0 - 4.0) / 2 + 1.0, 4.0 * 2 / 2)
+    assert counted_parts_gb(DecodeRead(split_gb=10.0, source="x"), 2, 12.0, 6) == (0.0, 5.0)
+    c = replace(default_constants(index.hardware["dgx-spark"]), bandwidth_fraction=1.0, weight_penalty={"nvfp4": 0.5})
+    cost = PassCost(1e9, 12.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    plain, own = weights_parts_ms(cost, 4.5, 2, 100.0, c, read, 6)
+    assert plain == pytest.approx(40.0) and own == pytest.approx(40.0)  # 4 GB and 4 GB at 100 GB/s
+    assert _read_ms(cost, 4.5, "nvfp4", 0.0, 2, 100.0, c, read, 6)[0] == pytest.approx(40.0 + 40.0 * 1.5)
+    uncounted = weights_parts_ms(cost, 4.0, 2, 100.0, c)
+    assert uncounted == (0.0, pytest.approx(1e9 * 4.0 / 8 / 2 / 100e9 * 1e3))
 
 
 def test_a_counted_read_grows_only_its_routed_experts_with_the_pass() -> None:

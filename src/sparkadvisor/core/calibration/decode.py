@@ -23,7 +23,15 @@ from sparkadvisor.core.lsq import nnls
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Measurement, Recipe
 from sparkadvisor.core.speed.constants import SpeedConstants
-from sparkadvisor.core.speed.decode import DecodeInputs, drafter_key, estimate_decode, link_ms, read_ms
+from sparkadvisor.core.speed.decode import (
+    DecodeInputs,
+    drafter_key,
+    estimate_decode,
+    link_ms,
+    pass_cost,
+    read_ms,
+    weights_parts_ms,
+)
 from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs
 from sparkadvisor.core.stages.kv_pool import recipe_kv_read
 
@@ -133,6 +141,8 @@ def _design(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
     for o in observations:
         i, measured = o.inputs, o.step_ms(c)
         weights, _, draft, _ = read_ms(i, bandwidth, bare)
+        in_format = weights_parts_ms(pass_cost(i, bare), i.stored_bits, i.tp, bandwidth, bare, i.counted_read,
+                                     i.experts_per_token)[1]
         values = {"kv_ms_per_gb": i.kv_bytes_read * i.streams * i.pp / 1e9,
                   "compute_ms_per_gflop": i.tokens_verified * 2 * i.active_params / i.tp / 1e9,
                   "spec_ms_per_step": i.drafter_steps if i.spec_tokens else 0.0,
@@ -140,7 +150,7 @@ def _design(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
                   "allreduce_us": (2 * (i.layers or 0) * math.log2(i.tp) + i.pp - 1) / 1e3,
                   f"fixed_ms:{_engine_of(o, own)}": float(i.pp),
                   f"layer_ms:{_engine_of(o, own)}": float(i.layers or 0),
-                  f"weight_penalty:{i.weight_class}": weights}
+                  f"weight_penalty:{i.weight_class}": in_format}
         design.rows.append([values.get(name, 0.0) for name in columns])
         eager = 0.0 if paired or not i.eager else c.eager_ms_per_layer * (i.layers or 0)
         design.targets.append(measured - weights - draft - link_ms(i, bare) - eager)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sparkadvisor.core.explain.step import Basis, Step, measurement_text, source_text
 from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.schema import DecodeRead, Measurement
-from sparkadvisor.core.speed.decode import counted_gb_per_pass, drafter_key, weight_class
+from sparkadvisor.core.speed.decode import counted_gb_per_pass, counted_parts_gb, drafter_key, weight_class
 from sparkadvisor.core.speed.prefill import (
     indexer_keys_per_token,
     prefill_chunk,
@@ -166,11 +166,15 @@ def _expected_text(plan: Plan) -> str:
                   f"{c.basis.get('fixed_ms')}" + (f"; eager {c.basis.get('eager_ms_per_layer')}" if eager else ""))
     penalty = c.weight_penalty.get(weight_class(plan.build.format), 0.0)
     read = plan.build.decode_read if d.read_bound_tok_s is not None else None
-    what = (f"{counted_gb_per_pass(read, plan.tp, d.experts_read, plan.model.params.experts_per_token):.2f} GB "
+    per_token = plan.model.params.experts_per_token
+    what = (f"{counted_gb_per_pass(read, plan.tp, d.experts_read, per_token):.2f} GB "
             "counted per node" if read is not None else f"{plan.weights.stored_bits:.2f} stored bits")
+    # A counted read pays the format's overhead on its routed experts only (`speed.decode.weights_parts_ms`).
+    on = (f" on the {counted_parts_gb(read, plan.tp, d.experts_read, per_token)[1]:.2f} GB of routed experts"
+          if read is not None and read.routed_gb else "")
     parts = [("weights", d.weights_ms, f"{what} at {c.bandwidth_fraction:.0%} "
               f"of rated bandwidth, {c.basis.get('bandwidth_fraction')}"
-              + (f", +{penalty:.0%} dequantization ({c.basis.get('weight_penalty')})" if penalty else "")),
+              + (f", +{penalty:.0%} dequantization{on} ({c.basis.get('weight_penalty')})" if penalty else "")),
              ("KV", d.kv_ms, f"what attention reads at {plan.workload.context_tokens:,} tokens"
               f"{' x ' + str(d.streams) + ' streams' if d.streams > 1 else ''}, {c.basis.get('kv_ms_per_gb')}"),
              ("draft", d.draft_ms, ""),

@@ -253,23 +253,41 @@ def counted_gb_per_pass(read: DecodeRead, tp: int, experts_read: float, per_toke
     """GB one rank reads in a pass from the build's counted read: the routed experts' share grows to the
     union of experts the pass's tokens route to (`experts_read` of `per_token` per layer), the rest is
     read once whatever the number of tokens."""
-    routed = read.routed_gb or 0.0
-    scale = experts_read / per_token if routed and experts_read and per_token else 1.0
-    return (read.split_gb - routed + routed * scale) / tp + read.replicated_gb
+    return sum(counted_parts_gb(read, tp, experts_read, per_token))
+
+
+def counted_parts_gb(read: DecodeRead, tp: int, experts_read: float, per_token: int | None) -> tuple[float, float]:
+    """(GB read as stored beside the experts, GB of routed experts) one rank reads in a pass from a counted
+    read; a read that does not count its experts apart is all in the second part."""
+    routed = read.routed_gb
+    if not routed:
+        return 0.0, read.split_gb / tp + read.replicated_gb
+    scale = experts_read / per_token if experts_read and per_token else 1.0
+    return (read.split_gb - routed) / tp + read.replicated_gb, routed * scale / tp
+
+
+def weights_parts_ms(cost: PassCost, stored_bits: float, tp: int, bandwidth_gb_s: float, c: SpeedConstants,
+                     counted: DecodeRead | None = None, per_token: int | None = None) -> tuple[float, float]:
+    """(ms reading weights no dequantization overhead applies to, ms reading weights in the build's own
+    format) of one pass on one node, at the effective bandwidth. Without a counted read every weight is in
+    the format; with one, the format is the routed experts' (the quantized part the build is named for),
+    and the rest (BF16 or FP8 projections beside them) is read at the plain rate."""
+    effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
+    if counted is None:
+        return 0.0, cost.params_read * stored_bits / 8 / tp / effective * 1e3
+    plain, own = counted_parts_gb(counted, tp, cost.experts_read, per_token)
+    return plain * 1e9 / effective * 1e3, own * 1e9 / effective * 1e3
 
 
 def _read_ms(cost: PassCost, stored_bits: float, weight_class: str, draft_bytes: float, tp: int,
              bandwidth_gb_s: float, c: SpeedConstants, counted: DecodeRead | None = None,
              per_token: int | None = None) -> tuple[float, float, float, float]:
     """`read_ms` from the pass cost and the fields of the inputs that the weights' format sets; a counted
-    read (`schema.DecodeRead`) replaces parameters x average stored bits."""
-    effective = bandwidth_gb_s * 1e9 * c.bandwidth_fraction
-    if counted is not None:
-        read = counted_gb_per_pass(counted, tp, cost.experts_read, per_token) * 1e9 / effective * 1e3
-    else:
-        read = cost.params_read * stored_bits / 8 / tp / effective * 1e3
-    weights_ms = read * (1 + c.weight_penalty.get(weight_class, 0.0))
-    draft_ms = draft_bytes / effective * 1e3
+    read (`schema.DecodeRead`) replaces parameters x average stored bits, and only its routed experts pay
+    the format's dequantization overhead."""
+    plain, own = weights_parts_ms(cost, stored_bits, tp, bandwidth_gb_s, c, counted, per_token)
+    weights_ms = plain + own * (1 + c.weight_penalty.get(weight_class, 0.0))
+    draft_ms = draft_bytes / (bandwidth_gb_s * 1e9 * c.bandwidth_fraction) * 1e3
     return weights_ms, cost.kv_ms, draft_ms, cost.experts_read
 
 
