@@ -87,6 +87,15 @@ def test_show_refuses_a_recipe_of_another_build_or_node_count(argv, words, capsy
     assert words in err and "Traceback" not in err
 
 
+def test_show_recipe_sets_the_hardware_too(capsys):
+    # The GLM-4.6-FP8 recipe runs on eight RTX PRO 6000s: --recipe alone gets that cluster, and a --hardware
+    # that differs is refused rather than read as a DGX Spark cluster of 8 nodes.
+    data = run_json(capsys, "show", "glm-4.6-fp8", "--recipe", "glm-4.6-fp8-rtxpro-tp8")
+    assert data["hardware"] == "rtx-pro-6000" and data["nodes"] == 8 and data["recipe"] == "glm-4.6-fp8-rtxpro-tp8"
+    assert main(["show", "glm-4.6-fp8", "--recipe", "glm-4.6-fp8-rtxpro-tp8", "--hardware", "dgx-spark"]) == 2
+    assert "recipe glm-4.6-fp8-rtxpro-tp8 runs on rtx-pro-6000, not --hardware dgx-spark" in capsys.readouterr().err
+
+
 def test_show_recipe_sets_the_nodes(capsys):
     data = run_json(capsys, "show", "gpt-oss-120b-mxfp4", "--recipe", "gpt-oss-120b-cutlass-tp1")
     assert data["nodes"] == 1 and data["recipe"] == "gpt-oss-120b-cutlass-tp1"

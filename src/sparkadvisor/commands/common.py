@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Parser", "SubcommandParser", "UsageError", "add_catalog_option", "add_recipe_option", "add_scenario_options",
            "find_build_id", "follow_recipe", "followed_plan", "fraction", "load", "number_above_zero", "positive_int",
-           "print_json", "recipe_nodes", "scenario", "share"]
+           "print_json", "recipe_cluster", "scenario", "share"]
 
 
 class UsageError(Exception):
@@ -136,31 +136,37 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
 
 
 def add_recipe_option(parser: argparse.ArgumentParser) -> None:
-    """--recipe ID for a command about one build; its --nodes then defaults to the recipe's (`recipe_nodes`).
-    Added after `add_scenario_options`, so that --nodes defaults to None rather than 2."""
-    parser.add_argument("--recipe", metavar="ID", help="the community recipe to follow (sets --nodes)")
-    parser.set_defaults(nodes=None)
+    """--recipe ID for a command about one build; its --hardware and --nodes then default to the recipe's
+    (`recipe_cluster`). Added after `add_scenario_options`, so that they default to None rather than to
+    dgx-spark and 2."""
+    parser.add_argument("--recipe", metavar="ID", help="the community recipe to follow (sets --hardware and --nodes)")
+    parser.set_defaults(nodes=None, hardware=None)
 
 
-def recipe_nodes(args: argparse.Namespace, index: CatalogIndex, build_id: str) -> int:
-    """--nodes as given, else the --recipe's, else 2; a recipe of another build, or on another node count
-    than --nodes, is refused in one sentence naming the build's recipes."""
+def recipe_cluster(args: argparse.Namespace, index: CatalogIndex, build_id: str) -> None:
+    """Set --hardware and --nodes: as given, else the --recipe's, else dgx-spark and 2. A recipe of another
+    build, another engine than the plans', or on other hardware or node counts than given, is refused in
+    one sentence naming the build's recipes."""
     from sparkadvisor.core.index import ENGINE
     from sparkadvisor.core.units import plural
 
     if args.recipe is None:
-        return int(args.nodes or 2)
+        args.hardware, args.nodes = args.hardware or "dgx-spark", int(args.nodes or 2)
+        return
     own = index.recipes_by_build.get(build_id, ())
-    followable = ", ".join(f"{r.id} ({plural(r.nodes, 'node')})" for r in own if r.engine == ENGINE) or "none"
+    followable = ", ".join(f"{r.id} ({plural(r.nodes, 'node')}{'' if r.hardware == 'dgx-spark' else ' of ' + r.hardware})"
+                           for r in own if r.engine == ENGINE) or "none"
     recipe = next((r for r in own if r.id == args.recipe), None)
     if recipe is None:
         raise UsageError(f"no recipe {args.recipe!r} for {build_id}; its {ENGINE} recipes: {followable}")
     if recipe.engine != ENGINE:
         raise UsageError(f"recipe {recipe.id} serves with {recipe.engine}, and a plan follows {ENGINE} recipes only "
                          f"(its measurements still count in the fit); the {ENGINE} recipes of {build_id}: {followable}")
+    if args.hardware not in (None, recipe.hardware):
+        raise UsageError(f"recipe {recipe.id} runs on {recipe.hardware}, not --hardware {args.hardware}")
     if args.nodes not in (None, recipe.nodes):
         raise UsageError(f"recipe {recipe.id} runs on {plural(recipe.nodes, 'node')}, not --nodes {args.nodes}")
-    return int(recipe.nodes)
+    args.hardware, args.nodes = recipe.hardware, int(recipe.nodes)
 
 
 def follow_recipe(args: argparse.Namespace, settings: Settings) -> Settings:

@@ -15,7 +15,7 @@ from sparkadvisor.commands.common import (
     follow_recipe,
     followed_plan,
     load,
-    recipe_nodes,
+    recipe_cluster,
     scenario,
 )
 
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     index = load(args)
     build_id = find_build_id(index, args.build)
-    args.nodes = recipe_nodes(args, index, build_id)
+    recipe_cluster(args, index, build_id)
     cluster, workload, settings = scenario(args, index)
     ranked = advise(index, cluster, workload, follow_recipe(args, settings))
     plan = followed_plan(args, ranked, build_id, cluster).plan

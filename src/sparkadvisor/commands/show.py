@@ -12,7 +12,7 @@ from sparkadvisor.commands.common import (
     followed_plan,
     load,
     print_json,
-    recipe_nodes,
+    recipe_cluster,
     scenario,
 )
 
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     index = load(args)
     build_id = find_build_id(index, args.build)
-    args.nodes = recipe_nodes(args, index, build_id)
+    recipe_cluster(args, index, build_id)
     cluster, workload, settings = scenario(args, index)
     chosen = followed_plan(args, advise(index, cluster, workload, follow_recipe(args, settings)), build_id, cluster)
     if args.format == "json":
