@@ -11,17 +11,19 @@ TYPE_CHECKING = False
 """typing.TYPE_CHECKING without importing typing: `--help` imports only argparse (mypy reads the name)."""
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
     from typing import Any, NoReturn
 
     from sparkadvisor.core.index import CatalogIndex
     from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.ranking import Ranked
     from sparkadvisor.core.workload import Settings, Workload
 
 
-__all__ = ["Parser", "SubcommandParser", "UsageError", "add_catalog_option", "add_recipe_option", "add_scenario_options",
-           "find_build_id", "follow_recipe", "followed_plan", "fraction", "load", "number_above_zero", "positive_int",
-           "print_json", "recipe_cluster", "scenario", "share"]
+__all__ = ["Parser", "SubcommandParser", "UsageError", "add_catalog_option", "add_recipe_option",
+           "add_scenario_options", "find_build_id", "follow_recipe", "followed_plan", "fraction", "load",
+           "number_above_zero", "positive_int", "print_json", "recipe_cluster", "scenario", "share"]
 
 
 class UsageError(Exception):
@@ -154,7 +156,8 @@ def recipe_cluster(args: argparse.Namespace, index: CatalogIndex, build_id: str)
         args.hardware, args.nodes = args.hardware or "dgx-spark", int(args.nodes or 2)
         return
     own = index.recipes_by_build.get(build_id, ())
-    followable = ", ".join(f"{r.id} ({plural(r.nodes, 'node')}{'' if r.hardware == 'dgx-spark' else ' of ' + r.hardware})"
+    where = {r.id: "" if r.hardware == "dgx-spark" else f" of {r.hardware}" for r in own}
+    followable = ", ".join(f"{r.id} ({plural(r.nodes, 'node')}{where[r.id]})"
                            for r in own if r.engine == ENGINE) or "none"
     recipe = next((r for r in own if r.id == args.recipe), None)
     if recipe is None:
@@ -176,7 +179,7 @@ def follow_recipe(args: argparse.Namespace, settings: Settings) -> Settings:
     return replace(settings, recipe=args.recipe) if args.recipe else settings
 
 
-def followed_plan(args: argparse.Namespace, ranked: Any, build_id: str, cluster: Cluster) -> Any:
+def followed_plan(args: argparse.Namespace, ranked: Sequence[Ranked], build_id: str, cluster: Cluster) -> Ranked:
     """The ranked entry of `build_id`; with --recipe, refused unless its plan follows that recipe (a recipe
     for other hardware than --hardware is not followed)."""
     chosen = next(r for r in ranked if r.plan.build.id == build_id)

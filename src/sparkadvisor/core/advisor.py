@@ -135,7 +135,8 @@ def workload_dict(workload: Workload) -> dict[str, Any]:
 def show_dict(ranked: Ranked, facts: BuildFacts | None = None, named: str | None = None) -> dict[str, Any]:
     """`show --json`: the candidate plus the explanation steps (with `facts`, first which of the build's
     recipes the plan follows: `explain.recipe_step`, `named` the one --recipe names)."""
-    steps = [{"key": s.key, "title": s.title, "text": s.text, "basis": s.basis} for s in show_steps(ranked, facts, named)]
+    steps = [{"key": s.key, "title": s.title, "text": s.text, "basis": s.basis}
+             for s in show_steps(ranked, facts, named)]
     return {**candidate(ranked), "steps": steps}
 
 
