@@ -47,7 +47,7 @@ def test_workload_findings_survive_an_ambiguous_name_and_critical_ones_exit_1(ca
     [hit_rate] = [t for t in texts(data, "warning") if t.startswith("prefix-cache hit rate 12%")]
     assert "the plans for the 2 matching builds expect" in hit_rate
     decode = [t for t in texts(data, "ok") + texts(data, "warning") if t.startswith("decode ")]
-    assert len(decode) == 1 and re.fullmatch(r"decode \d+ tok/s: the plans for the 2 matching builds expect \d+",
+    assert len(decode) == 1 and re.fullmatch(r"decode \d+ tok/s: the plans for the 2 matching builds expect \d+(-\d+)?",
                                               decode[0])
     assert any("pass --build ID" in t for t in texts(data, "info"))
 
@@ -103,8 +103,8 @@ def test_decode_against_three_matching_builds_is_a_spread(index):
     [finding] = build_findings(_plans(index), _window(tok_s=31.0))
     assert re.fullmatch(r"decode 31 tok/s: the plans for the 3 matching builds expect \d+-\d+", finding.text)
     assert finding.severity == "ok"
-    [slow] = build_findings(_plans(index), _window(tok_s=20.0))
-    assert slow.severity == "warning" and re.fullmatch(r"decode 20 tok/s \(plan \d+-\d+\)", slow.brief)
+    [slow] = build_findings(_plans(index), _window(tok_s=10.0))  # below the slowest plan's range
+    assert slow.severity == "warning" and re.fullmatch(r"decode 10 tok/s \(plan \d+-\d+\)", slow.brief)
 
 
 def test_the_hit_rate_needs_no_build(index):

@@ -29,7 +29,7 @@
 #   ms/GB: pooled over engines, fitted to 33 prefill measurements) + weights 0.044 ms (50.8 GB read once per
 #   5,000-token chunk, at 4.30 ms/GB: the published read test)) = 3.0 s to the first token. Uncached (a cold
 #   100,000-token prompt): 40 s.
-#   3.0 s + 200 tokens / 33.4 tok/s = 9.0 s per turn.
+#   3.0 s + 200 tokens / 33.5 tok/s = 9.0 s per turn.
 #
 # Override any setting below from the environment, e.g. HF_HOME=/data/hf ./serve.sh
 
