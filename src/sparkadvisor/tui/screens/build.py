@@ -84,11 +84,12 @@ class BuildScreen(EarlyKeys, Screen[None]):
         if self.follow is None or len(recipes) < 2:
             return
         at = next((i for i, r in enumerate(recipes) if current is not None and r.id == current.id), -1)
-        chosen = recipes[(at + 1) % len(recipes)]
+        place = (at + 1) % len(recipes)
+        chosen = recipes[place]
         self.item, self.sweep, self.ranking = self.follow(self.item.plan.build.id, chosen.id)
         self._show()
-        self.notify(safe_text(f"Following {chosen.id} ({at + 2 if at + 1 < len(recipes) else 1} of {len(recipes)} "
-                              f"recipes here); the table ranks it so."), markup=False)
+        self.notify(safe_text(f"Following {chosen.id} ({place + 1} of {len(recipes)} recipes here); the table "
+                              "ranks it so."), markup=False)
 
     def action_export(self) -> None:
         """The export dialog for this build, ranked among the others."""
