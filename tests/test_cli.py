@@ -102,6 +102,16 @@ def test_show_recipe_sets_the_nodes(capsys):
     assert "On other node counts: gpt-oss-120b-eugr-tp2 (2 nodes, 0 measurements)." in data["steps"][0]["text"]
 
 
+def test_show_cites_the_counted_read_and_the_measurements_it_quotes(capsys):
+    # NVIDIA's GLM build is read tensor by tensor from tonyd2wild's module sums; the Gemma recipe's logged
+    # pool is quoted with vllm #54122 beside it: both sources are listed under the arithmetic.
+    assert main(["show", "glm-5.3-flash-nvfp4-nvidia"]) == 0
+    sources = capsys.readouterr().out.split("\nsources\n", 1)[1]
+    assert "tonyd2wild-glm-nvidia-lanes:" in sources and "tonyd2wild-glm-nvfp4-attention:" in sources
+    assert main(["show", "gemma-4-31b-nvfp4-nvidia", "--nodes", "1"]) == 0
+    assert "vllm-54122:" in capsys.readouterr().out.split("\nsources\n", 1)[1]
+
+
 def test_show_text_explains_with_units(capsys):
     assert main(["show", "qwen3.8-flash-next-nvfp4", "--nodes", "1"]) == 0
     out = capsys.readouterr().out

@@ -155,13 +155,16 @@ class Plan:
         return tuple(t.text for t in self.targets if t.status == "unknown")
 
     def source_ids(self, score: Capability | None = None) -> list[str]:
-        """The sources of every table the plan's figures come from, once each, in reading order;
+        """The sources of every table the plan's figures come from (the build's counted read and the
+        measurements its steps quote among them), once each, in reading order;
         with the capability `score` the ranking used, its table's source too (and the reference's own
         source when the reference comes from another table)."""
         model, build = self.model, self.build
         serving = self.cluster.hardware.serving if self.no_engine is not None else None
-        tables = (model, model.params, model.attention, model.context, score, build, build.size, self.recipe,
-                  *self.caveats, serving)
+        shown = (self.kv_pool_measured, self.decode_measured, self.prefill_measured, self.ttft_measured)
+        counted = build.decode_read if self.decode is not None and self.decode.read_bound_tok_s is not None else None
+        tables = (model, model.params, model.attention, model.context, score, build, build.size, counted,
+                  self.recipe, *shown, *self.caveats, serving)
         refs = [ref for table in tables if table is not None
                 for ref in (*_refs(table.source), *_refs(getattr(table, "reference_source", None) or ()))]
         if self.budget.kv_pinned_bytes is None and self.fit.fits:
