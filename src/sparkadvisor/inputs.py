@@ -34,9 +34,9 @@ MAX_STREAMS = 256
 """The most concurrent streams: vLLM's default --max-num-seqs."""
 
 
-def _count_up_to(most: int, unit: str) -> Callable[[str], int]:
+def _count_up_to(most: int, unit: str, read: Callable[[str], int] = positive_int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        value = positive_int(text)
+        value = read(text)
         if value > most:
             raise argparse.ArgumentTypeError(f"{text!r} must be at most {most:,} {unit}")
         return value
@@ -44,8 +44,31 @@ def _count_up_to(most: int, unit: str) -> Callable[[str], int]:
     return parse
 
 
-token_count = _count_up_to(MAX_TOKENS, "tokens")
-"""An argparse type: a whole number of tokens from 1 to MAX_TOKENS."""
+SUFFIXES = {"k": 10**3, "m": 10**6, "K": 2**10, "M": 2**20}
+"""Token-count suffixes as vLLM reads them (human_readable_int): lower case decimal, upper case binary, so
+100k is 100,000 and 128K is 131,072."""
+
+
+def tokens_number(text: str) -> int:
+    """A whole number of at least 1, or one with a suffix (`SUFFIXES`): 100k, 1.5k, 128K, 1M."""
+    stripped = text.strip()
+    factor = SUFFIXES.get(stripped[-1:])
+    if factor is None:
+        return positive_int(stripped)
+    digits = stripped[:-1].replace("_", "").replace(",", "")
+    decimal = stripped[-1].islower() and digits.count(".") == 1
+    if not (digits.replace(".", "", 1) if decimal else digits).isdecimal():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number, or one with k, m (x1,000, x1,000,000) "
+                                         "or K, M (x1,024, x1,048,576) after it")
+    whole, _, fraction_digits = digits.partition(".")
+    scaled, scale = int(whole + fraction_digits) * factor, 10 ** len(fraction_digits)  # exact: 1.001k is 1,001
+    if scaled % scale or scaled < scale:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of at least 1")
+    return scaled // scale
+
+
+token_count = _count_up_to(MAX_TOKENS, "tokens", tokens_number)
+"""An argparse type: a whole number of tokens from 1 to MAX_TOKENS (100000, 100k, 128K)."""
 
 stream_count = _count_up_to(MAX_STREAMS, "streams")
 """An argparse type: a whole number of streams from 1 to MAX_STREAMS."""

@@ -11,7 +11,7 @@ from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.table import ABOVE_RANGE, BELOW_RANGE, COLUMNS, header, measured_cell, row_cells
-from sparkadvisor.core.workload import Workload
+from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 from sparkadvisor.listing import Listing
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "dark_orange", "info": "dim"}
@@ -31,7 +31,7 @@ glyphs and drop the badge), as in the TUI."""
 
 
 def ranking_listing(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Workload,
-                    notes: tuple[str, ...] = ()) -> Listing:
+                    notes: tuple[str, ...] = (), settings: Settings = DEFAULT_SETTINGS) -> Listing:
     """The ranked table: the TUI's columns, then each build's id and the reason for its place;
     builds that are excluded come last, dimmed on a terminal."""
     columns = (*(c.label for c in COLUMNS), "id", "why")
@@ -46,7 +46,7 @@ def ranking_listing(ranked: tuple[Ranked, ...], cluster: Cluster, workload: Work
     reasons = tuple(f"  {f'{r.rank}.' if r.rank else '-'} {r.plan.build.id}: {r.reason}" for r in ranked)
     notes = (RANGE_NOTE,) * ranged + ("* KV pool measured by a recipe.",) * measured_pool + notes
     return Listing(columns, tuple(rows), frozenset(i for i, c in enumerate(COLUMNS) if c.numeric),
-                   title=header(cluster, workload), notes=notes,
+                   title=header(cluster, workload, settings), notes=notes,
                    styles=tuple(styles), shrinks=SHRINKS, narrow_notes=("Reasons:", *reasons),
                    first_word=frozenset(i for i, c in enumerate(COLUMNS) if c.key == "flags"))
 
@@ -60,14 +60,14 @@ def _row_styles(item: Ranked, keys: list[str]) -> tuple[str, ...]:
 
 
 def show_lines(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex,
-               named: str | None = None) -> list[tuple[tuple[str, str], ...]]:
+               named: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> list[tuple[tuple[str, str], ...]]:
     """Which recipe the plan follows (`named`: the one --recipe names) and the arithmetic step by step,
     each line marked with how its figure is known: lines of (text, Rich style) pieces."""
     plan = item.plan
     place = f"rank {item.rank}" if item.rank else "excluded"
     lines: list[tuple[tuple[str, str], ...]] = [
         ((plan.model.name, "bold"), (f" · {plan.build.repo} · {place}: {item.reason}", "")),
-        ((header(cluster, workload), "dim"),)]
+        ((header(cluster, workload, settings), "dim"),)]
     for step in show_steps(item, index.facts.get(plan.build.id), named):
         title_style = SEVERITY_STYLE[step.severity] if step.severity else "bold"
         lines.append(((step.title, title_style), (" ", ""), (f"[{step.basis}]", BASIS_STYLE[step.basis]),
@@ -80,10 +80,10 @@ def show_lines(item: Ranked, cluster: Cluster, workload: Workload, index: Catalo
 
 
 def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: CatalogIndex,
-               named: str | None = None) -> None:
+               named: str | None = None, settings: Settings = DEFAULT_SETTINGS) -> None:
     """`show` as text: on a terminal styled and wrapped to its width; in a pipe or a file one
     line per step, URLs whole."""
-    lines = show_lines(item, cluster, workload, index, named)
+    lines = show_lines(item, cluster, workload, index, named, settings)
     if not sys.stdout.isatty():
         sys.stdout.write("".join("".join(safe_text(text) for text, _ in line) + "\n" for line in lines))
         return

@@ -113,3 +113,27 @@ async def test_the_assumptions_panel_shows_the_highlighted_builds_figures_as_you
         assert after != before and f"first token {after}" in str(effect.render())
         panel = editor.query_one("#assumptions")
         assert panel.scroll_y == 0 and effect.region.bottom <= panel.region.bottom  # on screen, not scrolled off
+
+
+async def test_a_max_model_len_typed_in_the_assumptions_re_ranks_and_heads_the_table(make_app) -> None:
+    from textual.widgets import Input
+
+    from sparkadvisor.tui.widgets.cluster_header import ClusterHeader
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.screen
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#max_model_len", Input).value = "64k"
+        await pilot.pause()
+        assert main.scenario.settings.max_model_len == 64_000
+        header = str(main.query_one(ClusterHeader).render())
+        assert "max-model-len 64,000" in header
+        # A 100,000-token prompt no longer fits any build's context (an unknown one is no pass either).
+        plans = [r.plan for r in main.ranking.ranked]
+        assert not any(p.meets_targets for p in plans)
+        assert all(p.usable_context.tokens <= 64_000 for p in plans if p.usable_context.tokens is not None)
+        app.screen.query_one("#max_model_len", Input).value = "64K8"
+        await pilot.pause()
+        assert main.scenario.settings.max_model_len == 64_000  # a bad value changes nothing until fixed

@@ -82,6 +82,9 @@ def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", 
     parser.add_argument("--prefix-reuse", type=share, help="share of the prompt reused from the last turn")
     parser.add_argument("--output-tokens", type=token_count, help="tokens written per turn")
     parser.add_argument("--gpu-memory-utilization", type=fraction, help="override every recipe's value")
+    parser.add_argument("--max-model-len", type=token_count, metavar="TOKENS",
+                        help="serve at most this context (prompt + answer); each build takes the smaller of it "
+                             "and the longest it serves (its recipe's or its model's native context)")
     parser.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), metavar="DTYPE",
                         help=f"override the KV cache dtype ({', '.join(sorted(KV_DTYPE_BYTES))})")
     parser.add_argument("--engine", metavar="ENGINE",
@@ -133,7 +136,8 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
     if engine is not None and not runs_on(hardware, engine):
         raise UsageError(f"--engine {engine} is not known to run on {hardware.name}; {engines_here(hardware)}")
     settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
-                        enforce_eager=getattr(args, "enforce_eager", None))
+                        enforce_eager=getattr(args, "enforce_eager", None),
+                        max_model_len=getattr(args, "max_model_len", None))
     return Cluster(hardware, args.nodes), workload, settings
 
 

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkadvisor.core.advisor import advise, workload_dict
+    from sparkadvisor.core.advisor import advise, settings_dict, workload_dict
 
     if not 2 <= len(args.builds) <= MAX_BUILDS:
         raise UsageError(f"compare takes two or three builds; {len(args.builds)} given")
@@ -40,12 +40,13 @@ def run(args: argparse.Namespace) -> int:
     chosen = [by_id[i] for i in ids]
     if args.format == "json":
         print_json({"hardware": cluster.hardware.id, "nodes": cluster.nodes, "workload": workload_dict(workload),
+                    "settings": settings_dict(settings),
                     "builds": [_build_json(r) for r in chosen], "rows": _rows_json(chosen)})
         return 0
     from sparkadvisor.core.table import header
     from sparkadvisor.listing import print_listing
 
-    print_listing(compare_listing(chosen, index, header(cluster, workload)), args.format)
+    print_listing(compare_listing(chosen, index, header(cluster, workload, settings)), args.format)
     return 0
 
 

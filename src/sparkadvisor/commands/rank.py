@@ -16,13 +16,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkadvisor.core.advisor import advise, candidate, workload_dict
+    from sparkadvisor.core.advisor import advise, candidate, settings_dict, workload_dict
 
     index = load(args)
     cluster, workload, settings = scenario(args, index)
     ranked = advise(index, cluster, workload, settings, min_capability=args.min_capability)
     if args.format == "json":
         print_json({"hardware": cluster.hardware.id, "nodes": cluster.nodes, "workload": workload_dict(workload),
+                    "settings": settings_dict(settings),
                     "min_capability": args.min_capability, "hidden": len(index.catalog.builds) - len(ranked),
                     "candidates": [candidate(r) for r in ranked]})
         return 0
@@ -32,5 +33,5 @@ def run(args: argparse.Namespace) -> int:
     hidden = () if args.min_capability is None else (
         f"{plural(len(index.catalog.builds) - len(ranked), 'build')} hidden: below {args.min_capability:.0%} "
         "capability, or capability unknown (--min-capability).",)
-    print_listing(ranking_listing(ranked, cluster, workload, hidden), args.format)
+    print_listing(ranking_listing(ranked, cluster, workload, hidden, settings), args.format)
     return 0

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sparkadvisor.core.advisor import advise, show_dict, workload_dict
+    from sparkadvisor.core.advisor import advise, settings_dict, show_dict, workload_dict
 
     index = load(args)
     build_id = find_build_id(index, args.build)
@@ -33,12 +33,13 @@ def run(args: argparse.Namespace) -> int:
     chosen = followed_plan(args, advise(index, cluster, workload, follow_recipe(args, settings)), build_id, cluster)
     if args.format == "json":
         print_json({"hardware": cluster.hardware.id, "nodes": cluster.nodes, "workload": workload_dict(workload),
+                    "settings": settings_dict(settings),
                     **show_dict(chosen, index.facts.get(build_id), args.recipe)})
         return 0
     from sparkadvisor.render import print_show, show_listing
 
     if args.format == "table":
-        print_show(chosen, cluster, workload, index, args.recipe)
+        print_show(chosen, cluster, workload, index, args.recipe, settings)
     else:
         from sparkadvisor.listing import print_listing
 

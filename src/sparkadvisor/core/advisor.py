@@ -17,7 +17,6 @@ from sparkadvisor.core.memo import per_ranking
 from sparkadvisor.core.plan import Cluster, Plan, evaluate
 from sparkadvisor.core.ranking import Ranked, rank
 from sparkadvisor.core.schema import Build, Caveat
-from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
@@ -70,7 +69,7 @@ def candidate_figures(ranked: Ranked) -> dict[str, Any]:
     p = ranked.plan
     d = p.decode
     m = p.decode_measured
-    usable = usable_context(p.model, p.recipe)
+    usable = p.usable_context
     return {
         "build": p.build.id, "model": p.model.id, "repo": p.build.repo, "format": p.build.format,
         "rank": ranked.rank, "fits": p.fits, "fit_by_recipe": p.fit_by_recipe, "nodes_needed": p.nodes_needed,
@@ -130,6 +129,13 @@ def workload_dict(workload: Workload) -> dict[str, Any]:
         "first_token_target_s": workload.first_token_target_s, "turn_target_s": workload.turn_target_s,
         "decode_target_tok_s": workload.decode_target_tok_s,
     }
+
+
+def settings_dict(settings: Settings) -> dict[str, Any]:
+    """The settings that override each recipe's as JSON (null: the recipe's own, else the default)."""
+    return {"gpu_memory_utilization": settings.gpu_memory_utilization, "max_model_len": settings.max_model_len,
+            "kv_cache_dtype": settings.kv_cache_dtype, "engine": settings.engine,
+            "enforce_eager": settings.enforce_eager}
 
 
 def show_dict(ranked: Ranked, facts: BuildFacts | None = None, named: str | None = None) -> dict[str, Any]:

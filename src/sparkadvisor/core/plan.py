@@ -19,7 +19,7 @@ from sparkadvisor.core.stages.first_token import FirstToken, first_token, prefil
 from sparkadvisor.core.stages.fit import Fit, fit_on, short_bytes
 from sparkadvisor.core.stages.kv_pool import KvPool, kv_pool_for
 from sparkadvisor.core.stages.recipe import measured, measured_ttft, pick_recipe, prefix_caching
-from sparkadvisor.core.targets import Status, TargetCheck, check_targets, judge_targets
+from sparkadvisor.core.targets import Status, TargetCheck, UsableContext, check_targets, judge_targets, usable_context
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 __all__ = ["ENGINE", "Cluster", "Plan", "evaluate", "measured"]
@@ -109,6 +109,11 @@ class Plan:
     prefill_measured = property(lambda self: self.first.prefill_measured)
     ttft_s = property(lambda self: self.first.ttft_s)
     ttft_measured = property(lambda self: self.first.ttft_measured)
+
+    @property
+    def usable_context(self) -> UsableContext:
+        """The longest prompt plus answer the server accepts: the max-model-len the pool is sized for."""
+        return usable_context(self.model, self.recipe, self.pool.inputs.limit)
 
     @property
     def streams_tables(self) -> bool:

@@ -12,11 +12,11 @@ from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.records import record
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import GiB, fmt_seconds, fmt_size, fmt_tokens, plural
+from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 if TYPE_CHECKING:
     from sparkadvisor.core.plan import Plan
     from sparkadvisor.core.schema import Caveat
-    from sparkadvisor.core.workload import Workload
 
 BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
@@ -224,6 +224,26 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
     }
 
 
-def header(cluster: Cluster, workload: Workload) -> str:
-    """The cluster and the workload on one line, as the CLI and the TUI head a ranking."""
-    return f"{cluster_line(cluster)} · {workload_line(workload)}"
+def settings_line(settings: Settings) -> str:
+    """" · gpu-memory-utilization 0.8 · max-model-len 65,536 · KV dtype fp8" for the settings that override each
+    recipe's, and the recipe followed over the advisor's pick for its build ("" for none)."""
+    text = ""
+    if settings.gpu_memory_utilization is not None:
+        text += f" · gpu-memory-utilization {settings.gpu_memory_utilization:g}"
+    if settings.max_model_len is not None:
+        text += f" · max-model-len {settings.max_model_len:,}"
+    if settings.kv_cache_dtype is not None:
+        text += f" · KV dtype {settings.kv_cache_dtype}"
+    if settings.engine is not None:
+        text += f" · {settings.engine} without a recipe"
+    if settings.enforce_eager is not None:
+        text += " · eager" if settings.enforce_eager else " · CUDA graphs"
+    if settings.recipe is not None:
+        text += f" · recipe {settings.recipe}"
+    return text
+
+
+def header(cluster: Cluster, workload: Workload, settings: Settings = DEFAULT_SETTINGS) -> str:
+    """The cluster, the workload and the settings that override the recipes' on one line, as the CLI and
+    the TUI head a ranking."""
+    return f"{cluster_line(cluster)} · {workload_line(workload)}{settings_line(settings)}"

@@ -42,19 +42,27 @@ class UsableContext:
 
     tokens: int | None
     """None when neither the recipe nor the model's card says."""
-    basis: Literal["recipe", "native", "unknown"]
-    """The recipe's max_model_len, else the model's native context."""
+    basis: Literal["recipe", "native", "setting", "unknown"]
+    """The user's --max-model-len, else the recipe's max_model_len, else the model's native context."""
     extended: bool
-    """The recipe's length goes past the native context: it relies on the extension (YaRN, ...)."""
+    """The length goes past the native context: it relies on the recipe's extension (YaRN, ...)."""
+    asked: int | None = None
+    """The user's --max-model-len when it asked for more than the build serves here (`tokens` is then
+    the longest it serves)."""
 
     def describe(self, model: Model) -> str:
         """"32,768 (native; YaRN factor 4 reaches 131,072 when a recipe enables it)"."""
         if self.tokens is None:
             return "unknown (neither the model's card nor a recipe gives it)"
         ctx = model.context
+        ext = f", past the native {ctx.native_tokens:,} by {ctx.extended_method or 'RoPE scaling'}" \
+            if self.extended and ctx else ""
+        if self.basis == "setting":
+            if self.asked:
+                return (f"{self.tokens:,} (the longest this build serves here{ext}; --max-model-len asked for "
+                        f"{self.asked:,}, which vLLM would refuse)")
+            return f"{self.tokens:,} (--max-model-len as set{ext})"
         if self.basis == "recipe":
-            ext = f", past the native {ctx.native_tokens:,} by {ctx.extended_method or 'RoPE scaling'}" \
-                if self.extended and ctx else ""
             return f"{self.tokens:,} (the recipe's --max-model-len{ext})"
         if ctx is not None and ctx.extended_tokens:
             how = ctx.extended_method or "RoPE scaling"
@@ -62,14 +70,26 @@ class UsableContext:
         return f"{self.tokens:,} (native)"
 
 
-def usable_context(model: Model, recipe: Recipe | None) -> UsableContext:
-    """The recipe's max_model_len when it sets one, else the model's native context."""
+def usable_context(model: Model, recipe: Recipe | None, limit: int | None = None) -> UsableContext:
+    """The recipe's max_model_len when it sets one, else the model's native context. Under the user's
+    --max-model-len `limit`: the smaller of it and the longest the build serves here (the recipe's
+    length or the native one, whichever is longer: vLLM refuses a length past what config.json and the
+    recipe's extension allow)."""
     native = model.context.native_tokens if model.context else None
     if recipe is not None and recipe.max_model_len:
-        return UsableContext(recipe.max_model_len, "recipe", native is not None and recipe.max_model_len > native)
-    if native is not None:
-        return UsableContext(native, "native", False)
-    return UsableContext(None, "unknown", False)
+        own = UsableContext(recipe.max_model_len, "recipe", native is not None and recipe.max_model_len > native)
+    elif native is not None:
+        own = UsableContext(native, "native", False)
+    else:
+        return UsableContext(None, "unknown", False)
+    if limit is None:
+        return own
+    assert own.tokens is not None
+    longest = max(own.tokens, native or 0)
+    tokens = min(limit, longest)
+    if tokens == own.tokens and limit <= longest:
+        return own
+    return UsableContext(tokens, "setting", native is not None and tokens > native, limit if limit > longest else None)
 
 
 def context_needed(workload: Workload) -> int:
@@ -99,7 +119,7 @@ def _context(plan: Plan) -> Status:
 
 
 def _context_text(plan: Plan, status: Status) -> str:
-    usable, needed = usable_context(plan.model, plan.recipe), context_needed(plan.workload)
+    usable, needed = plan.usable_context, context_needed(plan.workload)
     if status == "unknown":
         return "context window unknown"
     if status == "missed":

@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass
 
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.flags import dest_of, is_known, option_name
 
@@ -58,24 +57,38 @@ def kv_bytes_arg(n_bytes: float) -> str:
 
 
 def max_model_len(plan: Plan) -> tuple[int | None, str]:
-    """--max-model-len and why: the recipe's, else the model's native context within the KV pool;
+    """--max-model-len and why: the user's setting within what the build serves (export refuses one past
+    the KV pool: `pool_cap`), else the recipe's, else the model's native context within the KV pool;
     None (the flag left out, vLLM reads config.json) when the model's context is unknown. Never
     longer than the model serves: the catalog refuses a recipe past the model's longest context."""
-    usable = usable_context(plan.model, plan.recipe)
+    usable = plan.usable_context
     if usable.tokens is None:
         return None, "left out: the model's context window is unknown, so vLLM takes it from config.json"
+    ctx = plan.model.context
+    extended = (f", the EXTENDED context: past the native {ctx.native_tokens:,} by "
+                f"{ctx.extended_method or 'RoPE scaling'}, which the recipe must enable"
+                if usable.extended and ctx is not None else "")
+    if usable.basis == "setting":
+        if usable.asked:
+            return usable.tokens, (f"the longest this build serves here (--max-model-len asked for "
+                                   f"{usable.asked:,}){extended}")
+        return usable.tokens, f"as --max-model-len sets it{extended}"
     if usable.basis == "recipe":
-        ctx = plan.model.context
-        if usable.extended and ctx is not None:
-            return usable.tokens, (f"the recipe's, the EXTENDED context: past the native {ctx.native_tokens:,} "
-                                   f"by {ctx.extended_method or 'RoPE scaling'}, which the recipe must enable")
-        return usable.tokens, "the recipe's"
+        return usable.tokens, f"the recipe's{extended}"
     why = "the model's native context (the extended one needs a recipe that enables it)" \
         if plan.model.context and plan.model.context.extended_tokens else "the model's native context"
-    pool = plan.kv_pool_tokens
-    if pool is not None and pool < usable.tokens:
-        return max(1024, int(pool) // 1024 * 1024), "capped at the KV pool"
+    cap = pool_cap(plan)
+    if cap is not None and cap < usable.tokens:
+        return cap, "capped at the KV pool"
     return usable.tokens, why
+
+
+def pool_cap(plan: Plan) -> int | None:
+    """The longest --max-model-len the plan's KV pool holds one request of, in whole KiB of tokens: vLLM
+    refuses to start past it ("To serve at least one request with the models's max seq len ... KV cache
+    is needed, which is larger than the available KV cache memory"). None when the pool is unknown."""
+    pool = plan.kv_pool_tokens
+    return None if pool is None else max(1024, int(pool) // 1024 * 1024)
 
 
 def speculative_json(plan: Plan) -> str | None:

@@ -12,7 +12,7 @@ from typing import Literal
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Patch
-from sparkadvisor.core.units import fmt_seconds, plural
+from sparkadvisor.core.units import fmt_seconds, fmt_tokens, plural
 from sparkadvisor.export import addresses
 from sparkadvisor.export.argv import (
     Arg,
@@ -24,6 +24,7 @@ from sparkadvisor.export.argv import (
     launcher_options,
     max_model_len,
     model_options,
+    pool_cap,
 )
 from sparkadvisor.export.flags import vllm_version
 
@@ -239,8 +240,8 @@ def _not_vllm(plan: Plan) -> str | None:
 def _check(plan: Plan, options: ExportOptions) -> None:
     hw = plan.cluster.hardware
     if not hw.cuda:
-        raise ExportRefused(f"{safe_text(hw.name)} is not an NVIDIA GPU: export writes vLLM launches for CUDA only, so there is "
-                            f"nothing to launch for {plan.build.id} here")
+        raise ExportRefused(f"{safe_text(hw.name)} is not an NVIDIA GPU: export writes vLLM launches for CUDA only, "
+                            f"so there is nothing to launch for {plan.build.id} here")
     if (why := _not_vllm(plan)) is not None:
         engine = plan.recipe.engine if plan.recipe else plan.constants.engine
         raise ExportRefused(f"{plan.build.id} is planned on {engine}, not vLLM ({why}): export writes vLLM launches "
@@ -254,6 +255,11 @@ def _check(plan: Plan, options: ExportOptions) -> None:
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; export it with a "
                           f"gpu-memory-utilization of {hw.max_gpu_memory_utilization:g} or less "
                           "(--gpu-memory-utilization, or a in the app)")
+    usable, cap = plan.usable_context, pool_cap(plan)
+    if usable.basis == "setting" and usable.tokens is not None and cap is not None and cap < usable.tokens:
+        raise ExportError(f"--max-model-len {usable.tokens:,} is more than one request of the "
+                          f"{fmt_tokens(plan.kv_pool_tokens)}-token KV pool this plan leaves, and vLLM refuses to "
+                          f"start past it; export it with a --max-model-len of {cap:,} or less (or a in the app)")
     if plan.tp * plan.pp != plan.cluster.nodes:
         raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
                           "GPU each")

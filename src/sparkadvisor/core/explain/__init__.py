@@ -19,7 +19,7 @@ from sparkadvisor.core.explain.pool import pool_step
 from sparkadvisor.core.explain.speed import decode_steps, first_token_steps, turn_step
 from sparkadvisor.core.explain.step import Basis, Step
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.targets import context_needed, usable_context
+from sparkadvisor.core.targets import context_needed
 from sparkadvisor.core.units import plural
 
 TYPE_CHECKING = False
@@ -105,7 +105,7 @@ def _as_if_it_fit(step: Step, plan: Plan) -> Step:
 
 
 def _context(plan: Plan) -> Step:
-    usable, needed, w = usable_context(plan.model, plan.recipe), context_needed(plan.workload), plan.workload
+    usable, needed, w = plan.usable_context, context_needed(plan.workload), plan.workload
     check = next(t for t in plan.targets if t.key == "context")
     verdict = {"met": "enough", "missed": "too short: the workload's prompts would be refused",
                "unknown": "unknown, so the context target is not met"}[check.status]

@@ -155,7 +155,7 @@ def reserve_for(facts: BuildFacts, recipe: Recipe | None, settings: Settings, ra
     draft = (spec.draft_size_gb or 0.0) * GB / ranks if spec else 0.0
     attention = facts.model.attention
     has_indexer = bool(attention.indexer_head_dim) if attention else facts.model.sparse_indexer is not None
-    indexed = (_window(facts, recipe) or 0) // indexed_ratio(attention) if has_indexer else 0
+    indexed = (_window(facts, recipe, settings.max_model_len) or 0) // indexed_ratio(attention) if has_indexer else 0
     logged = recipe.reserve if recipe is not None else None
     return runtime_reserve(eager, spec is not None, draft, indexed, logged)  # positional: lru_cache keys them faster
 

@@ -11,7 +11,8 @@ from sparkadvisor.core.memory import node_budget
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.stages.fit import Fit, reserve_for
-from sparkadvisor.core.stages.recipe import _window, engine_arg, measured, prefix_caching
+from sparkadvisor.core.stages.recipe import engine_arg, measured, prefix_caching
+from sparkadvisor.core.targets import usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Workload
 
@@ -39,6 +40,8 @@ class PoolInputs:
     """An MTP drafter's layers, which vLLM caches like the target's full-attention layers."""
     origins: tuple[str, ...] = ()
     """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
+    limit: int | None = None
+    """The user's --max-model-len, a ceiling on `max_model_len` (`usable_context`)."""
 
 
 @record(kw_only=False)
@@ -68,17 +71,18 @@ class KvPool:
     """Sequences of the workload's context that fit in the model's own pool (`pool_tokens`)."""
 
 
-def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, str] | None = None) -> PoolInputs:
+def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, str] | None = None,
+                limit: int | None = None) -> PoolInputs:
     """The settings vLLM sizes the pool with: the recipe's flags, else vLLM's defaults (`prefix`: prefix
-    caching on and why, by the plan's caveats, the build's and the recipe's; else by the build's)."""
+    caching on and why, by the plan's caveats, the build's and the recipe's; else by the build's; `limit`:
+    the user's --max-model-len)."""
     batched = engine_arg(recipe, "--max-num-batched-tokens")
     ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype")
     spec = recipe.speculative.tokens_per_pass if recipe and recipe.speculative else 0
-    window = _window(facts, recipe)
+    usable = usable_context(facts.model, recipe, limit)
     prefix_on, prefix_note = prefix or prefix_caching(recipe, facts.caveats)
     origins = (
-        "the recipe's --max-model-len" if recipe is not None and recipe.max_model_len
-        else "the model's native context" if window else "unknown",
+        CONTEXT_ORIGINS[usable.basis] if not usable.asked else "the longest this build serves here",
         "the recipe's --block-size" if recipe is not None and recipe.block_size else "vLLM's default",
         "the recipe's --max-num-batched-tokens" if batched and batched.isdecimal()
         else "vLLM's API-server default",
@@ -88,9 +92,14 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, st
     )
     # Positional (see plan.evaluate): max_model_len, block_tokens, batched_tokens, speculative_tokens,
     # ssm_cache_dtype, prefix_caching, draft_layers, origins.
-    return PoolInputs(window, recipe.block_size if recipe else None,
+    return PoolInputs(usable.tokens, recipe.block_size if recipe else None,
                       int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS, spec, ssm or "auto",
-                      prefix_on, _mtp_layers(facts, recipe), origins)
+                      prefix_on, _mtp_layers(facts, recipe), origins, limit)
+
+
+CONTEXT_ORIGINS = {"setting": "--max-model-len as set", "recipe": "the recipe's --max-model-len",
+                   "native": "the model's native context", "unknown": "unknown"}
+"""Where the max-model-len the pool is sized for comes from, by the usable context's basis."""
 
 
 def _mtp_layers(facts: BuildFacts, recipe: Recipe | None) -> int:
@@ -129,12 +138,14 @@ PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float
 
 
 def pool_per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
-                     context_tokens: int, prefix: tuple[bool, str] | None = None) -> PerRequest:
+                     context_tokens: int, prefix: tuple[bool, str] | None = None,
+                     limit: int | None = None) -> PerRequest:
     """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
     context, bytes a decode step reads at the context): what the pool's arithmetic reads from the model
-    and the recipe alone, the same for every build of the model (`facts` is read for its model only)."""
+    and the recipe alone, the same for every build of the model (`facts` is read for its model only;
+    `limit`: the user's --max-model-len)."""
     attention = facts.model.attention
-    inputs = pool_inputs(facts, recipe, prefix)
+    inputs = pool_inputs(facts, recipe, prefix, limit)
     shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype, inputs.draft_layers) \
         if attention else None
     if shape is None:

@@ -64,9 +64,10 @@ def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
     return launch_flag(recipe.extra_args, (flag,)) if recipe is not None else None
 
 
-def _window(facts: BuildFacts, recipe: Recipe | None) -> int | None:
-    """The max_model_len the pool is sized for: the usable context (the recipe's, else the model's native)."""
-    return usable_context(facts.model, recipe).tokens
+def _window(facts: BuildFacts, recipe: Recipe | None, limit: int | None = None) -> int | None:
+    """The max_model_len the pool is sized for: the usable context (the user's --max-model-len `limit`
+    within what the build serves, else the recipe's, else the model's native)."""
+    return usable_context(facts.model, recipe, limit).tokens
 
 
 def prefix_caching(recipe: Recipe | None, caveats: tuple[Caveat, ...]) -> tuple[bool, str]:

@@ -70,12 +70,14 @@ FIELDS = (
     Field("output_tokens", "Output tokens/turn", token_count, "e.g. 200"),
     Field("streams", "Streams at once", stream_count, "1 or more"),
     Field("gpu_memory_utilization", "Memory utilization", fraction, "per recipe (0-1)", optional=True),
+    Field("max_model_len", "Max model length", token_count, "per recipe (e.g. 64k)", optional=True),
     Field("kv_cache_dtype", "KV cache dtype", kv_dtype, "per recipe", optional=True),
     Field("engine", "Engine, no recipe", engine_name, "the build's own", optional=True),
     Field("enforce_eager", "Mode", mode_name, "per recipe: eager, graphs", optional=True),
     Field("min_capability", "Min capability", share, "all (e.g. 80%)", optional=True),
 )
-"""The fields in order, one line each. Memory utilization is vLLM's --gpu-memory-utilization, the mode
+"""The fields in order, one line each. Memory utilization is vLLM's --gpu-memory-utilization, the max model
+length its --max-model-len (a ceiling: each build serves the smaller of it and its own longest), the mode
 its --enforce-eager (eager) or CUDA graphs, the engine the one a build without a recipe is costed on.
 `min_capability` is a share of the frontier reference score; it hides builds below it and those of
 unknown capability. A label and its hint fit the panel at 80 columns."""
@@ -174,6 +176,7 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
         workload = self.workload.changed(**changes)  # type: ignore[arg-type]
         settings = replace(self.settings, gpu_memory_utilization=cast("float | None", values["gpu_memory_utilization"]),
                            kv_cache_dtype=cast("str | None", values["kv_cache_dtype"]),
+                           max_model_len=cast("int | None", values["max_model_len"]),
                            engine=cast("str | None", values["engine"]),
                            enforce_eager=cast("bool | None", values["enforce_eager"]))
         minimum = cast("float | None", values["min_capability"])

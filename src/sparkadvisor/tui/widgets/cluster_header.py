@@ -9,24 +9,11 @@ from textual.widgets import Static
 
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.core.table import cluster_line, workload_line
+from sparkadvisor.core.table import cluster_line, settings_line, workload_line
 from sparkadvisor.core.workload import Settings, Workload
 
 if TYPE_CHECKING:
     from textual.css.styles import RulesMap
-
-
-def settings_text(settings: Settings) -> str:
-    """" · gpu-memory-utilization 0.8 · KV dtype fp8" for the settings that override each recipe's, and the
-    recipe followed over the advisor's pick for its build (`r` in a build's full-screen view)."""
-    text = ""
-    if settings.gpu_memory_utilization is not None:
-        text += f" · gpu-memory-utilization {settings.gpu_memory_utilization:g}"
-    if settings.kv_cache_dtype is not None:
-        text += f" · KV dtype {settings.kv_cache_dtype}"
-    if settings.recipe is not None:
-        text += f" · recipe {settings.recipe}"
-    return text
 
 
 class ClusterHeader(Static):
@@ -41,7 +28,7 @@ class ClusterHeader(Static):
         cluster_text, assumptions = cluster_line(cluster), workload_line(workload).removeprefix(workload.label)
         content = Content.assemble(
             (safe_text(cluster_text), "bold $primary"), "\n", (workload.label, "bold $accent"),
-            safe_text(f"{assumptions}{settings_text(settings)}"))
+            safe_text(f"{assumptions}{settings_line(settings)}"))
         # A new layout only if the lines wrap to another height: a layout costs the screen a second frame
         # (every scroll bar repaints after it), on each workload toggle and node count.
         width, rules = self.content_region.width, cast("RulesMap", self.styles)  # as textual passes them
