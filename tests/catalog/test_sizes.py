@@ -54,6 +54,7 @@ STATED_SIZES = {
     ("unsloth/Qwen3-30B-A3B-GGUF", "gguf-q8_0"): (32.484, "GB"),  # rampart-langtools catalog (HF API bytes)
     ("unsloth/Qwen3-32B-GGUF", "gguf-q4_0"): (18.703, "GB"),  # rampart-langtools catalog (HF API bytes)
     ("nvidia/Gemma-4-26B-A4B-NVFP4", "nvfp4-modelopt"): (18.8, "GB"),  # HF file listing
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "bf16"): (29.54, "GB"),  # HF tree: the four shards
 }
 """Repo and format -> the size and unit as the research notes recorded the repo's statement."""
 
@@ -96,4 +97,7 @@ def test_a_derived_size_says_how_its_rule_did_on_the_formats_stated_builds(index
     assert f"For the {modelopt.builds} builds of NVFP4 (NVIDIA ModelOpt) whose size a source states" in text
     assert f"{-modelopt.high:.0%} to {-modelopt.low:.0%} below the stated sizes" in text and "a floor" in text
     assert "within -4% to +1% of the stated sizes" in weights_text("qwen3-8b-q4km-unsloth")
-    assert "whose size a source states" not in weights_text("llama-3.3-70b-bf16")  # no BF16 build states one
+    # One BF16 build states its size: its card's 14.7B parameters x 2 bytes is 0.5% under its shards' 29.54 GB.
+    assert ("For the 1 build of BF16 whose size a source states, the same rule comes out -0.5% from its stated "
+            "size.") in weights_text("llama-3.3-70b-bf16")
+    assert "whose size a source states" not in weights_text("kimi-k2-thinking-int4")  # no INT4 build states one

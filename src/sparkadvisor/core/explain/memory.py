@@ -52,6 +52,8 @@ def _size_check_text(check: SizeCheck | None, weight_format: str) -> str:
                 "floor.")
     if check.low > 0.05:
         return f"{against} {check.low:.0%} to {check.high:.0%} above the stated sizes, so read this size as a ceiling."
+    if check.builds == 1:
+        return f"{against} {check.low:+.1%} from its stated size."
     return f"{against} within {check.low:+.0%} to {check.high:+.0%} of the stated sizes."
 
 
