@@ -149,3 +149,23 @@ def test_hardware_that_cannot_run_vllms_cuda_images_is_not_exported_a_cuda_launc
     assert main([*argv, "--hardware", "ryzen-ai-max-395"]) == 1
     assert "is not an NVIDIA GPU" in capsys.readouterr().err and not list(tmp_path.iterdir())
     assert main([*argv, "--hardware", "rtx-pro-6000"]) == 0
+
+
+def _argv(tmp_path, name: str, *args: str) -> list[str]:
+    out = tmp_path / name
+    assert main(["export", *args, "--format", "json", "--out", str(out)]) == 0
+    return json.loads((out / "plan.json").read_text())["nodes"][0]["vllm_argv"]
+
+
+def test_the_launch_runs_in_the_mode_the_plan_was_costed_in(tmp_path, capsys):
+    """--eager and --cuda-graphs cost the plan (its CUDA-graph reserve and its speed) in that mode; the export
+    wrote the recipe's mode whatever they said, so the server ran in another mode than the plan."""
+    assert "--enforce-eager" in _argv(tmp_path, "own", "glm-5.3-flash-nvfp4-redhat")  # the recipe runs eager
+    assert "--enforce-eager" not in _argv(tmp_path, "graphs", "glm-5.3-flash-nvfp4-redhat", "--cuda-graphs")
+    assert "--enforce-eager" not in _argv(tmp_path, "default", "qwen3.6-35b-a3b-nvfp4-nvidia", "--nodes", "1")
+    assert "--enforce-eager" in _argv(tmp_path, "eager", "qwen3.6-35b-a3b-nvfp4-nvidia", "--nodes", "1", "--eager")
+    # The TP4 recipe names a CUDA-graph mode: kept with graphs, dropped for an eager launch.
+    tp4 = _argv(tmp_path, "tp4", "glm-5.3-flash-nvfp4-redhat", "--nodes", "4")
+    assert "--compilation-config" in tp4 and "--enforce-eager" not in tp4
+    tp4_eager = _argv(tmp_path, "tp4-eager", "glm-5.3-flash-nvfp4-redhat", "--nodes", "4", "--eager")
+    assert "--compilation-config" not in tp4_eager and "--enforce-eager" in tp4_eager

@@ -104,12 +104,13 @@ def speculative_json(plan: Plan) -> str | None:
 
 
 def graph_options(plan: Plan) -> list[Option]:
-    """--enforce-eager, or the compilation config's CUDA-graph mode, as the recipe sets it."""
-    recipe = plan.recipe
-    if recipe is None:
-        return []
-    if recipe.enforce_eager:
+    """--enforce-eager when the plan runs without CUDA graphs (the user's --eager/--cuda-graphs, else the
+    recipe's mode: the plan's reserve and speed are costed in it), else the recipe's CUDA-graph mode."""
+    if plan.speed.eager:
         return [("--enforce-eager",)]
+    recipe = plan.recipe
+    if recipe is None or recipe.enforce_eager:  # a recipe run eager names no graph mode to keep
+        return []
     if recipe.cudagraph_mode:
         mode = json.dumps({"cudagraph_mode": recipe.cudagraph_mode}, separators=(",", ":"), ensure_ascii=False)
         return [("--compilation-config", mode)]
@@ -190,6 +191,8 @@ def extra_args(plan: Plan, already: list[Option]) -> tuple[list[Option], list[st
             why = "not a vLLM 0.33 serve option"
         elif dest_of(flag) in taken:
             why = f"the plan sets {flag} itself"
+        elif dest_of(flag) == dest_of("--compilation-config") and plan.speed.eager:
+            why = "the plan runs eager (--enforce-eager turns torch.compile and CUDA graphs off)"
         elif dest_of(flag) in {dest_of(str(o[0])) for o in kept}:
             why = f"{flag} is given twice; a config file can hold it once"
         if why:

@@ -89,8 +89,7 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
         found = None
     active_gb = (facts.model.params.active_b or 0) * facts.weights.stored_bits / 8 / fit.tp
     # Positional (see plan.evaluate): estimate, measured, tok_s, eager, streams, active_gb_per_node.
-    return DecodeSpeed(estimate, found, stream_speed(estimate, found, streams),
-                       mode if inputs is not None else bool(eager), streams, active_gb)
+    return DecodeSpeed(estimate, found, stream_speed(estimate, found, streams), mode, streams, active_gb)
 
 
 def decode_mode(recipe: Recipe | None, eager: bool | None) -> bool:
