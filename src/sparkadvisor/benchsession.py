@@ -101,14 +101,15 @@ class BenchSession:
         """The build being served and its plan; several candidates are narrowed by how the engine
         was started (KV dtype, block size, speculation), as the probe does."""
         from sparkadvisor.core.advisor import evaluate_build
-        from sparkadvisor.core.checkup import BuildMatch, match_build, narrow_match
+        from sparkadvisor.core.checkup import BuildMatch, match_build, narrow_match, served_settings
 
         o = self.options
+        settings = served_settings(o.settings, info.config)  # without drafters when vLLM runs none
         if o.build_id is not None:
             match = BuildMatch((self.index.builds[o.build_id],), f"--build {o.build_id}", info.served)
         else:
             match = match_build(self.index, (info.served,))
-        plans = [evaluate_build(self.index, b, o.cluster, o.workload, o.settings) for b in match.builds]
+        plans = [evaluate_build(self.index, b, o.cluster, o.workload, settings) for b in match.builds]
         match, plans = narrow_match(match, plans, info.config)
         return match, plans[0] if len(plans) == 1 else None
 
@@ -148,12 +149,13 @@ class BenchSession:
     def kv_cache(self) -> list[Finding]:
         """The KV cache vLLM sized against the plan's, as `probe` holds it (at the gpu-memory-utilization
         vLLM reports, unless the options set one); none without a plan or a block count."""
-        from sparkadvisor.core.checkup import at_utilization, pool_findings, reutilizer
+        from sparkadvisor.core.checkup import at_utilization, pool_findings, reutilizer, served_settings
 
         if self.plan is None or self.info is None:
             return []
         o, config = self.options, self.info.config
-        plans = at_utilization([self.plan], config, reutilizer(self.index, o.cluster, o.workload, o.settings))
+        settings = served_settings(o.settings, config)
+        plans = at_utilization([self.plan], config, reutilizer(self.index, o.cluster, o.workload, settings))
         return pool_findings(plans, config, self.info.served)
 
     def record(self) -> Recorded | None:

@@ -99,3 +99,29 @@ def test_the_text_report_reads_like_show(standin, capsys):
                      r"predicted range 0\.\d\d-0\.\d\d s\.", warm)
     assert "Prefix-cache counters over these requests: 95% of prompt tokens hit (3,792 tokens a request)" in warm
     assert text.endswith("add --record to keep these as measurements of this build on this cluster")
+
+
+@pytest.mark.parametrize("spec", [False, True])
+def test_the_decode_is_held_against_a_plan_with_the_servers_drafter_or_without(spec, capsys, monkeypatch, tmp_path):
+    """vLLM reports speculative decoding only when it runs a drafter. Without one, the plan the run is held
+    against runs the recipe without its drafter too; it used to predict the recipe's DFlash2 speed."""
+    from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC, Settings
+
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    server = bench_server(overhead_s=0.1, prefill_tok_s=40_000.0, decode_tok_s=400.0, spec=spec)
+    try:
+        assert main(["bench", "--vllm", server.url, "--context", "2000", "--repetitions", "1", "--streams", "1",
+                     "--output-tokens", "20", "--json"]) == 0
+    finally:
+        server.close()
+    predicted = figure(json.loads(capsys.readouterr().out), "decode_tok_s")["predicted"]["expected"]
+    index = load_index()
+    workload = AGENTIC.changed(context_tokens=2000, output_tokens=20)
+    build, cluster = index.builds["glm-5.3-flash-nvfp4-redhat"], Cluster(index.hardware["dgx-spark"], 2)
+    plans = {s: evaluate_build(index, build, cluster, workload, Settings(speculation=s)) for s in (None, False)}
+    expected = plans[None if spec else False].decode.expected_tok_s
+    assert predicted == pytest.approx(expected, rel=0.01)
+    assert plans[False].decode.expected_tok_s < plans[None].decode.expected_tok_s / 2

@@ -166,19 +166,21 @@ def test_the_kv_cache_vllm_sized_is_recorded_as_the_recipes_pool(standin, capsys
     from sparkadvisor.core.checkup import served_pool
     from sparkadvisor.core.metrics import ServedConfig
     from sparkadvisor.core.plan import Cluster
-    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.core.workload import AGENTIC, Settings
 
     assert main(["bench", "--vllm", standin.url, *RUN]) == 0
     out = " ".join(capsys.readouterr().out.split())
     # The run's report holds it against the plan as vLLM sized it: no --kv-cache-memory (the catalog
     # recipe's 6 GiB pin is not what this server runs, so the plan is taken unpinned at its 0.85) and no
-    # speculative decoding (the recipe's DFlash drafter's memory goes to the KV cache).
+    # speculative decoding (the plan is made without the recipe's DFlash drafter, whose memory goes to the KV
+    # cache, and its decode is held against a plan that decodes one token a pass).
     assert "KV cache [vLLM's num_gpu_blocks] vLLM holds 5.5 GiB of KV cache per rank (233 blocks of " in out
-    assert ("the plan, at gpu-memory-utilization 0.85 and without the recipe's drafter (its 1.0 GiB to the KV "
-            "cache), expects ") in out
+    assert ("the plan, at gpu-memory-utilization 0.85 and without the recipe's drafter (its memory to the KV "
+            "cache), expects 6.3 GiB") in out
     [pool] = [m for m in user_recipes()[0]["measurements"] if m["metric"] == "kv_pool_tokens"]
     index = load_index()
-    plan = evaluate_build(index, index.builds[BUILD], Cluster(index.hardware["dgx-spark"], 2), AGENTIC)
+    plan = evaluate_build(index, index.builds[BUILD], Cluster(index.hardware["dgx-spark"], 2), AGENTIC,
+                          Settings(speculation=False))
     sized = served_pool(plan, ServedConfig(block_size=16, speculating=False, num_gpu_blocks=233), 262_144)
     assert pool["value"] == round(sized.pool_tokens) and pool["kv_gib"] == round(sized.kv_bytes / 2**30, 3)
     assert 5.5 < pool["kv_gib"] < 5.6 and pool["note"].startswith("vLLM's num_gpu_blocks 233 x ")

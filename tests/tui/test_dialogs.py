@@ -137,3 +137,27 @@ async def test_a_max_model_len_typed_in_the_assumptions_re_ranks_and_heads_the_t
         app.screen.query_one("#max_model_len", Input).value = "64K8"
         await pilot.pause()
         assert main.scenario.settings.max_model_len == 64_000  # a bad value changes nothing until fixed
+
+
+async def test_speculation_off_in_the_assumptions_plans_every_recipe_without_its_drafter(make_app) -> None:
+    from textual.widgets import Input
+
+    from sparkadvisor.tui.widgets.cluster_header import ClusterHeader
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.screen
+        glm = main.ranking.by_id["glm-5.3-flash-nvfp4-redhat"].plan
+        assert glm.recipe.speculative is not None
+        await pilot.press("a")
+        await pilot.pause()
+        field = app.screen.query_one("#speculation", Input)
+        field.value = "on"
+        await pilot.pause()
+        assert main.scenario.settings.speculation is None  # only "off" is a value: a typo changes nothing
+        field.value = "off"
+        await pilot.pause()
+        assert main.scenario.settings.speculation is False
+        assert "· no speculation" in str(main.query_one(ClusterHeader).render())
+        off = main.ranking.by_id["glm-5.3-flash-nvfp4-redhat"].plan
+        assert off.drafter_off and off.decode_tok_s < glm.decode_tok_s / 2

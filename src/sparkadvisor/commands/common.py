@@ -93,6 +93,8 @@ def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", 
     if streams:
         parser.add_argument("--streams", type=stream_count, default=1,
                             help="sequences decoding at once; speeds are per stream, with the aggregate (default: 1)")
+    parser.add_argument("--no-speculation", dest="speculation", action="store_const", const=False,
+                        help="run every recipe without its drafter (no --speculative-config)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--eager", dest="enforce_eager", action="store_const", const=True,
                       help="cost every build without CUDA graphs (--enforce-eager)")
@@ -137,7 +139,8 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
         raise UsageError(f"--engine {engine} is not known to run on {hardware.name}; {engines_here(hardware)}")
     settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
                         enforce_eager=getattr(args, "enforce_eager", None),
-                        max_model_len=getattr(args, "max_model_len", None))
+                        max_model_len=getattr(args, "max_model_len", None),
+                        speculation=getattr(args, "speculation", None))
     return Cluster(hardware, args.nodes), workload, settings
 
 

@@ -104,6 +104,7 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
         narrow_match,
         replanner,
         reutilizer,
+        served_settings,
         service_findings,
     )
 
@@ -115,6 +116,7 @@ def _hold_against_plan(report: ProbeReport, index: Any, cluster: Any, workload: 
     else:
         return None, [], []
 
+    settings = served_settings(settings, metrics.config if metrics is not None else None)
     plans = [evaluate_build(index, build, cluster, workload, settings) for build in match.builds]
     if metrics is not None:
         match, plans = narrow_match(match, plans, metrics.config)

@@ -165,6 +165,14 @@ def narrow_match(match: BuildMatch, plans: Sequence[Plan], config: ServedConfig)
     return BuildMatch(tuple(p.build for p in kept), how, match.served), kept
 
 
+def served_settings(settings: Settings, config: ServedConfig | None) -> Settings:
+    """The settings to plan a served build with: each recipe without its drafter when vLLM reports no
+    speculative decoding (its speed and pool are then a server's without one), unless the user chose."""
+    if config is not None and config.speculating is False and settings.speculation is None:
+        return replace(settings, speculation=False)
+    return settings
+
+
 def replanner(index: CatalogIndex, cluster: Cluster, workload: Workload, settings: Settings) -> Replan:
     """How to evaluate a plan at another prefix reuse (the measured hit rate) on this cluster and workload."""
     from sparkadvisor.core.advisor import evaluate_build
@@ -530,6 +538,8 @@ def pool_findings(plans: Sequence[Plan], config: ServedConfig, served: ServedMod
              else f"at gpu-memory-utilization {budget.utilization:g}")
     if pool.drafter_bytes:
         basis += f" and without the recipe's drafter (its {fmt_size(pool.drafter_bytes)} to the KV cache)"
+    elif plan.drafter_off:
+        basis += " and without the recipe's drafter (its memory to the KV cache)"
     expected = (f"{which}, {basis}, expects {fmt_size(pool.planned_bytes)}" +
                 (f", {fmt_tokens(pool.planned_tokens)} tokens" if pool.planned_tokens else ""))
     if not pool.in_layout:

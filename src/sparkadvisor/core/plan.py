@@ -18,7 +18,7 @@ from sparkadvisor.core.stages.decode import DecodeSpeed, decode_speed
 from sparkadvisor.core.stages.first_token import FirstToken, first_token, prefill
 from sparkadvisor.core.stages.fit import Fit, fit_on, short_bytes
 from sparkadvisor.core.stages.kv_pool import KvPool, kv_pool_for
-from sparkadvisor.core.stages.recipe import measured, measured_ttft, pick_recipe, prefix_caching
+from sparkadvisor.core.stages.recipe import measured, measured_ttft, plan_recipe, prefix_caching
 from sparkadvisor.core.targets import Status, TargetCheck, UsableContext, check_targets, judge_targets, usable_context
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
@@ -69,6 +69,8 @@ class Plan:
     """First token plus the answer at the decode speed a turn is costed at (`turn_seconds`)."""
     no_engine: str | None = None
     """Why no engine is known to serve the build on this hardware (`engine_gap`), or None when one is."""
+    drafter_off: bool = False
+    """The recipe speculates, and the settings run it without its drafter (`stages.recipe.without_drafter`)."""
     statuses: tuple[Status, ...] = ()
     """Each of the workload's targets (`core.targets.TARGET_KEYS`): met, missed or unknown. Judged on
     the plan's own figures when the plan is made."""
@@ -191,10 +193,10 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     """The plan for one build on one cluster for one workload."""
     facts = index.facts[build.id]
     hardware, nodes = cluster.hardware, cluster.nodes
-    recipe = pick_recipe(facts, hardware, nodes, settings.recipe)
+    recipe, drafter_off = plan_recipe(facts, hardware, nodes, settings)
     engine = recipe.engine if recipe else _engine(build, settings, hardware)
     constants = index.speed_constants(hardware, engine)
-    caveats = _caveats(index, facts, recipe)
+    caveats = _caveats(index, facts, recipe, drafter_off)
     shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,
                            prefix_caching(recipe, caveats))
     fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split)
@@ -212,7 +214,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     # constants, turn_s.
     return Plan(build, facts.model, cluster, workload, recipe, facts.weights, fit, pool, speed, first, caveats,
                 _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload),
-                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None))
+                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None), drafter_off)
 
 
 def turn_seconds(first: FirstToken, speed: DecodeSpeed, workload: Workload) -> float | None:
@@ -268,8 +270,14 @@ def engines_here(hardware: Hardware) -> str:
     return f"engines known here: {', '.join(hardware.serving.engines)}"
 
 
-def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None) -> tuple[Caveat, ...]:
+DRAFTER_KINDS = frozenset({"spec-decode-cache-miss"})
+"""Caveat kinds a drafter brings: a recipe run without its drafter (`drafter_off`) does not have them."""
+
+
+def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None,
+             drafter_off: bool = False) -> tuple[Caveat, ...]:
     if recipe is None or not recipe.caveats:
         return facts.caveats
     extra = [index.caveats[c] for c in dict.fromkeys(recipe.caveats) if c in index.caveats]
-    return facts.caveats + tuple(c for c in extra if c not in facts.caveats)
+    return facts.caveats + tuple(c for c in extra if c not in facts.caveats
+                                 and not (drafter_off and c.kind in DRAFTER_KINDS))

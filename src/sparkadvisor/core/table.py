@@ -238,6 +238,8 @@ def settings_line(settings: Settings) -> str:
         text += f" · {settings.engine} without a recipe"
     if settings.enforce_eager is not None:
         text += " · eager" if settings.enforce_eager else " · CUDA graphs"
+    if settings.speculation is False:
+        text += " · no speculation"
     if settings.recipe is not None:
         text += f" · recipe {settings.recipe}"
     return text

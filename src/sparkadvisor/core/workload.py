@@ -77,6 +77,8 @@ class Settings:
     recipe: str | None = None
     """A recipe the user named (export --recipe): on its own build and node count it is followed instead
     of the one the advisor would pick (the newest own bench, else the best-measured published one)."""
+    speculation: bool | None = None
+    """False: every recipe runs without its drafter (no --speculative-config); None keeps each recipe's."""
     max_model_len: int | None = None
     """--max-model-len for every build, as a ceiling: each serves the smaller of it and the longest context
     it can (the recipe's --max-model-len or the model's native context, whichever is longer); None keeps

@@ -53,6 +53,8 @@ def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step
     on_hardware = facts.recipes_on(hardware)
     if not on_hardware:
         return None
+    # The plan may follow a copy without its drafter (`plan.drafter_off`): the catalog's recipe by its id.
+    followed = next((r for r in on_hardware if followed is not None and r.id == followed.id), followed)
     here = [r for r in on_hardware if r.nodes == nodes and r is not followed]
     elsewhere = [r for r in on_hardware if r.nodes != nodes]
     if followed is None:
@@ -70,6 +72,11 @@ def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step
         else:
             why = f"the only recipe for this build on {plan.cluster.label}"
         text = f"Follows {followed.id} ({followed.title}), {why}."
+        if plan.drafter_off and followed.speculative is not None:
+            spec = followed.speculative
+            drafter = f"{spec.method}{f', {spec.draft_repo}' if spec.draft_repo else ''}"
+            text += (f" Its drafter ({drafter}) is left off (--no-speculation): the plan decodes one token a "
+                     "pass, and the recipe's speeds and pool, measured with the drafter, are not held against it.")
     if here:
         text += f" Also here: {_recipe_list(here)}; --recipe ID follows one instead."
     if elsewhere:

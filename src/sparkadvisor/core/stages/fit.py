@@ -18,7 +18,7 @@ from sparkadvisor.core.memory import (
 )
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Recipe
-from sparkadvisor.core.stages.recipe import _window, measured, pick_recipe
+from sparkadvisor.core.stages.recipe import _window, measured, plan_recipe
 from sparkadvisor.core.units import GB, GiB
 from sparkadvisor.core.workload import Settings
 
@@ -140,7 +140,7 @@ def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, nod
         return nodes if fits else None
     # One GPU per node: tp x pp is the node count, a recipe's too (check_references enforces it).
     for size in range(1, nodes if fits else hardware.max_nodes + 1):
-        if _fits_at(facts, hardware, pick_recipe(facts, hardware, size, settings.recipe), settings, size):
+        if _fits_at(facts, hardware, plan_recipe(facts, hardware, size, settings)[0], settings, size):
             return size
     return nodes if fits else None
 

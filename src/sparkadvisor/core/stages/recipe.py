@@ -4,6 +4,7 @@ measurements, its launch flags, the context the pool is sized for, and whether p
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Recipe
@@ -12,6 +13,7 @@ from sparkadvisor.core.targets import usable_context
 
 if TYPE_CHECKING:
     from sparkadvisor.core.index import BuildFacts
+    from sparkadvisor.core.workload import Settings
 
 PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
 """Caveat kinds that force prefix caching off, whatever the recipe says."""
@@ -49,6 +51,34 @@ def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int, named: str | 
         return chosen
     own = [r for r in candidates if r.id in facts.own_recipes]
     return own[-1] if own else published_recipe(facts, hardware, nodes)
+
+
+DRAFTER_SHAPED = ("decode_tok_s", "aggregate_tok_s", "kv_pool_tokens")
+"""Measurements a recipe's drafter shaped: its speed, and its pool (the drafter's memory, the speculative
+tokens' state pages). Without the drafter they describe another server."""
+
+_UNDRAFTED: dict[int, tuple[Recipe, Recipe]] = {}
+"""Each speculating recipe's copy without its drafter, kept with the original so its id stays its own."""
+
+
+def without_drafter(recipe: Recipe) -> Recipe:
+    """The recipe with speculative decoding left off: no drafter, and none of the measurements it shaped
+    (`DRAFTER_SHAPED`). The same copy every time, so what a ranking works out once per recipe still is."""
+    held = _UNDRAFTED.get(id(recipe))
+    if held is None or held[0] is not recipe:
+        kept = tuple(m for m in recipe.measurements if m.metric not in DRAFTER_SHAPED)
+        held = (recipe, replace(recipe, speculative=None, measurements=kept))
+        _UNDRAFTED[id(recipe)] = held
+    return held[1]
+
+
+def plan_recipe(facts: BuildFacts, hardware: Hardware, nodes: int, settings: Settings) -> tuple[Recipe | None, bool]:
+    """(the recipe a plan follows, its drafter left off): `pick_recipe`'s, without its drafter when the
+    settings turn speculation off."""
+    recipe = pick_recipe(facts, hardware, nodes, settings.recipe)
+    if settings.speculation is False and recipe is not None and recipe.speculative is not None:
+        return without_drafter(recipe), True
+    return recipe, False
 
 
 def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:

@@ -51,6 +51,14 @@ def mode_name(text: str) -> bool:
     return MODES[text]
 
 
+def speculation_name(text: str) -> bool:
+    """Speculative decoding off for every recipe ("off"); blank keeps each recipe's drafter."""
+    if text != "off":
+        raise ArgumentTypeError(f"{text!r} is not a speculation setting; use off, or leave it blank for each "
+                                "recipe's own")
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Field:
     """One editable assumption."""
@@ -74,15 +82,18 @@ FIELDS = (
     Field("kv_cache_dtype", "KV cache dtype", kv_dtype, "per recipe", optional=True),
     Field("engine", "Engine, no recipe", engine_name, "the build's own", optional=True),
     Field("enforce_eager", "Mode", mode_name, "per recipe: eager, graphs", optional=True),
+    Field("speculation", "Speculation", speculation_name, "per recipe (off)", optional=True),
     Field("min_capability", "Min capability", share, "all (e.g. 80%)", optional=True),
 )
 """The fields in order, one line each. Memory utilization is vLLM's --gpu-memory-utilization, the max model
 length its --max-model-len (a ceiling: each build serves the smaller of it and its own longest), the mode
-its --enforce-eager (eager) or CUDA graphs, the engine the one a build without a recipe is costed on.
+its --enforce-eager (eager) or CUDA graphs, the engine the one a build without a recipe is costed on,
+speculation "off" every recipe without its drafter.
 `min_capability` is a share of the frontier reference score; it hides builds below it and those of
 unknown capability. A label and its hint fit the panel at 80 columns."""
 
-SUGGESTIONS = {"kv_cache_dtype": list(KV_DTYPE_BYTES), "engine": list(ENGINES), "enforce_eager": list(MODES)}
+SUGGESTIONS = {"kv_cache_dtype": list(KV_DTYPE_BYTES), "engine": list(ENGINES), "enforce_eager": list(MODES),
+               "speculation": ["off"]}
 """What a field completes to as it is typed."""
 
 OnChange = Callable[[Workload, Settings, float | None], None]
@@ -98,6 +109,8 @@ def initial_text(workload: Workload, settings: Settings, min_capability: float |
         return ""
     if key == "enforce_eager":
         return "eager" if value else "graphs"
+    if key == "speculation":
+        return "off"  # False: None (each recipe's own) returned "" above
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
@@ -178,7 +191,8 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
                            kv_cache_dtype=cast("str | None", values["kv_cache_dtype"]),
                            max_model_len=cast("int | None", values["max_model_len"]),
                            engine=cast("str | None", values["engine"]),
-                           enforce_eager=cast("bool | None", values["enforce_eager"]))
+                           enforce_eager=cast("bool | None", values["enforce_eager"]),
+                           speculation=cast("bool | None", values["speculation"]))
         minimum = cast("float | None", values["min_capability"])
         if (workload, settings, minimum) != (self.workload, self.settings, self.min_capability):
             self.workload, self.settings, self.min_capability = workload, settings, minimum

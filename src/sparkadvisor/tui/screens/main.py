@@ -215,16 +215,17 @@ class MainScreen(Screen[None]):
         cluster and workload; the same plan at another prefix reuse (the status line's first-token cost at
         the measured hit rate) and at vLLM's gpu-memory-utilization (None when the screen sets one)."""
         from sparkadvisor.core.advisor import evaluate_build
-        from sparkadvisor.core.checkup import match_build, narrow_match, replanner, reutilizer
+        from sparkadvisor.core.checkup import match_build, narrow_match, replanner, reutilizer, served_settings
 
         index, ranking, scenario = self.index, self.ranking, self.scenario
+        settings = served_settings(scenario.settings, config)  # without drafters when vLLM runs none
         match = match_build(index, [served])
-        plans = [ranking.by_id[b.id].plan if b.id in ranking.by_id else
-                 evaluate_build(index, b, ranking.cluster, scenario.workload, scenario.settings)
+        plans = [ranking.by_id[b.id].plan if b.id in ranking.by_id and settings is scenario.settings else
+                 evaluate_build(index, b, ranking.cluster, scenario.workload, settings)
                  for b in match.builds]
         _, plans = narrow_match(match, plans, config)
-        return (plans, replanner(index, ranking.cluster, scenario.workload, scenario.settings),
-                reutilizer(index, ranking.cluster, scenario.workload, scenario.settings))
+        return (plans, replanner(index, ranking.cluster, scenario.workload, settings),
+                reutilizer(index, ranking.cluster, scenario.workload, settings))
 
     def _show_detail(self, build_id: str | None) -> None:
         key = (id(self.ranking), build_id or f"no build for {self.filter_text!r}")
