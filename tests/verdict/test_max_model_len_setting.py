@@ -144,3 +144,27 @@ def test_rank_says_the_settings_it_applied_in_its_header_and_its_json(capsys, mo
                                "engine": None, "enforce_eager": None, "speculation": None}
     assert {c["context_basis"] for c in out["candidates"]} <= {"setting", "recipe", "native", "unknown"}
     assert all(c["context_tokens"] <= 131072 for c in out["candidates"] if c["context_tokens"] is not None)
+
+
+def test_the_native_context_is_cut_to_what_the_pool_holds_as_the_export_writes_it(index):
+    p = plan(index, "glm-4.6-nvfp4-lukealonso", 2)
+    usable = p.usable_context
+    assert (usable.basis, usable.tokens, usable.asked) == ("pool", 26624, 202752) and usable.starts
+    assert ("Usable context 26,624 (the model's native 202,752, cut to what the KV pool holds of one request, as "
+            "the export writes it)") in step(p, "context")
+    assert "context 26,624 < 100,200 needed" in p.target_misses
+    assert max_model_len(p) == (26624, "capped at the KV pool (the model's native context is 202,752)")
+
+
+def test_a_recipes_length_the_pool_cannot_hold_is_a_server_that_does_not_start(index, capsys, monkeypatch, tmp_path):
+    build = index.builds["qwen3.6-35b-a3b-nvfp4-nvidia"]
+    p = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 1), AGENTIC,
+                       Settings(gpu_memory_utilization=0.25))
+    assert p.usable_context.basis == "recipe" and not p.usable_context.starts
+    assert ("context 262,144: one request of it needs more KV cache than the pool holds (218,112 tokens), so vLLM "
+            "would not start") in p.target_misses
+    assert "not served at all: --max-model-len 218,112 or less" in step(p, "context")
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    assert main(["export", build.id, "--nodes", "1", "--gpu-memory-utilization", "0.25", "--format", "json"]) == 2
+    assert "the recipe's --max-model-len 262,144 is more than one request of the 218k-token KV pool" in \
+        capsys.readouterr().err

@@ -39,7 +39,10 @@ def test_without_the_drafter_the_plan_decodes_one_token_a_pass(index):
 def test_the_cli_says_it_and_the_export_leaves_the_drafter_out(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path / "home"))
     assert main(["rank", "--no-speculation", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["settings"]["speculation"] is False
+    out = json.loads(capsys.readouterr().out)
+    assert out["settings"]["speculation"] is False
+    glm = next(c for c in out["candidates"] if c["build"] == GLM)
+    assert glm["recipe"] == "glm-5.3-flash-tonyd2wild-tp2" and glm["drafter_off"] and glm["decode_measured_tok_s"] is None
     assert main(["show", GLM, "--no-speculation"]) == 0
     assert capsys.readouterr().out.splitlines()[1].endswith("200 out · no speculation")
     for name, extra in (("own", []), ("off", ["--no-speculation"])):

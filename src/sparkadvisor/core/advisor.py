@@ -73,7 +73,7 @@ def candidate_figures(ranked: Ranked) -> dict[str, Any]:
     return {
         "build": p.build.id, "model": p.model.id, "repo": p.build.repo, "format": p.build.format,
         "rank": ranked.rank, "fits": p.fits, "fit_by_recipe": p.fit_by_recipe, "nodes_needed": p.nodes_needed,
-        "tp": p.tp, "pp": p.pp, "recipe": p.recipe.id if p.recipe else None,
+        "tp": p.tp, "pp": p.pp, "recipe": p.recipe.id if p.recipe else None, "drafter_off": p.drafter_off,
         "weights_gib": _round(p.weights.total_bytes / GiB),
         "weights_gib_per_node": _round(p.weights_per_node / GiB),
         "short_gb": _round(p.short_bytes / 1e9),

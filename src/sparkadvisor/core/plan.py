@@ -19,7 +19,15 @@ from sparkadvisor.core.stages.first_token import FirstToken, first_token, prefil
 from sparkadvisor.core.stages.fit import Fit, fit_on, short_bytes
 from sparkadvisor.core.stages.kv_pool import KvPool, kv_pool_for
 from sparkadvisor.core.stages.recipe import measured, measured_ttft, plan_recipe, prefix_caching
-from sparkadvisor.core.targets import Status, TargetCheck, UsableContext, check_targets, judge_targets, usable_context
+from sparkadvisor.core.targets import (
+    Status,
+    TargetCheck,
+    UsableContext,
+    check_targets,
+    judge_targets,
+    usable_context,
+    within_pool,
+)
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 __all__ = ["ENGINE", "Cluster", "Plan", "evaluate", "measured"]
@@ -114,8 +122,9 @@ class Plan:
 
     @property
     def usable_context(self) -> UsableContext:
-        """The longest prompt plus answer the server accepts: the max-model-len the pool is sized for."""
-        return usable_context(self.model, self.recipe, self.pool.inputs.limit)
+        """The longest prompt plus answer the server accepts: the max-model-len the pool is sized for, the
+        native context cut to what the pool holds of one request (`targets.within_pool`)."""
+        return within_pool(usable_context(self.model, self.recipe, self.pool.inputs.limit), self.kv_pool_tokens)
 
     @property
     def streams_tables(self) -> bool:

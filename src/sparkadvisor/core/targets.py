@@ -42,13 +42,23 @@ class UsableContext:
 
     tokens: int | None
     """None when neither the recipe nor the model's card says."""
-    basis: Literal["recipe", "native", "setting", "unknown"]
-    """The user's --max-model-len, else the recipe's max_model_len, else the model's native context."""
+    basis: Literal["recipe", "native", "setting", "pool", "unknown"]
+    """The user's --max-model-len, else the recipe's max_model_len, else the model's native context, or
+    ("pool") the native context cut to what the KV pool holds of one request, as the export writes it."""
     extended: bool
     """The length goes past the native context: it relies on the recipe's extension (YaRN, ...)."""
     asked: int | None = None
     """The user's --max-model-len when it asked for more than the build serves here (`tokens` is then
     the longest it serves)."""
+    pool_cap: int | None = None
+    """The longest max-model-len the KV pool holds one request of, when it is shorter than `tokens`: for
+    the "pool" basis the native context it was cut from is `asked`; for the recipe's or the user's length,
+    vLLM would not start (`starts`)."""
+
+    @property
+    def starts(self) -> bool:
+        """vLLM starts with this length: the KV pool holds a request of it (unknown pools count as holding)."""
+        return self.pool_cap is None or self.basis == "pool"
 
     def describe(self, model: Model) -> str:
         """"32,768 (native; YaRN factor 4 reaches 131,072 when a recipe enables it)"."""
@@ -57,6 +67,13 @@ class UsableContext:
         ctx = model.context
         ext = f", past the native {ctx.native_tokens:,} by {ctx.extended_method or 'RoPE scaling'}" \
             if self.extended and ctx else ""
+        if self.basis == "pool":
+            return (f"{self.tokens:,} (the model's native {self.asked:,}, cut to what the KV pool holds of one "
+                    "request, as the export writes it)")
+        if not self.starts:
+            whose = "--max-model-len as set" if self.basis == "setting" else "the recipe's --max-model-len"
+            return (f"{self.tokens:,} ({whose}{ext}; one request of it needs more KV cache than this plan's pool, "
+                    f"which holds {self.pool_cap:,} tokens of one: vLLM would not start)")
         if self.basis == "setting":
             if self.asked:
                 return (f"{self.tokens:,} (the longest this build serves here{ext}; --max-model-len asked for "
@@ -92,6 +109,24 @@ def usable_context(model: Model, recipe: Recipe | None, limit: int | None = None
     return UsableContext(tokens, "setting", native is not None and tokens > native, limit if limit > longest else None)
 
 
+def pool_cap(pool_tokens: float | None) -> int | None:
+    """The longest --max-model-len a KV pool of `pool_tokens` holds one request of, in whole 1,024s of tokens:
+    vLLM refuses to start past it ("To serve at least one request with the models's max seq len ... KV
+    cache is needed, which is larger than the available KV cache memory"). None when the pool is unknown."""
+    return None if pool_tokens is None else max(1024, int(pool_tokens) // 1024 * 1024)
+
+
+def within_pool(usable: UsableContext, pool_tokens: float | None) -> UsableContext:
+    """`usable` held against the KV pool: the native context cut to the pool's cap (the export writes that);
+    the recipe's or the user's length kept, but marked as one vLLM would not start with."""
+    cap = pool_cap(pool_tokens)
+    if usable.tokens is None or cap is None or cap >= usable.tokens:
+        return usable
+    if usable.basis == "native":
+        return UsableContext(cap, "pool", False, usable.tokens, cap)
+    return UsableContext(usable.tokens, usable.basis, usable.extended, usable.asked, cap)
+
+
 def context_needed(workload: Workload) -> int:
     """The prompt plus the answer: vLLM refuses a request whose total passes --max-model-len."""
     return workload.context_tokens + workload.output_tokens
@@ -112,16 +147,19 @@ def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
 
 
 def _context(plan: Plan) -> Status:
-    tokens = plan.pool.inputs.max_model_len  # the usable context: the max-model-len the pool is sized for
-    if tokens is None:
+    usable = plan.usable_context
+    if usable.tokens is None:
         return "unknown"
-    return "missed" if tokens < context_needed(plan.workload) else "met"
+    return "missed" if not usable.starts or usable.tokens < context_needed(plan.workload) else "met"
 
 
 def _context_text(plan: Plan, status: Status) -> str:
     usable, needed = plan.usable_context, context_needed(plan.workload)
     if status == "unknown":
         return "context window unknown"
+    if status == "missed" and not usable.starts:
+        return (f"context {usable.tokens:,}: one request of it needs more KV cache than the pool holds "
+                f"({usable.pool_cap:,} tokens), so vLLM would not start")
     if status == "missed":
         ctx = plan.model.context
         hint = (f" ({ctx.extended_method or 'RoPE scaling'} reaches {ctx.extended_tokens:,} if a recipe enables it)"

@@ -57,10 +57,11 @@ def kv_bytes_arg(n_bytes: float) -> str:
 
 
 def max_model_len(plan: Plan) -> tuple[int | None, str]:
-    """--max-model-len and why: the user's setting within what the build serves (export refuses one past
-    the KV pool: `pool_cap`), else the recipe's, else the model's native context within the KV pool;
-    None (the flag left out, vLLM reads config.json) when the model's context is unknown. Never
-    longer than the model serves: the catalog refuses a recipe past the model's longest context."""
+    """--max-model-len and why: the plan's usable context (`Plan.usable_context`): the user's setting within
+    what the build serves, else the recipe's, else the model's native context cut to what the KV pool holds
+    of one request; None (the flag left out, vLLM reads config.json) when the model's context is unknown.
+    Never longer than the model serves: the catalog refuses a recipe past the model's longest context, and
+    the export refuses a length the pool cannot hold (`spec._check`)."""
     usable = plan.usable_context
     if usable.tokens is None:
         return None, "left out: the model's context window is unknown, so vLLM takes it from config.json"
@@ -75,20 +76,11 @@ def max_model_len(plan: Plan) -> tuple[int | None, str]:
         return usable.tokens, f"as --max-model-len sets it{extended}"
     if usable.basis == "recipe":
         return usable.tokens, f"the recipe's{extended}"
-    why = "the model's native context (the extended one needs a recipe that enables it)" \
-        if plan.model.context and plan.model.context.extended_tokens else "the model's native context"
-    cap = pool_cap(plan)
-    if cap is not None and cap < usable.tokens:
-        return cap, "capped at the KV pool"
-    return usable.tokens, why
-
-
-def pool_cap(plan: Plan) -> int | None:
-    """The longest --max-model-len the plan's KV pool holds one request of, in whole KiB of tokens: vLLM
-    refuses to start past it ("To serve at least one request with the models's max seq len ... KV cache
-    is needed, which is larger than the available KV cache memory"). None when the pool is unknown."""
-    pool = plan.kv_pool_tokens
-    return None if pool is None else max(1024, int(pool) // 1024 * 1024)
+    if usable.basis == "pool":
+        return usable.tokens, f"capped at the KV pool (the model's native context is {usable.asked:,})"
+    if ctx is not None and ctx.extended_tokens:
+        return usable.tokens, "the model's native context (the extended one needs a recipe that enables it)"
+    return usable.tokens, "the model's native context"
 
 
 def speculative_json(plan: Plan) -> str | None:

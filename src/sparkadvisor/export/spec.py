@@ -24,7 +24,6 @@ from sparkadvisor.export.argv import (
     launcher_options,
     max_model_len,
     model_options,
-    pool_cap,
 )
 from sparkadvisor.export.flags import vllm_version
 
@@ -255,11 +254,13 @@ def _check(plan: Plan, options: ExportOptions) -> None:
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; export it with a "
                           f"gpu-memory-utilization of {hw.max_gpu_memory_utilization:g} or less "
                           "(--gpu-memory-utilization, or a in the app)")
-    usable, cap = plan.usable_context, pool_cap(plan)
-    if usable.basis == "setting" and usable.tokens is not None and cap is not None and cap < usable.tokens:
-        raise ExportError(f"--max-model-len {usable.tokens:,} is more than one request of the "
+    usable = plan.usable_context
+    if not usable.starts:
+        whose = "--max-model-len" if usable.basis == "setting" else "the recipe's --max-model-len"
+        raise ExportError(f"{whose} {usable.tokens:,} is more than one request of the "
                           f"{fmt_tokens(plan.kv_pool_tokens)}-token KV pool this plan leaves, and vLLM refuses to "
-                          f"start past it; export it with a --max-model-len of {cap:,} or less (or a in the app)")
+                          f"start past it; export it with a --max-model-len of {usable.pool_cap:,} or less "
+                          "(or a in the app)")
     if plan.tp * plan.pp != plan.cluster.nodes:
         raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
                           "GPU each")

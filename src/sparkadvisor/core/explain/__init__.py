@@ -116,6 +116,9 @@ def _context(plan: Plan) -> Step:
     check = next(t for t in plan.targets if t.key == "context")
     verdict = {"met": "enough", "missed": "too short: the workload's prompts would be refused",
                "unknown": "unknown, so the context target is not met"}[check.status]
+    if not usable.starts:
+        verdict = (f"not served at all: --max-model-len {usable.pool_cap:,} or less, or more memory for the KV "
+                   "cache, lets vLLM start")
     text = (f"Usable context {usable.describe(plan.model)} against {needed:,} tokens needed "
             f"({w.context_tokens:,} prompt + {w.output_tokens:,} answer): {verdict}.")
     return Step("context", "context window", text, "unknown" if usable.tokens is None else "stated")
