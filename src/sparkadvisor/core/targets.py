@@ -147,10 +147,21 @@ def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
 
 
 def _context(plan: Plan) -> Status:
-    usable = plan.usable_context
-    if usable.tokens is None:
+    # `Plan.usable_context` without its record: a ranking judges every plan (`within_pool` says it in words).
+    inputs = plan.pool.inputs
+    tokens = inputs.max_model_len
+    if tokens is None:
         return "unknown"
-    return "missed" if not usable.starts or usable.tokens < context_needed(plan.workload) else "met"
+    cap = pool_cap(plan.kv_pool_tokens)
+    if cap is not None and cap < tokens:
+        if inputs.origins[:1] != (NATIVE_ORIGIN,):
+            return "missed"  # the recipe's or the user's length: vLLM would not start
+        tokens = cap
+    return "missed" if tokens < context_needed(plan.workload) else "met"
+
+
+NATIVE_ORIGIN = "the model's native context"
+"""`PoolInputs.origins`' first entry when the pool is sized for the model's native context."""
 
 
 def _context_text(plan: Plan, status: Status) -> str:

@@ -12,7 +12,7 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
 from sparkadvisor.core.stages.fit import Fit, reserve_for
 from sparkadvisor.core.stages.recipe import engine_arg, measured, prefix_caching
-from sparkadvisor.core.targets import usable_context
+from sparkadvisor.core.targets import NATIVE_ORIGIN, usable_context
 from sparkadvisor.core.units import GiB
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Workload
 
@@ -98,7 +98,7 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, st
 
 
 CONTEXT_ORIGINS = {"setting": "--max-model-len as set", "recipe": "the recipe's --max-model-len",
-                   "native": "the model's native context", "unknown": "unknown"}
+                   "native": NATIVE_ORIGIN, "pool": NATIVE_ORIGIN, "unknown": "unknown"}
 """Where the max-model-len the pool is sized for comes from, by the usable context's basis."""
 
 
