@@ -54,7 +54,13 @@ def tokens_number(text: str) -> int:
     stripped = text.strip()
     factor = SUFFIXES.get(stripped[-1:])
     if factor is None:
-        return positive_int(stripped)
+        try:
+            return positive_int(stripped)
+        except argparse.ArgumentTypeError as error:
+            if "whole number" not in str(error):
+                raise
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of tokens (100000, 100k or 128K)") \
+                from None
     digits = stripped[:-1].replace("_", "").replace(",", "")
     decimal = stripped[-1].islower() and digits.count(".") == 1
     if not (digits.replace(".", "", 1) if decimal else digits).isdecimal():

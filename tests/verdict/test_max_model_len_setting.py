@@ -100,7 +100,8 @@ def test_token_counts_take_vllms_suffixes(text, tokens):
 @pytest.mark.parametrize(("text", "says"), [("1.5K", "is not a whole number, or one with k, m"),
                                             ("1.0001k", "must be a whole number of at least 1"),
                                             ("0k", "must be a whole number of at least 1"),
-                                            ("infk", "is not a whole number, or one with k, m")])
+                                            ("infk", "is not a whole number, or one with k, m"),
+                                            ("2x", "is not a whole number of tokens \\(100000, 100k or 128K\\)")])
 def test_a_bad_token_count_is_refused_in_one_sentence(text, says):
     with pytest.raises(argparse.ArgumentTypeError, match=says):
         token_count(text)
