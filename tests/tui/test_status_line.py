@@ -54,3 +54,16 @@ async def test_a_kv_cache_much_smaller_than_the_screens_plan_is_a_warning_on_the
         half = budget.kv_bytes / 2 / 2**30
         assert small.severity == "warning" and small.text.startswith(f"small KV cache {half:.0f} GiB/rank"), small
         assert small.short == small.text.split(" (")[0]
+
+
+async def test_a_server_running_no_drafter_is_held_against_the_screens_plan_without_one(make_app) -> None:
+    # vLLM registers its spec_decode counters only with a drafter: none seen, the recipe's DFlash2 is left off.
+    app = make_app()
+    async with app.run_test(size=(120, 40)):
+        served = ServedModel("RedHatAI/GLM-5.3-Flash-NVFP4", None, 262144)
+        on = app.screen.ranking.by_id["glm-5.3-flash-nvfp4-redhat"].plan
+        [with_drafter], _, _ = app.screen.served_plans(served, ServedConfig(speculating=True))
+        [without], replan, _ = app.screen.served_plans(served, ServedConfig(speculating=False))
+        assert with_drafter is on and not on.drafter_off
+        assert without.drafter_off and without.decode_tok_s < on.decode_tok_s / 2
+        assert replan(without, 0.5).drafter_off  # the first-token cost at the hit rate keeps the server's setup
