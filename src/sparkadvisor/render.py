@@ -10,7 +10,16 @@ from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.core.table import ABOVE_RANGE, BELOW_RANGE, COLUMNS, header, measured_cell, row_cells
+from sparkadvisor.core.table import (
+    ABOVE_RANGE,
+    BELOW_RANGE,
+    COLUMNS,
+    header,
+    measured_cell,
+    row_cells,
+    settings_line,
+    workload_line,
+)
 from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 from sparkadvisor.listing import Listing
 
@@ -95,10 +104,14 @@ def print_show(item: Ranked, cluster: Cluster, workload: Workload, index: Catalo
         console.print(Text.assemble(*((safe_text(text), style) for text, style in line)))
 
 
-def show_listing(item: Ranked, index: CatalogIndex, named: str | None = None) -> Listing:
-    """`show --format tsv|md`: one row per step (its title, basis and text), then one per source."""
-    rows: list[tuple[str, str, str]] = [(step.title, step.basis, step.text)
-                                        for step in show_steps(item, index.facts.get(item.plan.build.id), named)]
+def show_listing(item: Ranked, index: CatalogIndex, named: str | None = None,
+                 settings: Settings = DEFAULT_SETTINGS) -> Listing:
+    """`show --format tsv|md`: the workload and the settings in force, then one row per step (its title,
+    basis and text), then one per source."""
+    scenario = f"{workload_line(item.plan.workload)}{settings_line(settings)}"
+    rows: list[tuple[str, str, str]] = [("workload", "assumed", scenario)]
+    rows += [(step.title, step.basis, step.text)
+             for step in show_steps(item, index.facts.get(item.plan.build.id), named)]
     rows += [(ref, "source", text) for ref, text in _sources(item, index)]
     return Listing(("item", "basis", "text"), tuple(rows),
                    title=f"{item.plan.model.name} · {item.plan.build.repo} · {item.reason}")

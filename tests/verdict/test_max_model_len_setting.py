@@ -169,3 +169,13 @@ def test_a_recipes_length_the_pool_cannot_hold_is_a_server_that_does_not_start(i
     assert main(["export", build.id, "--nodes", "1", "--gpu-memory-utilization", "0.25", "--format", "json"]) == 2
     assert "the recipe's --max-model-len 262,144 is more than one request of the 218k-token KV pool" in \
         capsys.readouterr().err
+
+
+def test_a_show_report_in_markdown_or_tsv_says_the_workload_and_settings_it_was_made_for(capsys, monkeypatch,
+                                                                                       tmp_path):
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    assert main(["show", QWEN36, "--nodes", "1", "--max-model-len", "32k", "--format", "tsv"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    header_at = next(i for i, row in enumerate(rows) if row[:2] == ["item", "basis"])
+    assert rows[header_at + 1] == ["workload", "assumed",
+                                   "Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out · max-model-len 32,000"]

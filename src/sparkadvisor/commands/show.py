@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         from sparkadvisor.listing import print_listing
 
-        print_listing(show_listing(chosen, index, args.recipe), args.format)
+        print_listing(show_listing(chosen, index, args.recipe, settings), args.format)
     return 0
