@@ -62,6 +62,7 @@ Line = tuple[str, str | None, str]
 def report(session: BenchSession, interrupted: bool, recorded: Recorded | None, record_asked: bool) -> list[Line]:
     """The report, line by line."""
     from sparkadvisor.benchsession import spec_text
+    from sparkadvisor.core.checkup import drafter_note
 
     info, spec = session.info, session.collected.spec
     out: list[Line] = []
@@ -71,7 +72,8 @@ def report(session: BenchSession, interrupted: bool, recorded: Recorded | None, 
         out.append(("", None, f"bench {info.served.id} · {version} at {info.url}{limit}"))
     if session.plan is not None and session.match is not None:
         p = session.plan
-        out.append(("", None, f"plan  {p.build.id} on {p.cluster.label}, {p.workload.label} ({session.match.how})"))
+        out.append(("", None, f"plan  {p.build.id} on {p.cluster.label}, {p.workload.label} ({session.match.how}"
+                              f"{drafter_note(p)})"))
     out.append(("", None, spec_text(spec)))
     why = _why_no_prediction(session)
     for figure, prediction in session.rows():

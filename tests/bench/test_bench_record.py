@@ -174,6 +174,7 @@ def test_the_kv_cache_vllm_sized_is_recorded_as_the_recipes_pool(standin, capsys
     # recipe's 6 GiB pin is not what this server runs, so the plan is taken unpinned at its 0.85) and no
     # speculative decoding (the plan is made without the recipe's DFlash drafter, whose memory goes to the KV
     # cache, and its decode is held against a plan that decodes one token a pass).
+    assert "the repo of build glm-5.3-flash-nvfp4-redhat; its recipe without the drafter, as vLLM runs none)" in out
     assert "KV cache [vLLM's num_gpu_blocks] vLLM holds 5.5 GiB of KV cache per rank (233 blocks of " in out
     assert ("the plan, at gpu-memory-utilization 0.85 and without the recipe's drafter (its memory to the KV "
             "cache), expects 6.3 GiB") in out

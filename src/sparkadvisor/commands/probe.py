@@ -199,6 +199,8 @@ def _print(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], fin
 
 
 def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -> list[str]:
+    from sparkadvisor.core.checkup import drafter_note
+
     vllm, gateway = report.vllm, report.gateway
     served = ", ".join(m.id for m in vllm.models) or "nothing"
     lines = [f"vLLM        {_state(vllm.up, vllm.other)} at {vllm.url}"
@@ -214,7 +216,8 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -
         lines.append("metrics     " + _metrics_line(vllm.metrics))
     if len(plans) == 1 and match is not None:
         plan = plans[0]
-        lines.append(f"plan        {plan.build.id} on {plan.cluster.label}, {plan.workload.label} ({match.how})")
+        lines.append(f"plan        {plan.build.id} on {plan.cluster.label}, {plan.workload.label} ({match.how}"
+                     f"{drafter_note(plan)})")
     elif plans:
         lines.append(f"plans       {', '.join(p.build.id for p in plans)} on {plans[0].cluster.label}, "
                      f"{plans[0].workload.label}: vLLM's answers fit each of them")

@@ -165,6 +165,11 @@ def narrow_match(match: BuildMatch, plans: Sequence[Plan], config: ServedConfig)
     return BuildMatch(tuple(p.build for p in kept), how, match.served), kept
 
 
+def drafter_note(plan: Plan) -> str:
+    """"; its recipe without the drafter, as vLLM runs none" when the plan leaves the recipe's drafter off."""
+    return "; its recipe without the drafter, as vLLM runs none" if plan.drafter_off else ""
+
+
 def served_settings(settings: Settings, config: ServedConfig | None) -> Settings:
     """The settings to plan a served build with: each recipe without its drafter when vLLM reports no
     speculative decoding (its speed and pool are then a server's without one), unless the user chose."""
