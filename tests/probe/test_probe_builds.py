@@ -140,3 +140,14 @@ def test_config_labels_and_speculation_are_read_from_metrics():
 def test_a_test_no_plan_passes_is_skipped(index):
     plans, said = narrow(_plans(index), ServedConfig(kv_cache_dtype="nvfp4"))
     assert len(plans) == 3 and said == []
+
+
+def test_the_plan_follows_the_drafted_tokens_the_engine_runs(capsys, settings_file):
+    # The recipe drafts 7 tokens a pass (DFlash2); this engine's per-position counters show 3.
+    code, data = _run(capsys, settings_file, _ambiguous(max_model_len=262144, hits_per_scrape=950,
+                                                        spec_positions=3, cache_config=RECIPE_ENGINE))
+    assert data["build"] == "glm-5.3-flash-nvfp4-redhat"
+    assert data["plan"]["draft_tokens"] == 3 and not data["plan"]["drafter_off"]
+    code7, data7 = _run(capsys, settings_file, _ambiguous(max_model_len=262144, hits_per_scrape=950,
+                                                          spec_positions=7, cache_config=RECIPE_ENGINE))
+    assert data7["plan"]["draft_tokens"] == 7 and data["plan"]["decode_tok_s"] < data7["plan"]["decode_tok_s"]

@@ -60,3 +60,15 @@ def test_a_caveat_the_drafter_brings_leaves_with_it(index):
     kinds = {c.kind for c in own.caveats}
     assert "spec-decode-cache-miss" in kinds and "prefix-caching-disabled" in kinds
     assert {c.kind for c in off.caveats} == kinds - {"spec-decode-cache-miss"}
+
+
+def test_a_served_drafter_at_another_token_count_is_planned_at_it(index):
+    cluster = Cluster(index.hardware["dgx-spark"], 2)
+    own, same, three = (evaluate_build(index, index.builds[GLM], cluster, AGENTIC, Settings(speculative_tokens=k))
+                        for k in (None, 7, 3))
+    assert same is not None and same.recipe is own.recipe and same.served_draft_tokens is None
+    assert three.served_draft_tokens == 3 and three.recipe.speculative.tokens_per_pass == 3
+    assert three.decode_measured is None and three.decode.expected_tok_s < own.decode.expected_tok_s
+    assert ("Its drafter proposes 3 tokens a pass, as the served vLLM's counters show, not the recipe's 7: the "
+            "recipe's speeds and pool, measured at 7, are not held against the plan") in \
+        recipe_step(three, index.facts[GLM]).text

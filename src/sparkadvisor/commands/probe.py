@@ -181,6 +181,8 @@ def _plan_json(plan: Plan | None) -> dict[str, Any] | None:
     loaded = plan.runs  # a build that does not fit, or that no engine serves here, has no speed, as in `rank --json`
     return {"build": plan.build.id, "nodes": plan.cluster.nodes, "workload": plan.workload.kind,
             "recipe": plan.recipe.id if plan.recipe else None, "fits": plan.fits,
+            "drafter_off": plan.drafter_off, "draft_tokens": plan.recipe.speculative.tokens_per_pass
+            if plan.recipe and plan.recipe.speculative else None,
             "ttft_s": _rounded(plan.ttft_s, 1) if loaded else None,
             "prefill_tok_s": _rounded(plan.prefill_tok_s, 0) if loaded else None,
             "decode_tok_s": _rounded(plan.decode_tok_s, 1) if loaded else None,

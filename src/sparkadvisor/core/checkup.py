@@ -166,15 +166,25 @@ def narrow_match(match: BuildMatch, plans: Sequence[Plan], config: ServedConfig)
 
 
 def drafter_note(plan: Plan) -> str:
-    """"; its recipe without the drafter, as vLLM runs none" when the plan leaves the recipe's drafter off."""
-    return "; its recipe without the drafter, as vLLM runs none" if plan.drafter_off else ""
+    """"; its recipe without the drafter, as vLLM runs none" when the plan leaves the recipe's drafter off,
+    or the tokens it drafts a pass when the plan follows the server's instead of the recipe's."""
+    if plan.drafter_off:
+        return "; its recipe without the drafter, as vLLM runs none"
+    if plan.served_draft_tokens is not None:
+        return f"; its recipe's drafter at {plan.served_draft_tokens} tokens a pass, as vLLM runs it"
+    return ""
 
 
 def served_settings(settings: Settings, config: ServedConfig | None) -> Settings:
     """The settings to plan a served build with: each recipe without its drafter when vLLM reports no
-    speculative decoding (its speed and pool are then a server's without one), unless the user chose."""
-    if config is not None and config.speculating is False and settings.speculation is None:
+    speculative decoding (its speed and pool are then a server's without one), unless the user chose;
+    drafting as many tokens a pass as vLLM's counters show, where they show it."""
+    if config is None or settings.speculation is not None:
+        return settings
+    if config.speculating is False:
         return replace(settings, speculation=False)
+    if config.speculating and config.speculative_tokens and settings.speculative_tokens is None:
+        return replace(settings, speculative_tokens=config.speculative_tokens)
     return settings
 
 

@@ -79,6 +79,9 @@ class Plan:
     """Why no engine is known to serve the build on this hardware (`engine_gap`), or None when one is."""
     drafter_off: bool = False
     """The recipe speculates, and the settings run it without its drafter (`stages.recipe.without_drafter`)."""
+    served_draft_tokens: int | None = None
+    """The tokens a served vLLM's drafter proposes a pass, where they differ from the recipe's and the plan
+    follows them (`stages.recipe.drafting`); None otherwise."""
     statuses: tuple[Status, ...] = ()
     """Each of the workload's targets (`core.targets.TARGET_KEYS`): met, missed or unknown. Judged on
     the plan's own figures when the plan is made."""
@@ -202,7 +205,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     """The plan for one build on one cluster for one workload."""
     facts = index.facts[build.id]
     hardware, nodes = cluster.hardware, cluster.nodes
-    recipe, drafter_off = plan_recipe(facts, hardware, nodes, settings)
+    recipe, drafter_off, served_tokens = plan_recipe(facts, hardware, nodes, settings)
     engine = recipe.engine if recipe else _engine(build, settings, hardware)
     constants = index.speed_constants(hardware, engine)
     caveats = _caveats(index, facts, recipe, drafter_off)
@@ -223,7 +226,8 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     # constants, turn_s.
     return Plan(build, facts.model, cluster, workload, recipe, facts.weights, fit, pool, speed, first, caveats,
                 _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload),
-                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None), drafter_off)
+                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None), drafter_off,
+                served_tokens)
 
 
 def turn_seconds(first: FirstToken, speed: DecodeSpeed, workload: Workload) -> float | None:

@@ -79,6 +79,9 @@ class Settings:
     of the one the advisor would pick (the newest own bench, else the best-measured published one)."""
     speculation: bool | None = None
     """False: every recipe runs without its drafter (no --speculative-config); None keeps each recipe's."""
+    speculative_tokens: int | None = None
+    """Tokens a recipe's drafter proposes a pass where a served vLLM's differ from the recipe's (bench, probe
+    and the status line read them off its counters); None keeps each recipe's."""
     max_model_len: int | None = None
     """--max-model-len for every build, as a ceiling: each serves the smaller of it and the longest context
     it can (the recipe's --max-model-len or the model's native context, whichever is longer); None keeps

@@ -77,6 +77,11 @@ def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step
             drafter = f"{spec.method}{f', {spec.draft_repo}' if spec.draft_repo else ''}"
             text += (f" Its drafter ({drafter}) is left off (--no-speculation): the plan decodes one token a "
                      "pass, and the recipe's speeds and pool, measured with the drafter, are not held against it.")
+        elif plan.served_draft_tokens is not None and followed.speculative is not None:
+            own = followed.speculative.tokens_per_pass
+            text += (f" Its drafter proposes {plan.served_draft_tokens} tokens a pass, as the served vLLM's counters "
+                     f"show, not the recipe's {own}: the recipe's speeds and pool, measured at {own}, are not held "
+                     f"against the plan, which takes the acceptance known at {own} tokens for it.")
     if here:
         text += f" Also here: {_recipe_list(here)}; --recipe ID follows one instead."
     if elsewhere:

@@ -57,28 +57,51 @@ DRAFTER_SHAPED = ("decode_tok_s", "aggregate_tok_s", "kv_pool_tokens")
 """Measurements a recipe's drafter shaped: its speed, and its pool (the drafter's memory, the speculative
 tokens' state pages). Without the drafter they describe another server."""
 
-_UNDRAFTED: dict[int, tuple[Recipe, Recipe]] = {}
-"""Each speculating recipe's copy without its drafter, kept with the original so its id stays its own."""
+_REDRAFTED: dict[tuple[int, int], tuple[Recipe, Recipe]] = {}
+"""Each speculating recipe's copies with another drafter setting (0 tokens: none), kept with the original so
+its id stays its own."""
 
 
 def without_drafter(recipe: Recipe) -> Recipe:
     """The recipe with speculative decoding left off: no drafter, and none of the measurements it shaped
     (`DRAFTER_SHAPED`). The same copy every time, so what a ranking works out once per recipe still is."""
-    held = _UNDRAFTED.get(id(recipe))
+    return _redrafted(recipe, 0)
+
+
+def drafting(recipe: Recipe, tokens: int) -> Recipe:
+    """The recipe with its drafter proposing `tokens` a pass instead of its own, at its own acceptance, and
+    none of the measurements its own count shaped. The same copy every time."""
+    return _redrafted(recipe, tokens)
+
+
+def _redrafted(recipe: Recipe, tokens: int) -> Recipe:
+    held = _REDRAFTED.get((id(recipe), tokens))
     if held is None or held[0] is not recipe:
         kept = tuple(m for m in recipe.measurements if m.metric not in DRAFTER_SHAPED)
-        held = (recipe, replace(recipe, speculative=None, measurements=kept))
-        _UNDRAFTED[id(recipe)] = held
+        spec = replace(recipe.speculative, tokens_per_pass=tokens) if tokens and recipe.speculative else None
+        held = (recipe, replace(recipe, speculative=spec, measurements=kept))
+        _REDRAFTED[(id(recipe), tokens)] = held
     return held[1]
 
 
-def plan_recipe(facts: BuildFacts, hardware: Hardware, nodes: int, settings: Settings) -> tuple[Recipe | None, bool]:
-    """(the recipe a plan follows, its drafter left off): `pick_recipe`'s, without its drafter when the
-    settings turn speculation off."""
+PlanRecipe = tuple[Recipe | None, bool, int | None]
+"""(the recipe a plan follows, its drafter left off, the drafted tokens a served vLLM runs instead of the
+recipe's): `plan_recipe`."""
+
+
+def plan_recipe(facts: BuildFacts, hardware: Hardware, nodes: int, settings: Settings) -> PlanRecipe:
+    """`pick_recipe`'s recipe, without its drafter when the settings turn speculation off, or drafting the
+    served vLLM's tokens a pass when they differ from the recipe's."""
     recipe = pick_recipe(facts, hardware, nodes, settings.recipe)
-    if settings.speculation is False and recipe is not None and recipe.speculative is not None:
-        return without_drafter(recipe), True
-    return recipe, False
+    spec = recipe.speculative if recipe is not None else None
+    if spec is None or recipe is None:
+        return recipe, False, None
+    if settings.speculation is False:
+        return without_drafter(recipe), True, None
+    tokens = settings.speculative_tokens
+    if tokens is not None and tokens != spec.tokens_per_pass:
+        return drafting(recipe, tokens), False, tokens
+    return recipe, False, None
 
 
 def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
