@@ -399,6 +399,8 @@ async def test_r_in_a_build_follows_its_next_recipe_and_the_table_ranks_with_it(
         assert "● in use MiaAI-Lab: DeepSeek-V4-Flash-0731" in text and "Measured 75.4 tok/s" in text
         assert main.ranking.by_id[build].plan.recipe.id == "deepseek-v4-flash-0731-miaai-tp2"
         assert "recipe deepseek-v4-flash-0731-miaai-tp2" in str(main.query_one("ClusterHeader").visual)
+        assert str(screen.query_one("#build-document").border_subtitle).endswith(
+            "200 out · recipe deepseek-v4-flash-0731-miaai-tp2")  # this view's own line says it too
         await pilot.press("r", "r")
         await pilot.pause()
         assert screen.item.plan.recipe.id == "deepseek-v4-flash-article-tp2"  # round the three

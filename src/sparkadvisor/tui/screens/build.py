@@ -15,7 +15,7 @@ from sparkadvisor.core.catalog import CatalogIndex
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Recipe
-from sparkadvisor.core.table import cluster_line, workload_line
+from sparkadvisor.core.table import cluster_line, settings_line, workload_line
 from sparkadvisor.tui.model import Ranking
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.detail import sections
@@ -50,9 +50,14 @@ class BuildScreen(EarlyKeys, Screen[None]):
     def compose(self) -> ComposeResult:
         document = Document(split_at=150, left_width=80, id="build-document")
         document.border_title = Content(safe_text(self._title()))
-        document.border_subtitle = Content(safe_text(workload_line(self.ranking.scenario.workload)))
+        document.border_subtitle = self._subtitle()
         yield document
         yield KeyFooter()
+
+    def _subtitle(self) -> Content:
+        """The workload and the settings that override the recipes' (the recipe `r` follows among them)."""
+        scenario = self.ranking.scenario
+        return Content(safe_text(workload_line(scenario.workload) + settings_line(scenario.settings)))
 
     def _title(self) -> str:
         """The build and its cluster with memory and bandwidth, or only the cluster's size where that line
@@ -87,6 +92,7 @@ class BuildScreen(EarlyKeys, Screen[None]):
         place = (at + 1) % len(recipes)
         chosen = recipes[place]
         self.item, self.sweep, self.ranking = self.follow(self.item.plan.build.id, chosen.id)
+        self.query_one(Document).border_subtitle = self._subtitle()
         self._show()
         self.notify(safe_text(f"Following {chosen.id} ({place + 1} of {len(recipes)} recipes here); the table "
                               "ranks it so."), markup=False)
