@@ -179,3 +179,19 @@ def test_a_show_report_in_markdown_or_tsv_says_the_workload_and_settings_it_was_
     header_at = next(i for i, row in enumerate(rows) if row[:2] == ["item", "basis"])
     assert rows[header_at + 1] == ["workload", "assumed",
                                    "Agentic (Claude Code): 100,000 tokens, 95% reuse, 200 out · max-model-len 32,000"]
+
+
+def test_the_rankings_fast_context_status_agrees_with_the_usable_context_it_describes(index):
+    # targets._context reads the pool inputs directly (a ranking judges every plan); what it decides must be
+    # what Plan.usable_context says in words, under every kind of length.
+    from sparkadvisor.core.advisor import advise
+    from sparkadvisor.core.targets import context_needed
+
+    for nodes in (1, 2):
+        for settings in (Settings(), Settings(max_model_len=65536), Settings(max_model_len=2_000_000),
+                         Settings(gpu_memory_utilization=0.3)):
+            for r in advise(index, Cluster(index.hardware["dgx-spark"], nodes), AGENTIC, settings):
+                usable = r.plan.usable_context
+                expected = ("unknown" if usable.tokens is None else "missed"
+                            if not usable.starts or usable.tokens < context_needed(AGENTIC) else "met")
+                assert r.plan.statuses[0] == expected, (r.plan.build.id, settings, usable)
