@@ -142,9 +142,10 @@ class BenchSession:
     def rows(self) -> list[tuple[Figure, Prediction | None]]:
         """Each measured figure with the prediction it is held against."""
         from sparkadvisor.core.bench import figures
-        from sparkadvisor.core.benchplan import prediction_for
+        from sparkadvisor.core.benchplan import held_against
 
-        return [(f, prediction_for(f, self.predictions)) for f in figures(self.collected)]
+        context = self.options.spec.context_tokens
+        return [(f, held_against(f, self.predictions, self.plan, context)) for f in figures(self.collected)]
 
     def kv_cache(self) -> list[Finding]:
         """The KV cache vLLM sized against the plan's, as `probe` holds it (at the gpu-memory-utilization

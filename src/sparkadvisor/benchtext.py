@@ -47,12 +47,22 @@ def figure_text(figure: Figure, prediction: Prediction | None, why_none: str) ->
     else:
         where = prediction.verdict(figure.median)
         where_text = "inside" if where == "inside" else f"OUTSIDE ({where})"
-        text += (f" beside {fmt_value(prediction.expected, unit)} predicted: {where_text} the predicted range "
-                 f"{_range(prediction, unit)}.")
+        text += (f" beside {fmt_value(prediction.expected, unit)} predicted{_at_acceptance(prediction, unit)}: "
+                 f"{where_text} the predicted range {_range(prediction, unit)}.")
     if figure.hit_share is not None and figure.key in ("cold_ttft_s", "warm_ttft_s", "aggregate_tok_s"):
         tokens = f" ({figure.hit_tokens:,.0f} tokens a request)" if figure.hit_tokens is not None else ""
         text += f" Prefix-cache counters over these requests: {figure.hit_share:.0%} of prompt tokens hit{tokens}."
     return text
+
+
+def _at_acceptance(prediction: Prediction, unit: str) -> str:
+    """" at the 45% of drafted tokens vLLM accepted over these steps (the recipe's acceptance predicts
+    40.6 tok/s)", or "" for a prediction at the plan's own acceptance."""
+    if prediction.acceptance is None:
+        return ""
+    recipe = (f" (the recipe's acceptance predicts {fmt_value(prediction.at_recipe, unit)})"
+              if prediction.at_recipe is not None else "")
+    return f" at the {prediction.acceptance:.0%} of drafted tokens vLLM accepted over these steps{recipe}"
 
 
 Line = tuple[str, str | None, str]
@@ -145,8 +155,9 @@ def _figure_json(figure: Figure, prediction: Prediction | None) -> dict[str, Any
         "metric": figure.key, "label": figure.label, "unit": figure.unit, "streams": figure.streams,
         "median": r(figure.median), "low": r(figure.low), "high": r(figure.high), "spread": r(figure.spread),
         "values": [r(v) for v in figure.values], "prefix_cache_hit_share": r(figure.hit_share),
-        "cached_tokens": r(figure.hit_tokens),
+        "cached_tokens": r(figure.hit_tokens), "acceptance": r(figure.acceptance),
         "predicted": None if prediction is None else {
             "expected": r(prediction.expected), "low": r(prediction.low), "high": r(prediction.high),
-            "verdict": prediction.verdict(figure.median)},
+            "verdict": prediction.verdict(figure.median), "at_acceptance": r(prediction.acceptance),
+            "expected_at_recipe_acceptance": r(prediction.at_recipe)},
     }

@@ -46,6 +46,12 @@ class BenchState:
     stall_after_tokens: int | None = None
     """Stop sending after this many tokens of a completion (0: before the first token)."""
     spec: bool = False
+    """Speculative decoding on: two tokens drafted for each token sent, `acceptance` of them accepted."""
+    acceptance: float = 0.75
+    acceptance_drop: float = 0.0
+    """Each further running stream lowers the acceptance by this much (real drafters accept less in a batch)."""
+    drafted: float = 0.0
+    accepted: float = 0.0
     blocks: set[int] = field(default_factory=set)
     queries: float = 0.0
     hits: float = 0.0
@@ -107,8 +113,8 @@ class BenchState:
             f"vllm:num_preemptions_total{{{label}}} 0.0",
         ]
         if self.spec:
-            lines += [f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {self.generation_tokens * 2}",
-                      f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {self.generation_tokens * 1.5}"]
+            lines += [f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {self.drafted}",
+                      f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {self.accepted}"]
         return "\n".join(lines) + "\n"
 
 
@@ -221,6 +227,8 @@ class _BenchHandler(_Handler):
                          "choices": [{"index": 0, "text": " tok", "finish_reason": None}]})
             with s.lock:
                 s.generation_tokens += 1
+                s.drafted += 2
+                s.accepted += 2 * (s.acceptance - s.acceptance_drop * (max(s.running, 1) - 1))
         if (self.body.get("stream_options") or {}).get("include_usage"):
             self._event({"object": "text_completion", "model": s.served, "choices": [],
                          "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": wanted,

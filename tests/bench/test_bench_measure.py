@@ -117,7 +117,11 @@ def test_the_decode_is_held_against_a_plan_with_the_servers_drafter_or_without(s
                      "--output-tokens", "20", "--json"]) == 0
     finally:
         server.close()
-    predicted = figure(json.loads(capsys.readouterr().out), "decode_tok_s")["predicted"]["expected"]
+    decode = figure(json.loads(capsys.readouterr().out), "decode_tok_s")
+    # With a drafter, the figure is predicted at the acceptance the stand-in's counters say (1.5 of 2 drafted),
+    # beside the plan's own.
+    assert decode["acceptance"] == decode["predicted"]["at_acceptance"] == (0.75 if spec else None)
+    predicted = decode["predicted"]["expected_at_recipe_acceptance" if spec else "expected"]
     index = load_index()
     workload = AGENTIC.changed(context_tokens=2000, output_tokens=20)
     build, cluster = index.builds["glm-5.3-flash-nvfp4-redhat"], Cluster(index.hardware["dgx-spark"], 2)
@@ -125,3 +129,32 @@ def test_the_decode_is_held_against_a_plan_with_the_servers_drafter_or_without(s
     expected = plans[None if spec else False].decode.expected_tok_s
     assert predicted == pytest.approx(expected, rel=0.01)
     assert plans[False].decode.expected_tok_s < plans[None].decode.expected_tok_s / 2
+
+
+def test_a_speculating_servers_decode_is_predicted_at_the_acceptance_it_counted(capsys, monkeypatch, tmp_path):
+    """Acceptance moves with the text and the batch (GLM's DFlash2 accepts 53% at one stream and 40% at six):
+    each decode figure is held against the plan at the share vLLM accepted over its own steps, and says so."""
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    server = bench_server(overhead_s=0.1, prefill_tok_s=40_000.0, decode_tok_s=400.0, spec=True, acceptance=0.6,
+                          acceptance_drop=0.1)
+    try:
+        assert main(["bench", "--vllm", server.url, "--context", "2000", "--repetitions", "1", "--streams", "1,3",
+                     "--output-tokens", "40", "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert main(["bench", "--vllm", server.url, "--context", "2000", "--repetitions", "1", "--streams", "1",
+                     "--output-tokens", "40"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+    finally:
+        server.close()
+    single, three = figure(data, "decode_tok_s"), figure(data, "aggregate_tok_s", 3)
+    assert single["acceptance"] == pytest.approx(0.6, abs=0.001)
+    assert three["acceptance"] == pytest.approx(0.4, abs=0.06)  # streams overlap for most of the step
+    for f in (single, three):
+        p = f["predicted"]
+        assert p["at_acceptance"] == f["acceptance"] and p["low"] < p["expected"] < p["high"]
+        # Below the recipe's 74%, fewer tokens a pass: less than the plan's own acceptance predicts.
+        assert p["expected"] < p["expected_at_recipe_acceptance"]
+    # The cold first token drafts nothing: no acceptance, no change.
+    assert figure(data, "cold_ttft_s")["acceptance"] is None
+    assert re.search(r"decode, 1 stream \[measured\] .* predicted at the 60% of drafted tokens vLLM accepted over "
+                     r"these steps \(the recipe's acceptance predicts [\d.]+ tok/s\): ", text)

@@ -78,6 +78,10 @@ def test_a_server_run_with_other_settings_starts_a_new_recipe(standin, capsys):
     # with the method from the catalog recipe and the acceptance the counters measured (1.5 of 2 drafted).
     assert "speculative" not in recipes[0]
     assert recipes[1]["speculative"]["method"] == "dflash" and recipes[1]["speculative"]["acceptance"] == 0.75
+    # Each decode figure keeps the acceptance counted over its own steps, so fidelity and show predict it there.
+    decode = [m for m in recipes[1]["measurements"] if m["metric"] in ("decode_tok_s", "aggregate_tok_s")]
+    assert decode and all(m["acceptance"] == 0.75 for m in decode)
+    assert all("acceptance" not in m for m in recipes[0]["measurements"])
     assert main(["show", BUILD, "--context", "4000", "--json"]) == 0
     out = capsys.readouterr().out
     assert json.loads(out[out.index("\n{") + 1:])["recipe"] == f"bench-{BUILD}-2x-dgx-spark-2"  # the newest

@@ -125,3 +125,22 @@ def test_low_speculative_acceptance_is_a_warning(index) -> None:
     findings = plan_findings(plan, None, _metrics(acceptance=0.3), replan)
     [warning] = _texts(findings, "warning")
     assert "speculative decoding accepts 30% of drafted tokens against the recipe's 74%" in warning
+
+
+def test_decode_is_held_against_the_plan_at_the_acceptance_vllm_counts(index) -> None:
+    """A drafter accepts less on prose than on code: the plan's decode is scaled to the counted acceptance, so a
+    server that is only drafting worse text is not called slow, and one slow at its own acceptance is."""
+    plan, replan = _plan_and_replan(index, "glm-5.3-flash-nvfp4-redhat")
+    findings = plan_findings(plan, None, _metrics(tok_s=38.0, acceptance=0.55), replan)
+    [decode] = [f.text for f in findings if "for one stream" in f.text]
+    expected = int(decode.split(" against ")[1].split()[0])
+    # 1 + 7 x 0.55 tokens a pass against the recipe's 1 + 7 x 0.741, at nearly the same step time.
+    assert 36 <= expected <= 40 and expected / 46.9 == pytest.approx((1 + 7 * 0.55) / (1 + 7 * 0.741), abs=0.03)
+    assert decode == (f"38 tok/s measured against {expected} expected at the 55% acceptance vLLM counts "
+                      f"({38 / expected:.0%}) for one stream; at the recipe's acceptance, 47")
+    assert decode in _texts(findings, "ok")
+    slow = plan_findings(plan, None, _metrics(tok_s=28.0, acceptance=0.55), replan)
+    assert any(t.startswith("28 tok/s measured against") for t in _texts(slow, "warning"))
+    # At the recipe's own acceptance nothing moves.
+    same = plan_findings(plan, None, _metrics(tok_s=41.0, acceptance=0.741), replan)
+    assert "41 tok/s measured against 47 expected (87%) for one stream" in _texts(same, "ok")

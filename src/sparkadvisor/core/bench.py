@@ -155,6 +155,9 @@ class Figure:
     """What the prefix-cache counters said over the requests behind it."""
     hit_tokens: float | None = None
     """Prompt tokens per request the counters say came from the cache."""
+    acceptance: float | None = None
+    """Share of drafted tokens vLLM accepted over the steps behind it (decode figures of a server that
+    speculates)."""
 
     @property
     def median(self) -> float:
@@ -208,11 +211,13 @@ def figures(collected: Collected) -> list[Figure]:
         found.append(Figure("ratio", "cold / warm", "x", tuple(c / w for c, w in pairs)))
     decode = [v for r in warm for s in r.samples if (v := s.decode_tok_s) is not None]
     if decode:
-        found.append(Figure("decode_tok_s", "decode, 1 stream", "tok/s", tuple(decode)))
+        found.append(Figure("decode_tok_s", "decode, 1 stream", "tok/s", tuple(decode),
+                            acceptance=accepted_share(warm)))
     for result in collected.of("streams"):
         if (value := result.aggregate_tok_s) is not None:
             found.append(Figure("aggregate_tok_s", f"decode, {result.step.streams} streams", "tok/s", (value,),
-                                streams=result.step.streams, hit_share=result.counters.hit_share))
+                                streams=result.step.streams, hit_share=result.counters.hit_share,
+                                acceptance=accepted_share([result])))
     return found
 
 
@@ -269,10 +274,15 @@ def cache_settings(scrape: Scrape | None) -> dict[str, str]:
 
 def acceptance(collected: Collected) -> float | None:
     """Share of drafted tokens accepted over the decoding steps, from the speculation counters."""
+    return accepted_share([r for r in collected.results if r.step.kind != "cold"])
+
+
+def accepted_share(results: list[StepResult]) -> float | None:
+    """Share of drafted tokens vLLM accepted over `results`, from the speculation counters (None when they
+    drafted nothing, or the counters say a share outside 0-1, as a restarted server's would)."""
     drafted = accepted = 0.0
-    for result in collected.results:
-        c = result.counters
-        if result.step.kind != "cold" and c.drafted_tokens and c.accepted_tokens is not None:
+    for c in (r.counters for r in results):
+        if c.drafted_tokens and c.accepted_tokens is not None:
             drafted, accepted = drafted + c.drafted_tokens, accepted + c.accepted_tokens
     share = accepted / drafted if drafted else None
     return share if share is not None and 0 < share < 1 else None

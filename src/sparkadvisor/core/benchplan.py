@@ -8,7 +8,7 @@ said, never with another measurement.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, figures
@@ -28,6 +28,11 @@ class Prediction:
     expected: float
     low: float
     high: float
+    acceptance: float | None = None
+    """The draft acceptance it is predicted at when vLLM's counters gave one over the figure's own steps
+    (None: the recipe's, as the plan has it)."""
+    at_recipe: float | None = None
+    """Beside a prediction at a counted acceptance: what the plan's own acceptance predicts."""
 
     def verdict(self, value: float) -> Verdict:
         """Where a measured value falls against the range."""
@@ -41,11 +46,11 @@ def predict(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     cannot predict (no active parameters, no prefill rate) are absent."""
     found: dict[str, Prediction] = {}
     found.update(_first_token(plan, spec))
-    single = _decode(plan, spec.context_tokens, 1)
+    single = decode_prediction(plan, spec.context_tokens, 1)
     if single is not None:
         found["decode_tok_s"] = single
     for streams in sorted(set(spec.streams)):
-        if streams > 1 and (group := _decode(plan, spec.context_tokens, streams)) is not None:
+        if streams > 1 and (group := decode_prediction(plan, spec.context_tokens, streams)) is not None:
             found[f"aggregate_tok_s@{streams}"] = group
     return found
 
@@ -86,21 +91,44 @@ def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     }
 
 
-def _decode(plan: Plan, context: int, streams: int) -> Prediction | None:
-    """Per stream for one stream, all streams together for several (as the figures are)."""
+def decode_prediction(plan: Plan, context: int, streams: int, acceptance: float | None = None) -> Prediction | None:
+    """Per stream for one stream, all streams together for several (as the figures are), in the plan's
+    execution mode; at `acceptance` instead of the recipe's when the plan speculates."""
     kv_read = kv_bytes_read(plan.kv, plan.kv_bytes_per_token, context)
     inputs = decode_inputs(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, kv_read,
                            streams, plan.build.decode_read)
     if inputs is None:
         return None
+    inputs = replace(inputs, eager=plan.speed.eager)
+    counted = acceptance if inputs.spec_tokens else None
+    if counted is not None:
+        inputs = replace(inputs, acceptance=counted)
     d = estimate_decode(inputs, plan.cluster.hardware.memory_bandwidth_gb_s, plan.constants)
-    return Prediction(d.expected_tok_s, d.low_tok_s, d.high_tok_s)
+    return Prediction(d.expected_tok_s, d.low_tok_s, d.high_tok_s, counted)
 
 
 def prediction_for(figure: Figure, predictions: dict[str, Prediction]) -> Prediction | None:
-    """The prediction a figure is held against."""
+    """The prediction a figure is held against, as made before the run."""
     key = f"{figure.key}@{figure.streams}" if figure.key == "aggregate_tok_s" else figure.key
     return predictions.get(key)
+
+
+def held_against(figure: Figure, predictions: dict[str, Prediction], plan: Plan | None,
+                 context: int) -> Prediction | None:
+    """The prediction a measured figure is held against: like for like, a decode figure of a plan that
+    speculates is predicted at the acceptance vLLM counted over the figure's own steps (acceptance moves
+    with the text and with the batch, and is not the build's speed), beside what the plan's acceptance
+    predicts."""
+    found = prediction_for(figure, predictions)
+    if found is None or plan is None or figure.acceptance is None or figure.key not in DECODE_FIGURES:
+        return found
+    at = decode_prediction(plan, context, figure.streams, figure.acceptance)
+    if at is None or at.acceptance is None:
+        return found
+    return replace(at, at_recipe=found.expected)
+
+
+DECODE_FIGURES = ("decode_tok_s", "aggregate_tok_s")
 
 
 def predicted_rates(predictions: dict[str, Prediction], spec: BenchSpec) -> Rates:

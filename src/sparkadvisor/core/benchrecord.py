@@ -99,6 +99,8 @@ def bench_measurements(found: list[Any], spec: Any, source_id: str, today: str) 
         m["context_tokens"] = spec.context_tokens
         if metric == "ttft_s" and f.hit_tokens is not None:
             m["cached_tokens"] = round(f.hit_tokens)
+        if f.acceptance is not None:  # what the fit and `show` predict the figure at (like for like)
+            m["acceptance"] = round(f.acceptance, 3)
         m["note"] = f"{f.label}, {len(f.values)} run{'s' * (len(f.values) > 1)}, sparkadvisor bench {today}"
         m["source"] = source_id
         out.append(m)

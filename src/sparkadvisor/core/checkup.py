@@ -442,21 +442,44 @@ def _ttft_at(workload: Workload, rate: float, plans: Sequence[Plan], replan: Rep
 
 
 def _decode_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[Finding]:
-    expected = [p.decode_tok_s for p in plans if p.decode_tok_s is not None]
     measured = metrics.generation_tok_s
-    if not expected or measured is None:
+    if measured is None or not [p for p in plans if p.decode_tok_s is not None]:
         return []
     if not metrics.single_stream:
+        planned = [p.decode_tok_s for p in plans if p.decode_tok_s is not None]
         return [Finding("info", f"{measured:.0f} tok/s per request with ~{metrics.requests_running:.0f} running; "
-                        f"{_expect(plans)} {_spread(expected, '.0f')} tok/s for one stream, so they are "
+                        f"{_expect(plans)} {_spread(planned, '.0f')} tok/s for one stream, so they are "
                         "not compared")]
+    # Like for like: acceptance follows the text being written, so the plan is held at the share vLLM counts.
+    pairs = [(p.decode_tok_s, at_acceptance(p, metrics.spec_acceptance)) for p in plans]
+    planned = [own for own, at in pairs if own is not None and at is not None]
+    expected = [at for own, at in pairs if own is not None and at is not None]
+    moved = _spread(expected, ".0f") != _spread(planned, ".0f")
+    at = f" at the {metrics.spec_acceptance:.0%} acceptance vLLM counts" if moved else ""
+    own = f"; at the recipe's acceptance, {_spread(planned, '.0f')}" if moved else ""
     severity: Severity = "warning" if measured < min(expected) * SLOW_DECODE_SHARE else "ok"
     brief = f"decode {measured:.0f} tok/s (plan {_spread(expected, '.0f')})" if severity != "ok" else ""
     if len(expected) == 1:
-        return [Finding(severity, f"{measured:.0f} tok/s measured against {expected[0]:.0f} expected "
-                        f"({measured / expected[0]:.0%}) for one stream", brief)]
-    return [Finding(severity, f"decode {measured:.0f} tok/s: {_expect(plans)} {_spread(expected, '.0f')}",
+        return [Finding(severity, f"{measured:.0f} tok/s measured against {expected[0]:.0f} expected{at} "
+                        f"({measured / expected[0]:.0%}) for one stream{own}", brief)]
+    return [Finding(severity, f"decode {measured:.0f} tok/s: {_expect(plans)} {_spread(expected, '.0f')}{at}{own}",
                     brief)]
+
+
+def at_acceptance(plan: Plan, rate: float | None) -> float | None:
+    """The plan's speed per stream with its drafter accepting `rate` of the drafted tokens: its figure (the
+    recipe's measurement or the model's estimate) times what the step model gives at `rate` over what it
+    gives at the plan's own acceptance. The figure itself when the plan drafts nothing or `rate` is None."""
+    from sparkadvisor.core.benchplan import decode_prediction
+
+    figure = plan.decode_tok_s
+    if figure is None or rate is None:
+        return figure
+    context, streams = plan.workload.context_tokens, plan.workload.streams
+    at, own = decode_prediction(plan, context, streams, rate), decode_prediction(plan, context, streams)
+    if at is None or own is None or at.acceptance is None:
+        return figure
+    return figure * at.expected / own.expected
 
 
 def _acceptance_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[Finding]:
