@@ -63,3 +63,23 @@ def test_the_time_left_follows_the_rates_and_is_unknown_without_them():
 def test_the_bench_source_loads_no_network_library_until_it_runs():
     code = "import sys, sparkadvisor.sources.bench, sparkadvisor.commands.bench; print('httpx' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+@pytest.mark.parametrize("enforce_eager", [None, False])
+def test_the_decode_prediction_is_the_plans_own_in_the_plans_mode(enforce_eager):
+    """The bench predicts decode as `show` does, in the mode the plan was costed in: GLM's recipe runs eager, and
+    --cuda-graphs costs it with graphs (the bench used to predict the recipe's eager speed regardless)."""
+    from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.benchplan import predict
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC, Settings
+
+    index = load_index()
+    cluster = Cluster(index.hardware["dgx-spark"], 2)
+    plan = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], cluster, AGENTIC,
+                          Settings(enforce_eager=enforce_eager))
+    assert plan.speed.eager is (enforce_eager is None)
+    predicted = predict(plan, BenchSpec(100_000, 0.95, 200))["decode_tok_s"]
+    assert predicted.expected == pytest.approx(plan.decode.expected_tok_s, rel=1e-6)
+    assert predicted.acceptance is None  # the recipe's, until vLLM's counters say otherwise
