@@ -52,7 +52,9 @@ def test_an_engines_prefill_rate_follows_its_own_measurements_only(index) -> Non
     spark = index.hardware["dgx-spark"]
     faster = _prefill_scaled(index, "llama.cpp", 2.0)
     before, after = calibrate(index, spark, "llama.cpp"), calibrate(faster, spark, "llama.cpp")
-    assert after.prefill_ms_per_gflop["int8"] == pytest.approx(before.prefill_ms_per_gflop["int8"] / 2, rel=0.05)
+    # Twice the speed: about half the time per GFLOP (the attention and KV rates are pooled over every engine's
+    # measurements, so llama.cpp's int8 rate takes up a little more than its share of the change).
+    assert 1.8 < before.prefill_ms_per_gflop["int8"] / after.prefill_ms_per_gflop["int8"] < 2.5
     assert "llama.cpp's own" in after.basis["prefill:int8"]
     # SGLang's FP8 rate is fitted to SGLang's measurements: llama.cpp's do not move it.
     sglang_before, sglang_after = calibrate(index, spark, "sglang"), calibrate(faster, spark, "sglang")

@@ -562,3 +562,22 @@ async def test_the_build_screens_title_is_whole_at_every_width(make_app, width, 
     async with app.run_test(size=(width, 24)) as pilot:
         await pilot.press("enter")
         assert str(app.screen.query_one("#build-document").border_title) == title
+
+
+async def test_r_in_a_build_with_only_benchmark_runs_follows_one_and_back(make_app) -> None:
+    """vLLM's defaults are a choice beside the benchmark's own settings: `r` follows the run and comes back."""
+    app = make_app(nodes=1)
+    async with app.run_test(size=(200, 50)) as pilot:
+        main_screen = app.screen
+        main_screen.open_build("nemotron-3-nano-fp8")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.item.plan.recipe is None
+        await pilot.press("r")
+        await pilot.pause()
+        assert screen.item.plan.recipe.id == "nemotron-3-nano-fp8-djangodevreng-tp1"
+        followed = main_screen.ranking.by_id["nemotron-3-nano-fp8"].plan.recipe
+        assert followed.id == "nemotron-3-nano-fp8-djangodevreng-tp1"
+        await pilot.press("r")
+        await pilot.pause()
+        assert screen.item.plan.recipe is None and main_screen.scenario.settings.recipe is None

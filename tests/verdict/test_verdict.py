@@ -142,11 +142,15 @@ def test_caveat_text_is_plain_in_a_pipe(build, capsys):
 
 
 def test_a_missed_target_never_reads_as_equal_to_it(index):
-    """Llama-3.3-70B NVFP4's first token is a little over 20 s: '20 s > 20 s' said nothing."""
+    """Llama-3.3-70B NVFP4's first token was a little over the 20 s target: '20 s > 20 s' said nothing. A target
+    of the whole seconds below its first token puts it there again, whatever the fit makes of its prefill."""
     from sparkadvisor.core.targets import check_targets
-    llama = by_build(ranking(index))["llama-3.3-70b-nvfp4-nvidia"]
-    assert 20 < llama.plan.ttft_s < 20.5
-    assert re.search(r"first token 20\.[1-4] s > 20 s", llama.reason), llama.reason
+    ttft = by_build(ranking(index))["llama-3.3-70b-nvfp4-nvidia"].plan.ttft_s
+    target = float(int(ttft))
+    assert 0 < ttft - target < 1
+    at_target = ranking(index, workload=AGENTIC.changed(first_token_target_s=target))
+    llama = by_build(at_target)["llama-3.3-70b-nvfp4-nvidia"]
+    assert re.search(rf"first token {ttft:.1f} s > {target:g} s", llama.reason), llama.reason
     tight = AGENTIC.changed(first_token_target_s=0.5, decode_target_tok_s=12.5)
     seen = set()
     for r in ranking(index, workload=tight):

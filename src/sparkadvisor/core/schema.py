@@ -819,6 +819,10 @@ class Recipe:
     """Speculative decoding, when configured."""
     prefix_caching: bool = True
     """False when the recipe disables prefix caching."""
+    benchmark: bool = False
+    """A benchmark's test configuration rather than one to serve with (for example prefix caching off to time
+    raw prefill, or a memory setting above the safe one): its measurements feed the speed model's fit,
+    `fidelity` and `show`, but a plan follows it only where `--recipe` names it."""
     tool_call_parser: str | None = None
     """--tool-call-parser."""
     reasoning_parser: str | None = None

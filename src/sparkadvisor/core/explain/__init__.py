@@ -55,7 +55,8 @@ def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step
         return None
     # The plan may follow a copy without its drafter (`plan.drafter_off`): the catalog's recipe by its id.
     followed = next((r for r in on_hardware if followed is not None and r.id == followed.id), followed)
-    here = [r for r in on_hardware if r.nodes == nodes and r is not followed]
+    here = [r for r in on_hardware if r.nodes == nodes and r is not followed and not r.benchmark]
+    tests = [r for r in on_hardware if r.nodes == nodes and r is not followed and r.benchmark]
     elsewhere = [r for r in on_hardware if r.nodes != nodes]
     if followed is None:
         text = f"No recipe for this build on {plan.cluster.label}: vLLM's defaults size the plan."
@@ -84,6 +85,9 @@ def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step
                      f"against the plan, which takes the acceptance known at {own} tokens for it.")
     if here:
         text += f" Also here: {_recipe_list(here)}; --recipe ID follows one instead."
+    if tests:
+        text += (f" Benchmark runs here (their test settings, such as prefix caching off, are not a recipe to serve "
+                 f"with; their measurements feed the speed model, and --recipe ID follows one): {_recipe_list(tests)}.")
     if elsewhere:
         text += f" On other node counts: {_recipe_list(elsewhere, with_nodes=True)}."
     return Step("recipe", "recipe", text, "stated")

@@ -129,9 +129,10 @@ def _nodes_needed(facts: BuildFacts, hardware: Hardware, settings: Settings, nod
                   budget: Budget) -> int | None:
     """The smallest size that fits by the rule the plan's own fit on `nodes` followed (`budget` is
     that plan's node budget): when it fits there, no size above `nodes` is tried."""
-    if not facts.recipes.get(hardware.id):
-        # No recipe at any size: only the weights' share changes with the size; the utilization and
-        # the reserve (no drafter, so no share of one) are the plan's own budget's, and nothing is pinned.
+    if not any(not r.benchmark for r in facts.recipes_on(hardware)):
+        # No recipe to follow at any size (a benchmark's configuration is followed only when named): only the
+        # weights' share changes with the size; the utilization and the reserve (no drafter, so no share of
+        # one) are the plan's own budget's, and nothing is pinned.
         # The share grows as the size shrinks, so when `nodes` is short no smaller size is tried either.
         resident = facts.weights.resident_bytes(False)
         for size in range(1, nodes) if fits else range(nodes + 1, hardware.max_nodes + 1):

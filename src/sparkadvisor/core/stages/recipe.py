@@ -41,7 +41,7 @@ def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: i
 def pick_recipe(facts: BuildFacts, hardware: Hardware, nodes: int, named: str | None = None) -> Recipe | None:
     """The vLLM recipe for this build on exactly `nodes` of this hardware: the one the user `named`
     when it is among them, else the newest one the user's own `sparkadvisor bench` recorded, else the
-    best-measured published one."""
+    best-measured published one that is not a benchmark's test configuration."""
     on_hardware = facts.recipes.get(hardware.id)
     if not on_hardware:
         return None
@@ -105,9 +105,10 @@ def plan_recipe(facts: BuildFacts, hardware: Hardware, nodes: int, settings: Set
 
 
 def published_recipe(facts: BuildFacts, hardware: Hardware, nodes: int) -> Recipe | None:
-    """The best-measured published vLLM recipe for this build on exactly `nodes` of this hardware
-    (a bench run copies from it what a server cannot tell)."""
-    candidates = [r for r in facts.recipes_on(hardware) if r.nodes == nodes and r.id not in facts.own_recipes]
+    """The best-measured published vLLM recipe to serve this build with on exactly `nodes` of this hardware
+    (a bench run copies from it what a server cannot tell); a benchmark's test configuration is not one."""
+    candidates = [r for r in facts.recipes_on(hardware)
+                  if r.nodes == nodes and r.id not in facts.own_recipes and not r.benchmark]
     return max(candidates, key=lambda r: len(r.measurements), default=None)
 
 

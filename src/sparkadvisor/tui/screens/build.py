@@ -74,10 +74,13 @@ class BuildScreen(EarlyKeys, Screen[None]):
         left, right, stacked = sections(self.item, self.sweep, self.index)
         self.query_one(Document).show(left, right, stacked)
 
-    def recipes_here(self) -> list[Recipe]:
-        """The build's vLLM recipes on this cluster, the ones a plan can follow."""
+    def recipes_here(self) -> list[Recipe | None]:
+        """What a plan of the build can follow on this cluster: its vLLM recipes, and vLLM's defaults (None)
+        first where none of them is one to serve with (benchmark runs only, followed when chosen)."""
         facts, cluster = self.index.facts.get(self.item.plan.build.id), self.ranking.cluster
-        return [r for r in facts.recipes_on(cluster.hardware) if r.nodes == cluster.nodes] if facts else []
+        recipes: list[Recipe | None] = [r for r in facts.recipes_on(cluster.hardware) if r.nodes == cluster.nodes] \
+            if facts else []
+        return recipes if any(r is not None and not r.benchmark for r in recipes) or not recipes else [None, *recipes]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """`r` only where there is another recipe to follow (the footer leaves it out elsewhere)."""
@@ -85,17 +88,19 @@ class BuildScreen(EarlyKeys, Screen[None]):
 
     def action_next_recipe(self) -> None:
         """Follow the next of the build's recipes on this cluster, after the one its plan follows."""
-        recipes, current = self.recipes_here(), self.item.plan.recipe
-        if self.follow is None or len(recipes) < 2:
+        choices, current = self.recipes_here(), self.item.plan.recipe
+        if self.follow is None or len(choices) < 2:
             return
-        at = next((i for i, r in enumerate(recipes) if current is not None and r.id == current.id), -1)
-        place = (at + 1) % len(recipes)
-        chosen = recipes[place]
-        self.item, self.sweep, self.ranking = self.follow(self.item.plan.build.id, chosen.id)
+        followed = current.id if current is not None else None
+        at = next((i for i, r in enumerate(choices) if (r.id if r is not None else None) == followed), -1)
+        place = (at + 1) % len(choices)
+        chosen = choices[place]
+        self.item, self.sweep, self.ranking = self.follow(self.item.plan.build.id, chosen.id if chosen else None)
         self.query_one(Document).border_subtitle = self._subtitle()
         self._show()
-        self.notify(safe_text(f"Following {chosen.id} ({place + 1} of {len(recipes)} recipes here); the table "
-                              "ranks it so."), markup=False)
+        what = chosen.id if chosen is not None else "no recipe (vLLM's defaults)"
+        self.notify(safe_text(f"Following {what} ({place + 1} of {len(choices)} choices here); the table ranks it "
+                              "so."), markup=False)
 
     def action_export(self) -> None:
         """The export dialog for this build, ranked among the others."""
@@ -109,5 +114,6 @@ class BuildScreen(EarlyKeys, Screen[None]):
         self.app.push_screen(HelpScreen())
 
 
-Follow = Callable[[str, str], tuple[Ranked, tuple[Ranked, ...], Ranking]]
-"""(build id, recipe id) -> the build's ranked entry, its cluster sweep and the ranking, with the recipe followed."""
+Follow = Callable[[str, str | None], tuple[Ranked, tuple[Ranked, ...], Ranking]]
+"""(build id, recipe id, or None for vLLM's defaults) -> the build's ranked entry, its cluster sweep and the ranking,
+with the recipe followed."""

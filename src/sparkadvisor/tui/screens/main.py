@@ -397,7 +397,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(BuildScreen(self.index, item, sweep(self.index, build_id, self.scenario, self.cache),
                                          self.ranking, self.follow_recipe))
 
-    def follow_recipe(self, build_id: str, recipe_id: str) -> tuple[Ranked, tuple[Ranked, ...], Ranking]:
+    def follow_recipe(self, build_id: str, recipe_id: str | None) -> tuple[Ranked, tuple[Ranked, ...], Ranking]:
         """Re-rank with `recipe_id` followed for its build (one named recipe at a time, as `--recipe`; the
         advisor's own pick names none, so the header drops it); the build's entry, sweep and the new ranking,
         for the full-screen view that asked."""
@@ -405,7 +405,7 @@ class MainScreen(Screen[None]):
 
         cluster = self.ranking.cluster
         own = pick_recipe(self.index.facts[build_id], cluster.hardware, cluster.nodes)
-        named = None if own is not None and own.id == recipe_id else recipe_id
+        named = None if recipe_id is None or (own is not None and own.id == recipe_id) else recipe_id
         self.apply(replace(self.scenario, settings=replace(self.scenario.settings, recipe=named)))
         return self.ranking.by_id[build_id], sweep(self.index, build_id, self.scenario, self.cache), self.ranking
 

@@ -103,10 +103,11 @@ def caveats_content(item: Ranked, index: CatalogIndex) -> Content:
 
 
 def recipe_line(recipe: Recipe, in_use: bool, index: CatalogIndex) -> Content:
-    """One recipe: title, nodes and parallelism, source."""
+    """One recipe: title, nodes and parallelism, whether it is a benchmark's test configuration, source."""
     mark = ("● in use ", "bold $success") if in_use else ("○ ", "")
+    test = " · benchmark run: measurements only, followed when chosen (r)" if recipe.benchmark else ""
     return Content.assemble(mark, (safe_text(recipe.title), "bold"), safe_text(f" · {plural(recipe.nodes, 'node')} · "
-                            f"TP={recipe.tp} PP={recipe.pp} · {recipe.hardware}"), ("\n  source: ", "italic"),
+                            f"TP={recipe.tp} PP={recipe.pp} · {recipe.hardware}{test}"), ("\n  source: ", "italic"),
                             _sources(index, recipe.source))
 
 
