@@ -148,7 +148,7 @@ def _design(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
                   "spec_ms_per_step": i.drafter_steps if i.spec_tokens else 0.0,
                   "eager_ms_per_layer": (i.layers or 0) if i.eager else 0.0,
                   "allreduce_us": (2 * (i.layers or 0) * math.log2(i.tp) + i.pp - 1) / 1e3,
-                  f"fixed_ms:{_engine_of(o, own)}": float(i.pp),
+                  f"fixed_ms:{_engine_of(o, own)}": 1.0,
                   f"layer_ms:{_engine_of(o, own)}": float(i.layers or 0),
                   f"weight_penalty:{i.weight_class}": in_format}
         design.rows.append([values.get(name, 0.0) for name in columns])

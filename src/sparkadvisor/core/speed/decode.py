@@ -292,9 +292,11 @@ def _read_ms(cost: PassCost, stored_bits: float, weight_class: str, draft_bytes:
 
 
 def fixed_ms(inputs: DecodeInputs, c: SpeedConstants) -> float:
-    """The step's fixed cost: one per pipeline stage, and one per layer (more without CUDA graphs)."""
+    """The step's fixed cost: once a step, and one per layer (more without CUDA graphs). The step's own cost is
+    not paid again per pipeline stage: vLLM's engine schedules and samples once a step however many stages the
+    layers are split into (each stage's layers pay their own per-layer cost, and `link_ms` the hand-overs)."""
     per_layer = c.layer_ms + (c.eager_ms_per_layer if inputs.eager else 0.0)
-    return c.fixed_ms * inputs.pp + per_layer * (inputs.layers or 0)
+    return c.fixed_ms + per_layer * (inputs.layers or 0)
 
 
 def estimate_decode(inputs: DecodeInputs, bandwidth_gb_s: float, constants: SpeedConstants,
