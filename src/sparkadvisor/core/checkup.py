@@ -491,8 +491,12 @@ def _acceptance_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[
     recipes = "the recipe's" if len(published) == 1 else f"the recipes of the {len(published)} matching builds:"
     shown = _spread([a * 100 for a in published], ".0f") + "%"
     if rate < min(published) * LOW_ACCEPTANCE_SHARE:
+        own = [p.decode_tok_s for p in plans if p.decode_tok_s is not None]
+        at = [a for p in plans if (a := at_acceptance(p, rate)) is not None]
+        cost = (f" ({_spread(at, '.0f')} tok/s for one stream where the recipe's acceptance gives "
+                f"{_spread(own, '.0f')})" if own and at and _spread(at, ".0f") != _spread(own, ".0f") else "")
         return [Finding("warning", f"speculative decoding accepts {rate:.0%} of drafted tokens against {recipes} "
-                        f"{shown}: decode will fall short of the plan", f"spec accept {rate:.0%} ({shown})")]
+                        f"{shown}: decode will fall short of the plan{cost}", f"spec accept {rate:.0%} ({shown})")]
     return [Finding("ok", f"speculative decoding accepts {rate:.0%} of drafted tokens ({recipes} {shown})")]
 
 
