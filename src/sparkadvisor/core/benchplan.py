@@ -113,6 +113,10 @@ def prediction_for(figure: Figure, predictions: dict[str, Prediction]) -> Predic
     return predictions.get(key)
 
 
+DECODE_FIGURES = ("decode_tok_s", "aggregate_tok_s")
+"""The figures a drafter's acceptance moves."""
+
+
 def held_against(figure: Figure, predictions: dict[str, Prediction], plan: Plan | None,
                  context: int) -> Prediction | None:
     """The prediction a measured figure is held against: like for like, a decode figure of a plan that
@@ -126,9 +130,6 @@ def held_against(figure: Figure, predictions: dict[str, Prediction], plan: Plan 
     if at is None or at.acceptance is None:
         return found
     return replace(at, at_recipe=found.expected)
-
-
-DECODE_FIGURES = ("decode_tok_s", "aggregate_tok_s")
 
 
 def predicted_rates(predictions: dict[str, Prediction], spec: BenchSpec) -> Rates:

@@ -469,14 +469,17 @@ def _decode_findings(plans: Sequence[Plan], metrics: MetricsWindow) -> list[Find
 def at_acceptance(plan: Plan, rate: float | None) -> float | None:
     """The plan's speed per stream with its drafter accepting `rate` of the drafted tokens: its figure (the
     recipe's measurement or the model's estimate) times what the step model gives at `rate` over what it
-    gives at the plan's own acceptance. The figure itself when the plan drafts nothing or `rate` is None."""
+    gives at the figure's own acceptance (the measurement's where it states one, else the plan's). The figure
+    itself when the plan drafts nothing or `rate` is None."""
     from sparkadvisor.core.benchplan import decode_prediction
 
     figure = plan.decode_tok_s
     if figure is None or rate is None:
         return figure
     context, streams = plan.workload.context_tokens, plan.workload.streams
-    at, own = decode_prediction(plan, context, streams, rate), decode_prediction(plan, context, streams)
+    measured = plan.speed.measured
+    at = decode_prediction(plan, context, streams, rate)
+    own = decode_prediction(plan, context, streams, measured.acceptance if measured is not None else None)
     if at is None or own is None or at.acceptance is None:
         return figure
     return figure * at.expected / own.expected
