@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -109,7 +110,12 @@ def test_show_cites_the_counted_read_and_the_measurements_it_quotes(capsys):
     sources = capsys.readouterr().out.split("\nsources\n", 1)[1]
     assert "tonyd2wild-glm-nvidia-lanes:" in sources and "tonyd2wild-glm-nvfp4-attention:" in sources
     assert main(["show", "gemma-4-31b-nvfp4-nvidia", "--nodes", "1"]) == 0
-    assert "vllm-54122:" in capsys.readouterr().out.split("\nsources\n", 1)[1]
+    out = capsys.readouterr().out
+    assert "vllm-54122:" in out.split("\nsources\n", 1)[1]
+    # A dense build's counted read: only its NVFP4 MLPs pay the format's overhead, and they are not experts.
+    text = " ".join(out.split())
+    assert "a token reads 31.70 GB split 1 ways + 0.00 GB every rank keeps whole = 31.70 GB per node" in text
+    assert re.search(r"\+\d+% dequantization on the 11\.71 GB of quantized projections", text)
 
 
 def test_show_text_explains_with_units(capsys):

@@ -551,7 +551,9 @@ class DecodeRead:
     """GB per token every rank reads whole (projections the engine keeps replicated)."""
     routed_gb: float | None = checked(default=None, gt=0)
     """Of `split_gb`, the routed experts one token reads (experts_per_token per layer), when counted
-    apart: a pass verifying several tokens reads the union of the experts they route to."""
+    apart: a pass verifying several tokens reads the union of the experts they route to. For a dense model,
+    the projections stored in the build's quantized format (the part that pays its dequantization; every
+    token reads all of it)."""
     engine: str = "vllm"
     """Whose model code decides which projections are split and which replicated."""
     note: str = ""

@@ -170,7 +170,8 @@ def _expected_text(plan: Plan) -> str:
     what = (f"{counted_gb_per_pass(read, plan.tp, d.experts_read, per_token):.2f} GB "
             "counted per node" if read is not None else f"{plan.weights.stored_bits:.2f} stored bits")
     # A counted read pays the format's overhead on its routed experts only (`speed.decode.weights_parts_ms`).
-    on = (f" on the {counted_parts_gb(read, plan.tp, d.experts_read, per_token)[1]:.2f} GB of routed experts"
+    part = "routed experts" if plan.model.params.routed_experts else "quantized projections"
+    on = (f" on the {counted_parts_gb(read, plan.tp, d.experts_read, per_token)[1]:.2f} GB of {part}"
           if read is not None and read.routed_gb else "")
     parts = [("weights", d.weights_ms, f"{what} at {c.bandwidth_fraction:.0%} "
               f"of rated bandwidth, {c.basis.get('bandwidth_fraction')}"
