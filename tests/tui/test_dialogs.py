@@ -139,6 +139,31 @@ async def test_a_max_model_len_typed_in_the_assumptions_re_ranks_and_heads_the_t
         assert main.scenario.settings.max_model_len == 64_000  # a bad value changes nothing until fixed
 
 
+async def test_batched_tokens_typed_in_the_assumptions_resize_the_pools_and_head_the_table(make_app) -> None:
+    from textual.widgets import Input, Label
+
+    from sparkadvisor.tui.widgets.cluster_header import ClusterHeader
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.screen
+        gemma = "gemma-4-26b-a4b-nvfp4-nvidia"  # sliding-window layers keep window - 1 + batched tokens
+        before = main.ranking.by_id[gemma].plan.kv_pool_tokens
+        await pilot.press("a")
+        await pilot.pause()
+        app.screen.query_one("#batched_tokens", Input).value = "2K"
+        await pilot.pause()
+        assert main.scenario.settings.batched_tokens == 2048
+        assert "2,048 batched tokens" in str(main.query_one(ClusterHeader).render())
+        assert main.ranking.by_id[gemma].plan.kv_pool_tokens > before
+        app.screen.query_one("#batched_tokens", Input).value = "128"
+        app.screen.query_one("#streams", Input).value = "200"
+        await pilot.pause()
+        error = app.screen.query_one("#batched_tokens-error", Label)
+        assert error.display and "128 batched tokens are fewer than the 200 streams" in str(error.render())
+        assert main.scenario.workload.streams == 1  # nothing changes until it is fixed
+
+
 async def test_speculation_off_in_the_assumptions_plans_every_recipe_without_its_drafter(make_app) -> None:
     from textual.widgets import Input
 

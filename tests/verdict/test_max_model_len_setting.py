@@ -141,8 +141,8 @@ def test_rank_says_the_settings_it_applied_in_its_header_and_its_json(capsys, mo
     assert first.endswith("200 out · max-model-len 131,072 · KV dtype fp8 · eager")
     assert main(["rank", "--json", "--max-model-len", "128K"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["settings"] == {"gpu_memory_utilization": None, "max_model_len": 131072, "kv_cache_dtype": None,
-                               "engine": None, "enforce_eager": None, "speculation": None}
+    assert out["settings"] == {"gpu_memory_utilization": None, "max_model_len": 131072, "max_num_batched_tokens": None,
+                               "kv_cache_dtype": None, "engine": None, "enforce_eager": None, "speculation": None}
     assert {c["context_basis"] for c in out["candidates"]} <= {"setting", "recipe", "native", "unknown"}
     assert all(c["context_tokens"] <= 131072 for c in out["candidates"] if c["context_tokens"] is not None)
 

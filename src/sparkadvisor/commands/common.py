@@ -85,6 +85,9 @@ def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", 
     parser.add_argument("--max-model-len", type=token_count, metavar="TOKENS",
                         help="serve at most this context (prompt + answer); each build takes the smaller of it "
                              "and the longest it serves (its recipe's or its model's native context)")
+    parser.add_argument("--max-num-batched-tokens", type=token_count, metavar="TOKENS", dest="batched_tokens",
+                        help="tokens vLLM computes in one step: the prefill chunk, and what a sliding-window layer "
+                             "keeps per request beside its window (default: each recipe's, else vLLM's 8,192)")
     parser.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), metavar="DTYPE",
                         help=f"override the KV cache dtype ({', '.join(sorted(KV_DTYPE_BYTES))})")
     parser.add_argument("--engine", metavar="ENGINE",
@@ -120,7 +123,7 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
     """Cluster, workload and settings from the options, checked against the catalog."""
     from sparkadvisor.core.plan import Cluster, engines_here, runs_on
     from sparkadvisor.core.units import plural
-    from sparkadvisor.core.workload import ENGINES, WORKLOADS, Settings
+    from sparkadvisor.core.workload import ENGINES, WORKLOADS, Settings, batch_room
 
     hardware = index.hardware.get(args.hardware)
     if hardware is None:
@@ -137,10 +140,13 @@ def scenario(args: argparse.Namespace, index: CatalogIndex) -> tuple[Cluster, Wo
         raise UsageError(f"unknown engine {engine!r} for --engine; known engines: {', '.join(known)}")
     if engine is not None and not runs_on(hardware, engine):
         raise UsageError(f"--engine {engine} is not known to run on {hardware.name}; {engines_here(hardware)}")
+    batched = getattr(args, "batched_tokens", None)
+    if (why := batch_room(batched, workload.streams)) is not None:
+        raise UsageError(f"--max-num-batched-tokens and --streams: {why}")
     settings = Settings(args.gpu_memory_utilization, args.kv_cache_dtype, engine=engine,
                         enforce_eager=getattr(args, "enforce_eager", None),
                         max_model_len=getattr(args, "max_model_len", None),
-                        speculation=getattr(args, "speculation", None))
+                        speculation=getattr(args, "speculation", None), batched_tokens=batched)
     return Cluster(hardware, args.nodes), workload, settings
 
 

@@ -33,6 +33,9 @@ follows the KV model. The pool is the minimum over the ranks, and the README not
 profiles 4-5 GiB less headroom than the head, so this is the tighter rank's figure. A recipe whose own
 logs pin its profile run (`Recipe.reserve`) uses that instead; other builds are assumed to need GLM's."""
 
+PROFILE_BATCHED_TOKENS = 8192
+"""The --max-num-batched-tokens of the boot PROFILE_PEAK_GIB comes from (tonyd2wild-glm)."""
+
 PROFILE_SOURCE = "tonyd2wild-glm"
 """The catalog source of PROFILE_PEAK_GIB and DRAFT_PROFILE_GIB."""
 

@@ -152,8 +152,10 @@ class Plan:
         cold = measured_ttft(self.recipe, context, context)
         if cold is not None:
             return cold.value
+        inputs = self.pool.inputs
         rate, _, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
-                                self.build.format, self.weights.transformer_bytes, self.fit.kv_cache_dtype)
+                                self.build.format, self.weights.transformer_bytes, self.fit.kv_cache_dtype,
+                                batched=inputs.batched_tokens if inputs.batched_set else None)
         return context / rate if rate else None
 
     @property
@@ -213,13 +215,13 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
                            prefix_caching(recipe, caveats))
     fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split)
     pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload,
-                       per_request=shared.per_request)
+                       per_request=shared.per_request, settings=settings)
     speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
                          constants=constants, eager=settings.enforce_eager, pass_terms=shared.pass_terms)
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
                         constants=constants, weight_format=build.format,
                         weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype,
-                        model_prefill=shared.prefill)
+                        model_prefill=shared.prefill, batched=settings.batched_tokens)
     # A ranking makes several records a build, so they are made positionally, in their fields' order: a
     # keyword call to a class packs the keywords into a dict first, which doubles what making one costs.
     # build, model, cluster, workload, recipe, weights, fit, pool, speed, first, caveats, disqualified_by,

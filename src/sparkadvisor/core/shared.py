@@ -58,9 +58,11 @@ def _model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Re
     split = split_and_terms(facts, hardware, nodes, recipe, settings)
     tp, pp, _, kv_cache_dtype, _ = split
     context = workload.context_tokens
-    per_request = pool_per_request(facts, recipe, kv_cache_dtype, tp, pp, context, prefix, settings.max_model_len)
+    per_request = pool_per_request(facts, recipe, kv_cache_dtype, tp, pp, context, prefix, settings.max_model_len,
+                                   settings.batched_tokens)
     shape, read = per_request[1], per_request[4]
     pass_terms = (shared_decode(facts, recipe, tp, pp, read, workload.streams,
                                 decode_mode(recipe, settings.enforce_eager), constants) if shape is not None else None)
     return ModelFigures(split, per_request, pass_terms, prefill_shared(
-        facts.model, recipe, nodes, context, uncached_tokens(workload, prefix[0]), kv_cache_dtype, constants))
+        facts.model, recipe, nodes, context, uncached_tokens(workload, prefix[0]), kv_cache_dtype, constants,
+        settings.batched_tokens))

@@ -232,6 +232,8 @@ def settings_line(settings: Settings) -> str:
         text += f" · gpu-memory-utilization {settings.gpu_memory_utilization:g}"
     if settings.max_model_len is not None:
         text += f" · max-model-len {settings.max_model_len:,}"
+    if settings.batched_tokens is not None:
+        text += f" · {settings.batched_tokens:,} batched tokens"
     if settings.kv_cache_dtype is not None:
         text += f" · KV dtype {settings.kv_cache_dtype}"
     if settings.engine is not None:

@@ -86,6 +86,19 @@ class Settings:
     """--max-model-len for every build, as a ceiling: each serves the smaller of it and the longest context
     it can (the recipe's --max-model-len or the model's native context, whichever is longer); None keeps
     the recipe's, else the native context."""
+    batched_tokens: int | None = None
+    """--max-num-batched-tokens for every vLLM build: the tokens one step computes, so the prefill chunk, what
+    a sliding-window layer keeps per request beside its window, and what the profile run sizes activations
+    for; None keeps the recipe's, else vLLM's API-server default."""
+
+
+def batch_room(batched: int | None, streams: int) -> str | None:
+    """Why `batched` tokens a step cannot run `streams` sequences at once (vLLM caps its --max-num-seqs
+    default at --max-num-batched-tokens, and refuses fewer batched tokens than sequences), or None."""
+    if batched is None or batched >= streams:
+        return None
+    return (f"{batched:,} batched tokens are fewer than the {streams} streams: vLLM runs at most that many "
+            "sequences a step")
 
 
 DEFAULT_SETTINGS = Settings()

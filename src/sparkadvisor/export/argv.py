@@ -134,6 +134,9 @@ def model_options(plan: Plan, served_name: str) -> list[Option]:
     if length is not None:
         options.append(("--max-model-len", str(length)))
     options.append(("--kv-cache-dtype", plan.kv_cache_dtype))
+    inputs = plan.pool.inputs
+    if inputs.batched_set:  # the user's; a recipe's own passes with its extra arguments
+        options.append(("--max-num-batched-tokens", str(inputs.batched_tokens)))
     if plan.recipe and plan.recipe.block_size:
         options.append(("--block-size", str(plan.recipe.block_size)))
     options.append(("--enable-prefix-caching",) if plan.prefix_caching else ("--disable-prefix-caching",))

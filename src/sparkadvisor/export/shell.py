@@ -9,7 +9,9 @@ Catalog values appear only shell-quoted; caveats appear as comments where they m
 from __future__ import annotations
 
 from sparkadvisor.core.explain import explain
+from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.stages.recipe import recipe_batched_tokens
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
 from sparkadvisor.export.spec import (CONTAINER_HF_HOME, CONTAINER_VLLM_CACHE, ExportFile, Launch, NodeLaunch, Note,
@@ -137,6 +139,11 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
     plan = launch.plan
     if flag == "--max-model-len":
         return comment(f"--max-model-len: {max_model_len(plan)[1]}.")
+    if flag == "--max-num-batched-tokens" and plan.pool.inputs.batched_set:  # else the recipe's own copy
+        own = recipe_batched_tokens(plan.recipe)
+        instead = f"the recipe's {own:,}" if own else f"vLLM's default {VLLM_BATCHED_TOKENS:,}"
+        return comment(f"--max-num-batched-tokens: as set, not {instead}: the prefill chunk, and what a "
+                       "sliding-window layer keeps beside its window.")
     if flag == "--disable-prefix-caching":
         return [c for n in notes_of(launch, "prefix-caching-disabled") if n.loud for c in comment(n.text)]
     if flag == "--enforce-eager":

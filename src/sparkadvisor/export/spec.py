@@ -12,6 +12,7 @@ from typing import Literal
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Patch
+from sparkadvisor.core.stages.recipe import engine_arg
 from sparkadvisor.core.units import fmt_seconds, fmt_tokens, plural
 from sparkadvisor.export import addresses
 from sparkadvisor.export.argv import (
@@ -261,6 +262,11 @@ def _check(plan: Plan, options: ExportOptions) -> None:
                           f"{fmt_tokens(plan.kv_pool_tokens)}-token KV pool this plan leaves, and vLLM refuses to "
                           f"start past it; export it with a --max-model-len of {usable.pool_cap:,} or less "
                           "(or a in the app)")
+    inputs, seqs = plan.pool.inputs, engine_arg(plan.recipe, "--max-num-seqs")
+    if inputs.batched_set and seqs and seqs.isdecimal() and int(seqs) > inputs.batched_tokens:
+        raise ExportError(f"--max-num-batched-tokens {inputs.batched_tokens:,} is fewer than the recipe's "
+                          f"--max-num-seqs {int(seqs):,}, and vLLM refuses to start with fewer batched tokens than "
+                          f"sequences; export it with --max-num-batched-tokens {int(seqs):,} or more")
     if plan.tp * plan.pp != plan.cluster.nodes:
         raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
                           "GPU each")

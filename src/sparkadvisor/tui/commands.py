@@ -73,8 +73,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("h", "pick_hardware", "Hardware", "Choose the node type from the catalog's hardware.",
             "cluster", "Pick hardware", footer_rank=3),
     Command("a", "edit_assumptions", "Assumptions", "Edit context, prefix reuse, output tokens, streams, "
-            "gpu-memory-utilization, max model length, KV dtype, engine, mode, speculation and minimum "
-            "capability; every number is recomputed as you type.",
+            "gpu-memory-utilization, max model length, batched tokens, KV dtype, engine, mode, speculation and "
+            "minimum capability; every number is recomputed as you type.",
             "workload", "Edit assumptions", footer_rank=2),
     Command("m", "toggle_group", "Group", "One row per model (its best build for the workload); right arrow "
             "expands a model to its builds, left folds it.", "view", "Group by model", footer_rank=4),

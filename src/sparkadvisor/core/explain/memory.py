@@ -5,10 +5,17 @@ from __future__ import annotations
 from sparkadvisor.core.explain.step import Basis, Step
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.kv import FP8_DS_MLA_BYTES, FP8_DS_MLA_ROPE, VLLM_BATCHED_TOKENS, KvShape, indexed_ratio
-from sparkadvisor.core.memory import INDEXER_BUFFER_BYTES_PER_TOKEN, PROFILE_PEAK_GIB, Reserve, SizeCheck
+from sparkadvisor.core.memory import (
+    INDEXER_BUFFER_BYTES_PER_TOKEN,
+    PROFILE_BATCHED_TOKENS,
+    PROFILE_PEAK_GIB,
+    Reserve,
+    SizeCheck,
+)
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention
 from sparkadvisor.core.speed.prefill import GGML_ENGINES
+from sparkadvisor.core.stages.recipe import recipe_batched_tokens
 from sparkadvisor.core.units import GiB, fmt_size, plural
 
 
@@ -128,7 +135,9 @@ def _reserve_text(plan: Plan) -> str:
     figure was measured on (assumed here), or vLLM's sizing rule."""
     r, inputs = plan.budget.reserve, plan.pool.inputs
     batched = inputs.batched_tokens if inputs is not None else VLLM_BATCHED_TOKENS
-    parts = [_profile_text(r, batched), *_graph_texts(r)]
+    whose = "this plan" if inputs is not None and inputs.batched_set else "the recipe"
+    parts = [_profile_text(r, batched, recipe_batched_tokens(plan.recipe) or VLLM_BATCHED_TOKENS, whose),
+             *_graph_texts(r)]
     if r.draft_weights_bytes:
         parts.append(f"{r.draft_weights_bytes / GiB:.2f} GiB drafter weights: its stated size over the TP ranks")
     if r.indexer_bytes:
@@ -141,20 +150,29 @@ def _reserve_text(plan: Plan) -> str:
     return "; ".join(parts)
 
 
-def _profile_text(r: Reserve, batched: int) -> str:
-    """The profile run: activations at max-num-batched-tokens and non-torch memory, and whose log it is."""
+def _profile_text(r: Reserve, batched: int, recipe_batched: int, whose: str) -> str:
+    """The profile run: activations at max-num-batched-tokens and non-torch memory, and whose log it is, with
+    the batched tokens it was logged at where `whose` ("the recipe" or "this plan") runs another `batched`
+    (`recipe_batched`: the recipe's own, which its logged boots ran unless they say otherwise)."""
     text = f"{r.profile_bytes / GiB:.2f} GiB profile run, activations at max-num-batched-tokens and non-torch memory: "
     logged = r.logged
     if logged is None:
         drafter = ", with its drafter's share" if r.profile_bytes > PROFILE_PEAK_GIB * GiB + 1 else ""
-        return text + f"GLM-5.3-Flash TP2's log at 8,192 batched tokens, less its indexer buffer{drafter}, assumed here"
+        text += (f"GLM-5.3-Flash TP2's log at {PROFILE_BATCHED_TOKENS:,} batched tokens, less its indexer "
+                 f"buffer{drafter}, assumed here")
+        return text + _other_batch(PROFILE_BATCHED_TOKENS, batched, whose)
     text += "this recipe's own logged boot" if logged.boots == 1 else \
         f"the mean of {logged.boots} of this recipe's own logged boots"
-    if logged.batched_tokens and logged.batched_tokens != batched:
-        more = "more" if batched > logged.batched_tokens else "less"
-        text += (f", at {logged.batched_tokens:,} batched tokens where the recipe runs {batched:,} (which needs "
-                 f"{more}, by an amount no log gives)")
-    return text
+    at = logged.batched_tokens or recipe_batched
+    return text + (f" at {at:,} batched tokens" if at != batched else "") + _other_batch(at, batched, whose)
+
+
+def _other_batch(logged: int, batched: int, whose: str) -> str:
+    """What a profile logged at `logged` batched tokens leaves out where `whose` runs `batched`."""
+    if logged == batched:
+        return ""
+    more = "more" if batched > logged else "less"
+    return f", where {whose} runs {batched:,} (which needs {more}, by an amount no log gives)"
 
 
 def _graph_texts(r: Reserve) -> list[str]:

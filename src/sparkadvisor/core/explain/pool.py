@@ -8,6 +8,7 @@ from sparkadvisor.core.kv import BLOCK_ALIGNMENT
 from sparkadvisor.core.kvpacked import PackedLayout
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.stages.kv_pool import PoolInputs
+from sparkadvisor.core.stages.recipe import measured as measured_as
 from sparkadvisor.core.units import GiB, fmt_tokens, plural
 
 
@@ -47,6 +48,11 @@ def pool_step(plan: Plan) -> Step:
             text += (f" The table shows the measured pool, and the sessions follow it: at the model's cost per "
                      f"session it holds {plural(plan.sessions or 0, 'concurrent session')} of "
                      f"{w.context_tokens:,} tokens.")
+    elif plan.pool.set_aside and (logged := measured_as(plan.recipe, "kv_pool_tokens")) is not None:
+        aside = plan.pool.set_aside
+        text += (f" The recipe logged {measurement_text(logged, fmt_tokens)} tokens ({source_text(logged)}) at its "
+                 f"own settings; {aside} {'size' if ', ' in aside else 'sizes'} this pool otherwise, so that figure "
+                 "is not compared here.")
     return Step("pool", "KV pool", text, basis)  # type: ignore[arg-type]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from sparkadvisor.core.index import ENGINE
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Measurement, Model, Recipe
@@ -55,13 +56,13 @@ class FirstToken:
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
                 workload: Workload, constants: SpeedConstants, weight_format: str = "bf16",
                 weight_bytes: float = 0.0, kv_cache_dtype: str = "auto",
-                model_prefill: ModelPrefill | None = None) -> FirstToken:
+                model_prefill: ModelPrefill | None = None, batched: int | None = None) -> FirstToken:
     """The first token of a turn of this workload (`model_prefill`: the model's `prefill_shared` at
-    this turn's uncached tokens, when already worked out)."""
+    this turn's uncached tokens, when already worked out; `batched`: the user's --max-num-batched-tokens)."""
     prefix_on, note = prefix_caching(recipe, caveats)
     uncached = uncached_tokens(workload, prefix_on)
     rate, basis, measurement, point = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
-                                              weight_format, weight_bytes, kv_cache_dtype, model_prefill)
+                                              weight_format, weight_bytes, kv_cache_dtype, model_prefill, batched)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     # Positional (see plan.evaluate): prefix_caching, prefix_caching_note, uncached_tokens, prefill_tok_s,
     # prefill_basis, prefill_measured, prefill_inputs, ttft_s, ttft_measured.
@@ -80,10 +81,11 @@ def uncached_tokens(workload: Workload, prefix_on: bool) -> int:
 
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
             constants: SpeedConstants, weight_format: str = "bf16", weight_bytes: float = 0.0,
-            kv_cache_dtype: str = "auto", shared: ModelPrefill | None = None,
+            kv_cache_dtype: str = "auto", shared: ModelPrefill | None = None, batched: int | None = None,
             ) -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
     """(prompt tok/s, basis, measurement, inputs) for `uncached` new tokens on top of a cached prefix, the
-    transformer's `weight_bytes` streamed once per prefill chunk.
+    transformer's `weight_bytes` streamed once per prefill chunk (vLLM's: the user's --max-num-batched-tokens
+    `batched`, else the recipe's).
 
     A measured rate holds at its own depth: the recipe's prefill measurement nearest this one in
     attended depth is used as measured when the depth is the same (or the measurement states no
@@ -93,8 +95,9 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     extra = recipe.extra_args if recipe else ()
     # What every build of the model shares here: once per model, recipe and depth in a ranking.
     attended, figures, terms = shared or once(("prefill", id(model), id(recipe), nodes, context_tokens, uncached,
-                                               kv_cache_dtype, id(constants)), prefill_shared, model, recipe, nodes,
-                                              context_tokens, uncached, kv_cache_dtype, constants)
+                                               kv_cache_dtype, id(constants), batched), prefill_shared, model,
+                                              recipe, nodes, context_tokens, uncached, kv_cache_dtype, constants,
+                                              batched)
     point = None if figures is None else inputs_for_weights(*figures, weight_format, constants.engine, weight_bytes,
                                                             extra)
     measurement = _nearest_prefill(recipe, attended)
@@ -121,16 +124,17 @@ ModelPrefill = tuple[float, PrefillFigures | None, AttentionTerms | None]
 
 
 def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
-                   kv_cache_dtype: str, constants: SpeedConstants) -> ModelPrefill:
+                   kv_cache_dtype: str, constants: SpeedConstants, batched: int | None = None) -> ModelPrefill:
     """(attended tokens, the leading arguments of `inputs_for_weights`, `attention_terms`) of `prefill`:
     what the model, the recipe and the depth decide whatever the build's format (None without active
-    parameters)."""
+    parameters; `batched`: the user's --max-num-batched-tokens, which sets vLLM's chunk)."""
     p = model.params
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
     if p.active_b is None:
         return attended, None, None
-    chunk = prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached)
+    chunk = prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached,
+                          batched if constants.engine == ENGINE else None)
     dense, expert = dense_and_expert_params(p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token)
     kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype)
     share = chunk_read_share(p.total_b * 1e9, dense, expert, p.routed_experts, p.experts_per_token, chunk)

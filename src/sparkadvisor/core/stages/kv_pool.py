@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS, KvShape, sequence_bytes, sessions_of, shape_for
 from sparkadvisor.core.memory import node_budget
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Hardware, Measurement, Recipe
+from sparkadvisor.core.schema import Hardware, Measurement, Model, Recipe
 from sparkadvisor.core.stages.fit import Fit, reserve_for
-from sparkadvisor.core.stages.recipe import engine_arg, measured, prefix_caching
+from sparkadvisor.core.stages.recipe import engine_arg, measured, prefix_caching, recipe_batched_tokens
 from sparkadvisor.core.targets import NATIVE_ORIGIN, usable_context
 from sparkadvisor.core.units import GiB
-from sparkadvisor.core.workload import DEFAULT_SETTINGS, Workload
+from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 
 if TYPE_CHECKING:
     from sparkadvisor.core.index import BuildFacts
@@ -42,6 +42,8 @@ class PoolInputs:
     """Where each figure came from, in the order above, e.g. "the recipe's --max-model-len"."""
     limit: int | None = None
     """The user's --max-model-len, a ceiling on `max_model_len` (`usable_context`)."""
+    batched_set: bool = False
+    """`batched_tokens` is the user's --max-num-batched-tokens, which an export passes itself."""
 
 
 @record(kw_only=False)
@@ -69,14 +71,17 @@ class KvPool:
     """KV bytes one rank reads per decoded token at the workload's context (`kv_bytes_read`)."""
     modelled_sessions: int | None = None
     """Sequences of the workload's context that fit in the model's own pool (`pool_tokens`)."""
+    set_aside: str = ""
+    """The settings that size this pool otherwise than the recipe's logged one was (e.g. "--gpu-memory-utilization
+    0.5"), when the recipe logged one: `measured` is then None, the logged pool describing another server."""
 
 
 def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, str] | None = None,
-                limit: int | None = None) -> PoolInputs:
-    """The settings vLLM sizes the pool with: the recipe's flags, else vLLM's defaults (`prefix`: prefix
-    caching on and why, by the plan's caveats, the build's and the recipe's; else by the build's; `limit`:
-    the user's --max-model-len)."""
-    batched = engine_arg(recipe, "--max-num-batched-tokens")
+                limit: int | None = None, batched_set: int | None = None) -> PoolInputs:
+    """The settings vLLM sizes the pool with: the user's, else the recipe's flags, else vLLM's defaults
+    (`prefix`: prefix caching on and why, by the plan's caveats, the build's and the recipe's; else by the
+    build's; `limit`: the user's --max-model-len; `batched_set`: the user's --max-num-batched-tokens)."""
+    own = recipe_batched_tokens(recipe)
     ssm = engine_arg(recipe, "--mamba-ssm-cache-dtype")
     spec = recipe.speculative.tokens_per_pass if recipe and recipe.speculative else 0
     usable = usable_context(facts.model, recipe, limit)
@@ -84,17 +89,17 @@ def pool_inputs(facts: BuildFacts, recipe: Recipe | None, prefix: tuple[bool, st
     origins = (
         CONTEXT_ORIGINS[usable.basis] if not usable.asked else "the longest this build serves here",
         "the recipe's --block-size" if recipe is not None and recipe.block_size else "vLLM's default",
-        "the recipe's --max-num-batched-tokens" if batched and batched.isdecimal()
-        else "vLLM's API-server default",
+        "--max-num-batched-tokens as set" if batched_set
+        else "the recipe's --max-num-batched-tokens" if own else "vLLM's API-server default",
         "the recipe's speculative tokens" if spec else "no speculation",
         "the recipe's --mamba-ssm-cache-dtype" if ssm else "the model dtype",
         prefix_note,
     )
     # Positional (see plan.evaluate): max_model_len, block_tokens, batched_tokens, speculative_tokens,
-    # ssm_cache_dtype, prefix_caching, draft_layers, origins.
+    # ssm_cache_dtype, prefix_caching, draft_layers, origins, limit, batched_set.
     return PoolInputs(usable.tokens, recipe.block_size if recipe else None,
-                      int(batched) if batched and batched.isdecimal() else VLLM_BATCHED_TOKENS, spec, ssm or "auto",
-                      prefix_on, _mtp_layers(facts, recipe), origins, limit)
+                      batched_set or own or VLLM_BATCHED_TOKENS, spec, ssm or "auto",
+                      prefix_on, _mtp_layers(facts, recipe), origins, limit, bool(batched_set))
 
 
 CONTEXT_ORIGINS = {"setting": "--max-model-len as set", "recipe": "the recipe's --max-model-len",
@@ -114,23 +119,49 @@ def _mtp_layers(facts: BuildFacts, recipe: Recipe | None) -> int:
 
 
 def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None, fit: Fit, workload: Workload,
-                per_request: PerRequest | None = None) -> KvPool:
+                per_request: PerRequest | None = None, settings: Settings = DEFAULT_SETTINGS) -> KvPool:
     """The pool this fit leaves, at the workload's context (`per_request`: the model's `pool_per_request`,
-    when already worked out)."""
+    when already worked out). The recipe's logged pool stands for it only where the settings size the pool as
+    the recipe did (`resized_by`)."""
     context = workload.context_tokens
     inputs, shape, request, sequence, read = per_request or pool_per_request(facts, recipe, fit.kv_cache_dtype,
                                                                               fit.tp, fit.pp, context)
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
     pool, logged = pool_tokens(per_token, kv_bytes, request, inputs.max_model_len), measured(recipe, "kv_pool_tokens")
+    aside = resized_by(facts.model, recipe, hardware, settings, inputs) if logged is not None and settings is not DEFAULT_SETTINGS \
+        else ""
+    logged = None if aside else logged
     modelled = _sessions(shape, per_token, kv_bytes, context, sequence)
     # The logged pool, as the KV memory that holds it at the model's cost per token and per request.
     shown = _sessions(shape, per_token, kv_bytes * logged.value / pool, context, sequence) if logged and pool \
         else modelled
     # Positional (see plan.evaluate): shape, basis, bytes_per_token, pool_tokens, measured, sessions, inputs,
-    # request_bytes, bytes_read, modelled_sessions.
+    # request_bytes, bytes_read, modelled_sessions, set_aside.
     return KvPool(shape, basis, per_token, pool, logged, shown, inputs, request,
-                  read if shape is not None else kv_bytes_read(None, per_token, context), modelled)
+                  read if shape is not None else kv_bytes_read(None, per_token, context), modelled, aside)
+
+
+def resized_by(model: Model, recipe: Recipe | None, hardware: Hardware, settings: Settings, inputs: PoolInputs) -> str:
+    """The user's settings that size the pool otherwise than the recipe ran (its gpu-memory-utilization unless
+    it pins the KV memory, KV dtype, max-model-len, batched tokens, graph mode), as "--flag value" phrases;
+    "" when none does, so its logged pool is this plan's."""
+    if recipe is None:
+        return ""
+    changed = []
+    used = settings.gpu_memory_utilization
+    if used is not None and not recipe.kv_cache_gib \
+            and used != (recipe.gpu_memory_utilization or hardware.gpu_memory_utilization):
+        changed.append(f"--gpu-memory-utilization {used:g}")
+    if settings.kv_cache_dtype not in (None, recipe.kv_cache_dtype):
+        changed.append(f"--kv-cache-dtype {settings.kv_cache_dtype}")
+    if settings.max_model_len is not None and inputs.max_model_len != usable_context(model, recipe).tokens:
+        changed.append(f"--max-model-len {inputs.max_model_len:,}")
+    if inputs.batched_set and inputs.batched_tokens != (recipe_batched_tokens(recipe) or VLLM_BATCHED_TOKENS):
+        changed.append(f"--max-num-batched-tokens {inputs.batched_tokens:,}")
+    if settings.enforce_eager is not None and settings.enforce_eager != recipe.enforce_eager:
+        changed.append("--enforce-eager" if settings.enforce_eager else "CUDA graphs")
+    return ", ".join(changed)
 
 
 PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float]
@@ -139,13 +170,13 @@ PerRequest = tuple[PoolInputs, KvShape | None, float | None, float | None, float
 
 def pool_per_request(facts: BuildFacts, recipe: Recipe | None, kv_cache_dtype: str, tp: int, pp: int,
                      context_tokens: int, prefix: tuple[bool, str] | None = None,
-                     limit: int | None = None) -> PerRequest:
+                     limit: int | None = None, batched: int | None = None) -> PerRequest:
     """(pool inputs, KV shape, bytes of a request of max-model-len, bytes of a running sequence of the
     context, bytes a decode step reads at the context): what the pool's arithmetic reads from the model
     and the recipe alone, the same for every build of the model (`facts` is read for its model only;
-    `limit`: the user's --max-model-len)."""
+    `limit`: the user's --max-model-len; `batched`: the user's --max-num-batched-tokens)."""
     attention = facts.model.attention
-    inputs = pool_inputs(facts, recipe, prefix, limit)
+    inputs = pool_inputs(facts, recipe, prefix, limit, batched)
     shape = shape_for(attention, kv_cache_dtype, tp, pp, inputs.ssm_cache_dtype, inputs.draft_layers) \
         if attention else None
     if shape is None:

@@ -118,6 +118,12 @@ def engine_arg(recipe: Recipe | None, flag: str) -> str | None:
     return launch_flag(recipe.extra_args, (flag,)) if recipe is not None else None
 
 
+def recipe_batched_tokens(recipe: Recipe | None) -> int | None:
+    """The recipe's --max-num-batched-tokens as a number, or None where it sets none."""
+    value = engine_arg(recipe, "--max-num-batched-tokens")
+    return int(value) if value and value.isdecimal() else None
+
+
 def _window(facts: BuildFacts, recipe: Recipe | None, limit: int | None = None) -> int | None:
     """The max_model_len the pool is sized for: the usable context (the user's --max-model-len `limit`
     within what the build serves, else the recipe's, else the model's native)."""

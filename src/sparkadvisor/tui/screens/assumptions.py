@@ -20,7 +20,7 @@ from textual.widgets import Input, Label, Static
 
 from sparkadvisor.core.formats import KV_DTYPE_BYTES
 from sparkadvisor.core.safetext import safe_text
-from sparkadvisor.core.workload import ENGINES, Settings, Workload
+from sparkadvisor.core.workload import ENGINES, Settings, Workload, batch_room
 from sparkadvisor.inputs import fraction, share, stream_count, token_count
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
@@ -79,6 +79,7 @@ FIELDS = (
     Field("streams", "Streams at once", stream_count, "1 or more"),
     Field("gpu_memory_utilization", "Memory utilization", fraction, "per recipe (0-1)", optional=True),
     Field("max_model_len", "Max model length", token_count, "per recipe (e.g. 64k)", optional=True),
+    Field("batched_tokens", "Batched tokens", token_count, "per recipe (8192)", optional=True),
     Field("kv_cache_dtype", "KV cache dtype", kv_dtype, "per recipe", optional=True),
     Field("engine", "Engine, no recipe", engine_name, "the build's own", optional=True),
     Field("enforce_eager", "Mode", mode_name, "per recipe: eager, graphs", optional=True),
@@ -86,7 +87,8 @@ FIELDS = (
     Field("min_capability", "Min capability", share, "all (e.g. 80%)", optional=True),
 )
 """The fields in order, one line each. Memory utilization is vLLM's --gpu-memory-utilization, the max model
-length its --max-model-len (a ceiling: each build serves the smaller of it and its own longest), the mode
+length its --max-model-len (a ceiling: each build serves the smaller of it and its own longest), batched
+tokens its --max-num-batched-tokens (the prefill chunk, and what a sliding window keeps beside it), the mode
 its --enforce-eager (eager) or CUDA graphs, the engine the one a build without a recipe is costed on,
 speculation "off" every recipe without its drafter.
 `min_capability` is a share of the frontier reference score; it hides builds below it and those of
@@ -127,6 +129,9 @@ def parse_fields(texts: dict[str, str]) -> tuple[dict[str, object], dict[str, st
             values[field.key] = field.parse(text)
         except (ArgumentTypeError, ValueError) as error:
             errors[field.key] = str(error) if text else "required"
+    streams = values.get("streams")
+    if isinstance(streams, int) and (why := batch_room(cast("int | None", values.get("batched_tokens")), streams)):
+        errors["batched_tokens"] = why
     return values, errors
 
 
@@ -190,6 +195,7 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
         settings = replace(self.settings, gpu_memory_utilization=cast("float | None", values["gpu_memory_utilization"]),
                            kv_cache_dtype=cast("str | None", values["kv_cache_dtype"]),
                            max_model_len=cast("int | None", values["max_model_len"]),
+                           batched_tokens=cast("int | None", values["batched_tokens"]),
                            engine=cast("str | None", values["engine"]),
                            enforce_eager=cast("bool | None", values["enforce_eager"]),
                            speculation=cast("bool | None", values["speculation"]))

@@ -13,7 +13,7 @@
 #   GiB is left for the KV cache and activations. vLLM keeps 5.4 GiB beside them, its profile run's peak and
 #   its CUDA graph estimate (gpu_worker.determine_available_memory; the estimate on by default since v0.21)
 #   and what its rules size (3.69 GiB profile run, activations at max-num-batched-tokens and non-torch memory:
-#   this recipe's own logged boot, at 8,192 batched tokens where the recipe runs 4,096 (which needs less, by
+#   this recipe's own logged boot at 8,192 batched tokens, where the recipe runs 4,096 (which needs less, by
 #   an amount no log gives); 0.40 GiB CUDA graphs of target and drafter: this model's own log; 1.29 GiB
 #   indexer prefill buffer: 40 x 262,144 tokens of max-model-len x 132 B (vLLM's get_max_prefill_buffer_size,
 #   reserved once in the profile run)), so 16.7 GiB goes to the KV cache. The recipe's own figures: ledger row
