@@ -155,3 +155,30 @@ def test_the_modelled_weights_read_per_node_is_on_the_decode_record_and_show_for
     assert round(plan.speed.active_gb_per_node, 2) == 3.81  # the catalog's own comment: 13B x 4.69 bits / 2
     text = " ".join(step.text for step in explain(plan))
     assert "(active x average stored bits would say 3.81 GB per node)" in text
+
+
+def test_a_recipe_that_loads_another_layout_reads_its_own_count(index) -> None:
+    """spark-arena's gpt-oss-120b launch passes --mxfp4-layers moe,qkv,o,lm_head, which quantizes attention and
+    the LM head at load: its plan reads the recipe's count (2.72 GB a token), not the checkpoint's layout. A
+    recipe under stock flags keeps the build's (gpt-oss-120b has none: the stock count contradicts a measurement)."""
+    from sparkadvisor.core.workload import Settings
+
+    def plan(recipe: str):
+        return evaluate_build(index, index.builds["gpt-oss-120b-mxfp4"], Cluster(index.hardware["dgx-spark"], 1),
+                              AGENTIC, Settings(recipe=recipe))
+
+    arena, stock = plan("gpt-oss-120b-spark-arena-tp1"), plan("gpt-oss-120b-conselara-tp1")
+    assert arena.decode_read is arena.recipe.decode_read and arena.decode_read.split_gb == pytest.approx(2.722)
+    assert arena.decode.read_bound_tok_s == pytest.approx(273 / (2.722 + 0.027))
+    ceiling = next(s.text for s in explain(arena) if s.key == "ceiling")
+    assert "Counted tensor by tensor as this recipe's launch loads it (MXFP4 attention projections" in ceiling
+    assert "owen-mxfp4-layers" in arena.source_ids()
+    assert stock.decode_read is None and stock.decode.read_bound_tok_s is None
+
+
+def test_stock_gpt_oss_20b_reads_its_bf16_attention_and_lm_head(index) -> None:
+    """Stock vLLM builds gpt-oss's attention without the quantization config: a gpt-oss-20b token reads 3.70 GB
+    (BF16 attention and LM head beside the MXFP4 experts), not 3.6B x 5.24 average bits = 2.36 GB."""
+    steps = _steps(index, "gpt-oss-20b-mxfp4", 1)
+    assert "a token reads 3.70 GB split 1 ways" in steps["ceiling"]
+    assert "active x average stored bits would say 2.36 GB per node" in steps["ceiling"]

@@ -96,7 +96,7 @@ def decode_prediction(plan: Plan, context: int, streams: int, acceptance: float 
     execution mode; at `acceptance` instead of the recipe's when the plan speculates."""
     kv_read = kv_bytes_read(plan.kv, plan.kv_bytes_per_token, context)
     inputs = decode_inputs(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, kv_read,
-                           streams, plan.build.decode_read)
+                           streams, plan.decode_read)
     if inputs is None:
         return None
     inputs = replace(inputs, eager=plan.speed.eager)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex
 from sparkadvisor.core.memory import Weights
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Build, Capability, Caveat, Hardware, Model, Recipe
+from sparkadvisor.core.schema import Build, Capability, Caveat, DecodeRead, Hardware, Model, Recipe
 from sparkadvisor.core.shared import model_figures
 from sparkadvisor.core.speed.constants import SpeedConstants
+from sparkadvisor.core.speed.decode import read_under
 from sparkadvisor.core.stages.decode import DecodeSpeed, decode_speed
 from sparkadvisor.core.stages.first_token import FirstToken, first_token, prefill
 from sparkadvisor.core.stages.fit import Fit, fit_on, short_bytes
@@ -124,6 +125,12 @@ class Plan:
     ttft_measured = property(lambda self: self.first.ttft_measured)
 
     @property
+    def decode_read(self) -> DecodeRead | None:
+        """What a decode token reads, counted tensor by tensor: the recipe's, where its launch loads another
+        layout than the checkpoint's, else the build's; None when nobody counted it."""
+        return read_under(self.build, self.recipe)
+
+    @property
     def usable_context(self) -> UsableContext:
         """The longest prompt plus answer the server accepts: the max-model-len the pool is sized for, the
         native context cut to what the pool holds of one request (`targets.within_pool`)."""
@@ -183,7 +190,7 @@ class Plan:
         model, build = self.model, self.build
         serving = self.cluster.hardware.serving if self.no_engine is not None else None
         shown = (self.kv_pool_measured, self.decode_measured, self.prefill_measured, self.ttft_measured)
-        counted = build.decode_read if self.decode is not None and self.decode.read_bound_tok_s is not None else None
+        counted = self.decode_read if self.decode is not None and self.decode.read_bound_tok_s is not None else None
         tables = (model, model.params, model.attention, model.context, score, build, build.size, counted,
                   self.recipe, *shown, *self.caveats, serving)
         refs = [ref for table in tables if table is not None

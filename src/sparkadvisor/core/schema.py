@@ -835,6 +835,10 @@ class Recipe:
     """Machine requirements."""
     extra_args: tuple[str, ...] = ()
     """Other vllm serve arguments the recipe passes, verbatim."""
+    decode_read: DecodeRead | None = None
+    """What a decode token reads where this recipe's launch loads another layout than the checkpoint stores
+    (an engine build that quantizes attention and the LM head at load, say); it stands for the build's
+    `decode_read` under this recipe."""
     caveats: tuple[str, ...] = ()
     """Ids of caveats specific to this recipe."""
     measurements: tuple[Measurement, ...] = ()

@@ -30,6 +30,7 @@ from sparkadvisor.core.speed.decode import (
     link_ms,
     pass_cost,
     read_ms,
+    read_under,
     weights_parts_ms,
 )
 from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT, as_measured, decode_inputs
@@ -90,7 +91,7 @@ def recipe_inputs(index: CatalogIndex, recipe: Recipe, context: int | None, stre
     hardware = index.hardware[recipe.hardware]
     kv_read = recipe_kv_read(facts, recipe, hardware, context or DEFAULT_DECODE_CONTEXT)
     return decode_inputs(facts.model, facts.build.format, facts.weights, recipe, recipe.tp, recipe.pp, kv_read,
-                         streams, facts.build.decode_read)
+                         streams, read_under(facts.build, recipe))
 
 
 @record(kw_only=False)

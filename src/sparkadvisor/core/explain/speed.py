@@ -43,12 +43,13 @@ def decode_steps(plan: Plan) -> list[Step]:
 def _counted_text(plan: Plan) -> str:
     """The build's read counted tensor by tensor, when someone counted it: the bound a step without
     speculation cannot pass, beside what the expected step counts."""
-    d, read = plan.decode, plan.build.decode_read
+    d, read = plan.decode, plan.decode_read
     if d is None or d.read_bound_tok_s is None or read is None:
         return ""
     per_rank = read.per_rank_gb(plan.tp)
-    return (f" Counted tensor by tensor ({read.note}), a token reads {read.split_gb:.2f} GB split {plan.tp} ways "
-            f"+ {read.replicated_gb:.2f} GB every rank keeps whole = {per_rank:.2f} GB per node: "
+    whose = " as this recipe's launch loads it" if plan.recipe and plan.recipe.decode_read is read else ""
+    return (f" Counted tensor by tensor{whose} ({read.note}), a token reads {read.split_gb:.2f} GB split {plan.tp} "
+            f"ways + {read.replicated_gb:.2f} GB every rank keeps whole = {per_rank:.2f} GB per node: "
             f"{plan.cluster.hardware.memory_bandwidth_gb_s:g} GB/s / {per_rank:.2f} GB = {d.read_bound_tok_s:.0f} "
             f"tok/s without speculative decoding (active x average stored bits would say "
             f"{plan.speed.active_gb_per_node:.2f} GB per node). The expected step below reads these counted bytes"
@@ -124,7 +125,7 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
     d = plan.decode
     assert d is not None
     own = decode_at(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, plan.pool,
-                    plan.cluster.hardware, plan.constants, m, plan.build.decode_read) or d
+                    plan.cluster.hardware, plan.constants, m, plan.decode_read) or d
     per = m.streams if m.metric == "decode_tok_s" else 1
     expected, low, high = own.expected_tok_s / per, own.low_tok_s / per, own.high_tok_s / per
     where = "inside" if low <= m.value <= high else "OUTSIDE"
@@ -165,7 +166,7 @@ def _expected_text(plan: Plan) -> str:
     fixed_note = (f"{mode}: {c.fixed_ms:.1f} ms + {layers} layers x {per_layer:.2f} ms, {c.engine} constants "
                   f"{c.basis.get('fixed_ms')}" + (f"; eager {c.basis.get('eager_ms_per_layer')}" if eager else ""))
     penalty = c.weight_penalty.get(weight_class(plan.build.format), 0.0)
-    read = plan.build.decode_read if d.read_bound_tok_s is not None else None
+    read = plan.decode_read if d.read_bound_tok_s is not None else None
     per_token = plan.model.params.experts_per_token
     what = (f"{counted_gb_per_pass(read, plan.tp, d.experts_read, per_token):.2f} GB "
             "counted per node" if read is not None else f"{plan.weights.stored_bits:.2f} stored bits")

@@ -23,7 +23,7 @@ import math
 from functools import lru_cache
 
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import DecodeRead
+from sparkadvisor.core.schema import Build, DecodeRead, Recipe
 from sparkadvisor.core.speed.constants import ACTIVATION_BYTES, SpeedConstants
 
 
@@ -179,6 +179,12 @@ def read_bound(read: DecodeRead | None, engine: str, tp: int, bandwidth_gb_s: fl
     split of the projections."""
     counted = counted_for(read, engine)
     return None if counted is None else bandwidth_gb_s / counted.per_rank_gb(tp)
+
+
+def read_under(build: Build, recipe: Recipe | None) -> DecodeRead | None:
+    """The counted read in force: the recipe's, where its launch loads another layout than the checkpoint's,
+    else the build's (None when nobody counted it)."""
+    return recipe.decode_read if recipe is not None and recipe.decode_read is not None else build.decode_read
 
 
 def counted_for(read: DecodeRead | None, engine: str) -> DecodeRead | None:

@@ -23,6 +23,7 @@ from sparkadvisor.core.speed.decode import (
     estimate_for_weights,
     pass_cost,
     read_bound,
+    read_under,
     weight_class,
 )
 from sparkadvisor.core.stages.fit import Fit
@@ -106,7 +107,7 @@ def shared_decode(facts: BuildFacts, recipe: Recipe | None, tp: int, pp: int, kv
     """This build's decode inputs in mode `eager` and their `pass_cost`, (None, None) without active
     parameters. Only the weights' own fields differ between builds of the model (`_estimate_for_build`)."""
     inputs = decode_inputs(facts.model, facts.build.format, facts.weights, recipe, tp, pp, kv_read, streams,
-                           facts.build.decode_read)
+                           read_under(facts.build, recipe))
     if inputs is None:
         return None, None
     if inputs.eager != eager:
@@ -121,10 +122,11 @@ def _estimate_for_build(facts: BuildFacts, recipe: Recipe | None, inputs: Decode
     spec = recipe.speculative if recipe else None
     draft = (_draft_bytes(spec, weights, active_b / facts.model.params.total_b, inputs.tp)
              if spec and active_b is not None else 0.0)
-    counted = counted_for(facts.build.decode_read, constants.engine)
+    read = read_under(facts.build, recipe)
+    counted = counted_for(read, constants.engine)
     estimate = estimate_for_weights(inputs, cost, FORMATS[weight_format].nominal_bits, weights.stored_bits,
                                     weight_class(weight_format), draft, bandwidth_gb_s, constants, counted)
-    bound = read_bound(facts.build.decode_read, constants.engine, inputs.tp, bandwidth_gb_s)
+    bound = read_bound(read, constants.engine, inputs.tp, bandwidth_gb_s)
     return estimate if bound is None else replace(estimate, read_bound_tok_s=bound)
 
 
