@@ -169,3 +169,22 @@ def test_the_launch_runs_in_the_mode_the_plan_was_costed_in(tmp_path, capsys):
     assert "--compilation-config" in tp4 and "--enforce-eager" not in tp4
     tp4_eager = _argv(tmp_path, "tp4-eager", "glm-5.3-flash-nvfp4-redhat", "--nodes", "4", "--eager")
     assert "--compilation-config" not in tp4_eager and "--enforce-eager" in tp4_eager
+
+
+def test_a_recipe_on_its_own_image_keeps_that_images_flags(index):
+    """spark-arena's gpt-oss-120b recipe runs its own image (a custom-image caveat): its --mxfp4-backend and
+    --mxfp4-layers, which stock vLLM 0.33 refuses and which make the speed its plan predicts, pass and are named;
+    a recipe on a stock image still has such flags left out (test_export_safety)."""
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC, Settings
+
+    plan = evaluate_build(index, index.builds["gpt-oss-120b-mxfp4"], Cluster(index.hardware["dgx-spark"], 1), AGENTIC,
+                          Settings(recipe="gpt-oss-120b-spark-arena-tp1"))
+    launch = build_launch(plan)
+    argv = plan_json(launch)["nodes"][0]["vllm_argv"]
+    assert argv[argv.index("--mxfp4-layers") + 1] == "moe,qkv,o,lm_head" and "--mxfp4-backend" in argv
+    assert launch.image == "sparkarena/spark-vllm-docker:mxfp4"
+    texts = [n.text for n in launch.notes]
+    assert any(t.startswith("passed for the recipe's own image sparkarena/spark-vllm-docker:mxfp4") for t in texts)
+    assert not any("--mxfp4-layers" in t and "left out" in t for t in texts)

@@ -201,3 +201,16 @@ def test_a_value_vllm_would_read_as_an_option_is_refused_in_one_sentence():
     plan = dataclasses.replace(plan, recipe=_with(plan.recipe, tool_call_parser="--trust-remote-code"))
     with pytest.raises(ExportError, match="'--trust-remote-code' for --tool-call-parser starts with '-'"):
         render("yaml", plan)
+
+
+@pytest.mark.parametrize("value", NASTY[:12])
+def test_a_custom_images_own_flag_carries_a_hostile_value_or_is_refused_everywhere(value):
+    """GLM's recipe runs its own image (a custom-image caveat), so a flag vLLM 0.33 does not know passes: its
+    value round-trips through every format like any other, or every format refuses it."""
+    plan = hostile_plan(glm_plan(), dict.fromkeys(FIELDS, "ok"))
+    recipe = _with(plan.recipe, extra_args=["--fork-only-flag", value])
+    plan = dataclasses.replace(plan, recipe=recipe)
+    check_all_formats(plan)
+    if not value.startswith("-"):
+        argv = json.loads(render("json", plan)[0].text)["nodes"][0]["vllm_argv"]
+        assert argv[argv.index("--fork-only-flag") + 1] == value

@@ -2,8 +2,9 @@
 
 Every number comes from the plan: TP/PP, gpu-memory-utilization from its budget, the
 pinned KV cache, the KV dtype in force; the rest from the recipe the plan used. A recipe's
-verbatim extra arguments pass only when vLLM 0.33 knows the flag and the plan does not
-already set it.
+verbatim extra arguments pass only when the plan does not already set them and vLLM 0.33
+knows the flag, or the recipe runs its own image for a build stock vLLM cannot run (a
+custom-image caveat), whose flags are that image's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ REMOVED_FLAGS = {"--swap-space": "removed from vLLM in 0.18 (unified memory has 
 EXPORT_SETS = ("model", "config", "host", "port")
 """Settings the export writes itself: a recipe's own copy is left out (and named)."""
 NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
+LONG_FLAG = re.compile(r"--[a-z0-9][a-z0-9_-]*")
+"""What an argparse long option of an image's own looks like; anything else among a recipe's arguments is no flag."""
 """argparse's own test for a value that looks like a negative number rather than an option."""
 
 
@@ -173,16 +176,20 @@ def flatten(options: tuple[Option, ...] | list[Option]) -> tuple[Arg, ...]:
     return tuple(arg for option in options for arg in option)
 
 
-def extra_args(plan: Plan, already: list[Option]) -> tuple[list[Option], list[str]]:
-    """The recipe's verbatim arguments vLLM 0.33 accepts and the plan does not set, and what was left out (why)."""
+def extra_args(plan: Plan, already: list[Option]) -> tuple[list[Option], list[str], list[str]]:
+    """The recipe's verbatim arguments that the plan does not set and its image accepts (vLLM 0.33's, or, where the
+    recipe names its own image for a build stock vLLM cannot run, that image's), what was left out (why), and
+    which kept ones vLLM 0.33 itself would refuse."""
     kept: list[Option] = []
     dropped: list[str] = []
+    forked: list[str] = []
+    own_image = fork_image(plan)
     taken = {dest_of(str(o[0])) for o in already if is_option(str(o[0]))} | set(EXPORT_SETS)
     for group in group_args(list(plan.recipe.extra_args) if plan.recipe else []):
         flag, why = option_name(group[0]), ""
         if flag in REMOVED_FLAGS:
             why = REMOVED_FLAGS[flag]
-        elif not is_known(flag):
+        elif not is_known(flag) and (own_image is None or not LONG_FLAG.fullmatch(flag)):
             why = "not a vLLM 0.33 serve option"
         elif dest_of(flag) in taken:
             why = f"the plan sets {flag} itself"
@@ -194,7 +201,18 @@ def extra_args(plan: Plan, already: list[Option]) -> tuple[list[Option], list[st
             dropped.append(f"{' '.join(group)}: {why}")
         else:
             kept.append(tuple(group))
-    return kept, dropped
+            if not is_known(flag):
+                forked.append(" ".join(group))
+    return kept, dropped, forked
+
+
+def fork_image(plan: Plan) -> str | None:
+    """The recipe's own image where it runs a build stock vLLM cannot (a custom-image caveat of the recipe's): its
+    flags are that image's, not vLLM 0.33's. None otherwise."""
+    recipe = plan.recipe
+    if recipe is None or not recipe.image or not any(c.kind == "custom-image" for c in plan.caveats):
+        return None
+    return recipe.image
 
 
 def launcher_options(nodes: int, rank: int, launcher: str, head: EnvRef) -> list[Option]:

@@ -183,15 +183,15 @@ def build_launch(plan: Plan, options: ExportOptions = DEFAULT_OPTIONS) -> Launch
     head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
     served = served_model_name(plan)
     common = model_options(plan, served)
-    extra, dropped = extra_args(plan, common)
+    extra, dropped, forked = extra_args(plan, common)
     launches = tuple(_node(plan, options, rank, head, common + extra) for rank in range(nodes))
     spec = plan.recipe.speculative if plan.recipe else None
     downloads = (plan.build.repo,) + ((spec.draft_repo,) if spec and spec.draft_repo else ())
     image = plan.recipe.image if plan.recipe and plan.recipe.image else DEFAULT_IMAGE
     _check_values([image, *downloads], launches)
     patches = patch_uses(plan)
-    return Launch(plan, options, image, served, head, launches, _notes(plan, dropped, image, patches), downloads,
-                  patches)
+    return Launch(plan, options, image, served, head, launches, _notes(plan, dropped, image, patches, forked),
+                  downloads, patches)
 
 
 def patch_uses(plan: Plan) -> tuple[PatchUse, ...]:
@@ -363,7 +363,8 @@ def _env(nodes: int, ray: bool, head: EnvRef, address: EnvRef,
     return tuple(env)
 
 
-def _notes(plan: Plan, dropped: list[str], image: str, patches: tuple[PatchUse, ...]) -> tuple[Note, ...]:
+def _notes(plan: Plan, dropped: list[str], image: str, patches: tuple[PatchUse, ...],
+           forked: tuple[str, ...] | list[str] = ()) -> tuple[Note, ...]:
     notes = [Note(f"{c.kind} ({c.severity}): {c.explanation}", c.severity == "critical", c.kind, True)
              for c in plan.caveats]
     if not plan.prefix_caching:
@@ -380,6 +381,9 @@ def _notes(plan: Plan, dropped: list[str], image: str, patches: tuple[PatchUse, 
                           "Claude Code at it", True, "export"))
     notes += [_patch_note(use) for use in patches]
     notes += [Note(f"left out of the recipe's arguments: {d}", True, "export") for d in dropped]
+    if forked:
+        notes.append(Note(f"passed for the recipe's own image {image}, which takes them (stock vLLM 0.33 refuses them): "
+                          f"{'; '.join(forked)}", False, "custom-image"))
     if image == DEFAULT_IMAGE:
         notes.append(Note(f"no recipe names an image: using {DEFAULT_IMAGE}, the vLLM whose flags this export "
                           "was checked against", False, "custom-image"))
