@@ -134,8 +134,8 @@ def workload_dict(workload: Workload) -> dict[str, Any]:
 def settings_dict(settings: Settings) -> dict[str, Any]:
     """The settings that override each recipe's as JSON (null: the recipe's own, else the default)."""
     return {"gpu_memory_utilization": settings.gpu_memory_utilization, "max_model_len": settings.max_model_len,
-            "max_num_batched_tokens": settings.batched_tokens, "kv_cache_dtype": settings.kv_cache_dtype, "engine": settings.engine,
-            "enforce_eager": settings.enforce_eager, "speculation": settings.speculation}
+            "max_num_batched_tokens": settings.batched_tokens, "kv_cache_dtype": settings.kv_cache_dtype,
+            "engine": settings.engine, "enforce_eager": settings.enforce_eager, "speculation": settings.speculation}
 
 
 def show_dict(ranked: Ranked, facts: BuildFacts | None = None, named: str | None = None) -> dict[str, Any]:

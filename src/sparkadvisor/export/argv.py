@@ -23,9 +23,9 @@ REMOVED_FLAGS = {"--swap-space": "removed from vLLM in 0.18 (unified memory has 
 EXPORT_SETS = ("model", "config", "host", "port")
 """Settings the export writes itself: a recipe's own copy is left out (and named)."""
 NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")
+"""argparse's own test for a value that looks like a negative number rather than an option."""
 LONG_FLAG = re.compile(r"--[a-z0-9][a-z0-9_-]*")
 """What an argparse long option of an image's own looks like; anything else among a recipe's arguments is no flag."""
-"""argparse's own test for a value that looks like a negative number rather than an option."""
 
 
 @dataclass(frozen=True, slots=True)

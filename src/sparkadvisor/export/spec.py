@@ -382,8 +382,8 @@ def _notes(plan: Plan, dropped: list[str], image: str, patches: tuple[PatchUse, 
     notes += [_patch_note(use) for use in patches]
     notes += [Note(f"left out of the recipe's arguments: {d}", True, "export") for d in dropped]
     if forked:
-        notes.append(Note(f"passed for the recipe's own image {image}, which takes them (stock vLLM 0.33 refuses them): "
-                          f"{'; '.join(forked)}", False, "custom-image"))
+        notes.append(Note(f"passed for the recipe's own image {image}, which takes them (stock vLLM 0.33 refuses "
+                          f"them): {'; '.join(forked)}", False, "custom-image"))
     if image == DEFAULT_IMAGE:
         notes.append(Note(f"no recipe names an image: using {DEFAULT_IMAGE}, the vLLM whose flags this export "
                           "was checked against", False, "custom-image"))

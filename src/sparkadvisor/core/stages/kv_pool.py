@@ -129,8 +129,8 @@ def kv_pool_for(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None,
     basis, per_token = _kv_per_token(facts, hardware, shape, fit.tp, fit.pp)
     kv_bytes = fit.budget.kv_bytes
     pool, logged = pool_tokens(per_token, kv_bytes, request, inputs.max_model_len), measured(recipe, "kv_pool_tokens")
-    aside = resized_by(facts.model, recipe, hardware, settings, inputs) if logged is not None and settings is not DEFAULT_SETTINGS \
-        else ""
+    resizable = logged is not None and settings is not DEFAULT_SETTINGS
+    aside = resized_by(facts.model, recipe, hardware, settings, inputs) if resizable else ""
     logged = None if aside else logged
     modelled = _sessions(shape, per_token, kv_bytes, context, sequence)
     # The logged pool, as the KV memory that holds it at the model's cost per token and per request.
