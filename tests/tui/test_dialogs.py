@@ -154,7 +154,10 @@ async def test_batched_tokens_typed_in_the_assumptions_resize_the_pools_and_head
         app.screen.query_one("#batched_tokens", Input).value = "2K"
         await pilot.pause()
         assert main.scenario.settings.batched_tokens == 2048
-        assert "2,048 batched tokens" in str(main.query_one(ClusterHeader).render())
+        header = main.query_one(ClusterHeader)
+        assert "2,048 batched tokens" in str(header.render())
+        await pilot.pause()
+        assert header.region.height == 2  # at 80 columns the setting follows the cluster: the table keeps its rows
         assert main.ranking.by_id[gemma].plan.kv_pool_tokens > before
         app.screen.query_one("#batched_tokens", Input).value = "128"
         app.screen.query_one("#streams", Input).value = "200"
