@@ -193,3 +193,15 @@ def test_the_eager_cost_is_fitted_only_where_a_recipe_was_measured_in_both_modes
     without = calibrate(index, spark, exclude=frozenset({"gpt-oss-120b-conselara-tp1"}))
     assert without.basis["eager_ms_per_layer"] == "assumed: no recipe measured both with and without CUDA graphs"
     assert without.eager_ms_per_layer > 0
+
+
+def test_decode_gemms_never_run_faster_than_the_fastest_prefill_gemm(index) -> None:
+    """A decode step multiplies a few tokens by each weight, prefill thousands: per FLOP it is never faster.
+    On the bundled catalog the free fit would put the decode GEMMs at ~290 TFLOPS; they stop at fp8 prefill's."""
+    spark = index.hardware["dgx-spark"]
+    for engine in ("vllm", "llama.cpp"):
+        c = calibrate(index, spark, engine)
+        floor = min(rate for rate in c.prefill_ms_per_gflop.values() if rate)
+        assert c.compute_ms_per_gflop >= floor * (1 - 1e-9)
+    basis = calibrate(index, spark).basis["compute_ms_per_gflop"]
+    assert basis.startswith("at 115 TFLOPS, its floor: the fastest GEMM rate prefill reaches here (fp8)")

@@ -56,5 +56,7 @@ def test_show_names_the_benchmark_runs_apart_and_how_to_follow_one(capsys):
 def test_a_benchmark_runs_measurements_move_the_fit(index):
     spark = index.hardware["dgx-spark"]
     without = CatalogIndex(replace(index.catalog, recipes=tuple(r for r in index.catalog.recipes if not r.benchmark)))
-    assert calibrate(index, spark, "vllm").fixed_ms != pytest.approx(calibrate(without, spark, "vllm").fixed_ms)
+    fitted = ("fixed_ms", "layer_ms", "kv_ms_per_gb", "compute_ms_per_gflop", "eager_ms_per_layer")
+    with_runs, without_runs = calibrate(index, spark, "vllm"), calibrate(without, spark, "vllm")
+    assert [getattr(with_runs, f) for f in fitted] != pytest.approx([getattr(without_runs, f) for f in fitted])
 

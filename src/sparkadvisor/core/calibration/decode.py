@@ -169,9 +169,23 @@ def _both_modes(observations: Sequence[Observation]) -> set[str]:
     return {rid for rid, seen in modes.items() if len(seen) == 2}
 
 
+def _gemm_floor(c: SpeedConstants) -> tuple[float, str | None]:
+    """(ms per GFLOP, precision) of the fastest GEMM rate the prefill fit found on this hardware: a decode
+    step's GEMMs, a few tokens against each weight, run no faster per FLOP than prefill's, thousands of
+    tokens against each (0.0 and None where no prefill rate is known)."""
+    rates = [(rate, precision) for precision, rate in c.prefill_ms_per_gflop.items() if rate]
+    return min(rates) if rates else (0.0, None)
+
+
 def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConstants) -> dict[str, SpeedConstants]:
     design, own = _design(observations, bandwidth, c)
-    solution = dict(zip(design.columns, nnls(design.rows, design.targets, design.weights), strict=True))
+    # The compute rate is fitted above the floor: the floor's share of each step leaves the target first.
+    floor, precision = _gemm_floor(c)
+    j = design.columns.index("compute_ms_per_gflop")
+    targets = [target - floor * row[j] for target, row in zip(design.targets, design.rows, strict=True)]
+    solution = dict(zip(design.columns, nnls(design.rows, targets, design.weights), strict=True))
+    at_floor = floor > 0 and solution["compute_ms_per_gflop"] == 0.0
+    solution["compute_ms_per_gflop"] += floor
     count = len(observations)
     shared: dict[str, float] = {k: solution[k] for k in ("kv_ms_per_gb", "compute_ms_per_gflop", "spec_ms_per_step",
                                        "eager_ms_per_layer", "allreduce_us")
@@ -180,6 +194,10 @@ def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConst
     basis = {**c.basis, "weight_penalty": f"fitted to {count} decode measurements (formats with 2+ recipes)"}
     for k in shared:
         basis[k] = _fitted(sum(1 for row in design.rows if row[design.columns.index(k)]), k)
+    if at_floor and "compute_ms_per_gflop" in shared:
+        basis["compute_ms_per_gflop"] = (f"at {1 / floor:.0f} TFLOPS, its floor: the fastest GEMM rate prefill "
+                                         f"reaches here ({precision}); fitted freely it would be faster, which a "
+                                         "GEMM of a few tokens is not")
     if "allreduce_us" not in shared:
         basis["allreduce_us"] = c.basis.get("allreduce_us", "assumed")
     if "eager_ms_per_layer" not in design.columns:
