@@ -8,6 +8,7 @@ from sparkadvisor.cli import main
 from sparkadvisor.core.advisor import advise
 from sparkadvisor.core.catalog import iter_tables, source_ids
 from sparkadvisor.core.explain import explain
+from sparkadvisor.core.memory import LAYER_SPLIT_SOURCES
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.records import field_names
 from sparkadvisor.core.workload import WORKLOADS
@@ -45,6 +46,7 @@ def test_every_source_resolves_and_opens(index):
     cited = {sid for _, table in iter_tables(catalog) for field in ("source", "reference_source")
              if field in field_names(type(table)) and getattr(table, field) is not None
              for sid in source_ids(getattr(table, field))}
+    cited |= set(LAYER_SPLIT_SOURCES)  # the sources of a rule the code applies (memory.LAYER_SPLIT_ENGINES)
     assert cited - set(catalog.sources) == set()
     no_url = [sid for sid, source in catalog.sources.items() if not source.url and source.kind != "article"]
     assert no_url == []

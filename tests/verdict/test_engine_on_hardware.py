@@ -78,3 +78,30 @@ def test_an_engine_setting_the_hardware_cannot_run_is_refused_in_one_sentence(ca
     assert main(["rank", "--hardware", MAC, "--engine", "vllm"]) == 2
     assert capsys.readouterr().err == ("sparkadvisor: --engine vllm is not known to run on Mac Studio, Apple M3 "
                                        "Ultra, 512 GB; engines known here: llama.cpp, ollama\n")
+
+
+def test_llama_cpp_spreads_a_build_over_nodes_by_layers_so_one_stream_gains_no_speed(index):
+    """ggml splits a model by layers (pipelined): on two Sparks a token passes one node, then the other, so the
+    second node adds memory, not decode speed (where tensor parallelism across the heads would have doubled it)."""
+    one, two = by_build(index, "dgx-spark", 1), by_build(index, "dgx-spark", 2)
+    gguf = "qwen3.5-27b-ud-q4kxl-unsloth"
+    split, alone = two[gguf].plan, one[gguf].plan
+    assert split.constants.engine == "llama.cpp" and (split.fit.tp, split.fit.pp) == (1, 2)
+    assert split.weights_per_node == pytest.approx(alone.weights_per_node / 2)
+    assert split.decode.expected_tok_s == pytest.approx(alone.decode.expected_tok_s, rel=0.02)
+    per_node = next(s for s in explain(split) if s.key == "parallelism")
+    assert "llama.cpp splits a model across devices by its layers" in per_node.text
+    assert "one token passes the nodes one after another" in per_node.text
+    assert {"llamacpp-server-readme", "llamacpp-rpc"} <= set(split.source_ids())
+    assert "llamacpp-rpc" not in alone.source_ids()
+    vllm = two["qwen3.5-27b-bf16"].plan  # vLLM's tensor parallelism still splits the heads
+    assert (vllm.fit.tp, vllm.fit.pp) == (2, 1)
+
+
+def test_ollama_serves_from_one_machine_only(capsys):
+    assert main(["show", "qwen3.5-27b-ud-q4kxl-unsloth", "--engine", "ollama", "--nodes", "2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "excluded: no engine here: ollama serves a model from one machine only, not across 2 nodes" in out
+    assert "Not here: no engine serves it on 2 x DGX Spark. If one did:" in out
+    assert main(["show", "qwen3.5-27b-ud-q4kxl-unsloth", "--engine", "ollama", "--nodes", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["no_engine"] is None

@@ -231,10 +231,26 @@ def build_weights(build: Build, model: Model, checks: Mapping[str, SizeCheck] | 
     return Weights(total, size.unit, True, tables, mtp, transformer_bits)
 
 
-def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None) -> tuple[int, int, str]:
-    """(tp, pp, why) for one GPU per node. TP must divide the attention and KV heads."""
+LAYER_SPLIT_ENGINES = frozenset({"llama.cpp", "ollama"})
+"""Engines that spread a model over devices by its layers only: ggml's default --split-mode layer, "split layers
+and KV across GPUs (pipelined)" (its tensor mode is EXPERIMENTAL). llama.cpp reaches other hosts' devices through
+its RPC backend, which spreads weights and KV over them (llamacpp-server-readme, llamacpp-rpc); Ollama has no
+such backend, so on several nodes it has no plan at all (`plan.engine_gap`). A decoded token passes the stages in
+turn; a prompt's micro-batches overlap across them (RPC devices advertise async compute and events, with which
+llama.cpp's scheduler pipelines), so prefill keeps its share a node."""
+
+LAYER_SPLIT_SOURCES = ("llamacpp-server-readme", "llamacpp-rpc")
+"""The catalog sources of `LAYER_SPLIT_ENGINES`, which a plan split by layers lists."""
+
+
+def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None, engine: str = "vllm") -> tuple[int, int, str]:
+    """(tp, pp, why) for one GPU per node. TP must divide the attention and KV heads; an engine that splits by
+    layers only (`LAYER_SPLIT_ENGINES`) gets one pipeline stage a node."""
     if recipe is not None:
         return recipe.tp, recipe.pp, f"as the recipe sets it ({recipe.title})"
+    if nodes > 1 and engine in LAYER_SPLIT_ENGINES:
+        return 1, nodes, (f"{engine} splits a model across devices by its layers and their KV (ggml's default "
+                          "--split-mode layer), so one token passes the nodes one after another")
     attention = model.attention
     return _split(attention.heads if attention else None, attention.kv_heads if attention else None, nodes)
 

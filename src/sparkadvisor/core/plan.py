@@ -9,7 +9,7 @@ shorthands for the figures views read most.
 from __future__ import annotations
 
 from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex
-from sparkadvisor.core.memory import Weights
+from sparkadvisor.core.memory import LAYER_SPLIT_ENGINES, LAYER_SPLIT_SOURCES, Weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Capability, Caveat, DecodeRead, Hardware, Model, Recipe
 from sparkadvisor.core.shared import model_figures
@@ -197,6 +197,8 @@ class Plan:
                 for ref in (*_refs(table.source), *_refs(getattr(table, "reference_source", None) or ()))]
         if self.budget.kv_pinned_bytes is None and self.fit.fits:
             refs += self.budget.reserve.source_ids  # the reserve's parts, when they size the KV cache
+        if self.recipe is None and self.fit.pp > 1 and self.constants.engine in LAYER_SPLIT_ENGINES:
+            refs += LAYER_SPLIT_SOURCES  # why the nodes hold layers, one after another
         return list(dict.fromkeys(refs))
 
     @property
@@ -220,7 +222,8 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     caveats = _caveats(index, facts, recipe, drafter_off)
     shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,
                            prefix_caching(recipe, caveats))
-    fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split)
+    fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split,
+                 engine=engine)
     pool = kv_pool_for(facts=facts, hardware=hardware, recipe=recipe, fit=fit, workload=workload,
                        per_request=shared.per_request, settings=settings)
     speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
@@ -235,7 +238,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     # constants, turn_s.
     return Plan(build, facts.model, cluster, workload, recipe, facts.weights, fit, pool, speed, first, caveats,
                 _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload),
-                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None), drafter_off,
+                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None, nodes), drafter_off,
                 served_tokens)
 
 
@@ -276,10 +279,17 @@ def runs_on(hardware: Hardware, engine: str) -> bool:
     return engine in hardware.serving.engines
 
 
-def engine_gap(build: Build, hardware: Hardware, engine: str, chosen: bool) -> str | None:
-    """Why no engine is known to serve `build` on `hardware` when costed on `engine` (`chosen`: the
-    --engine setting picked it), or None when `engine` runs there."""
+SINGLE_HOST_ENGINES = frozenset({"ollama"})
+"""Engines that serve a model from one machine only: Ollama has no way to reach another host's memory (llama.cpp's
+RPC backend is not in its builds), so a cluster of several nodes has no engine for it (`engine_gap`)."""
+
+
+def engine_gap(build: Build, hardware: Hardware, engine: str, chosen: bool, nodes: int = 1) -> str | None:
+    """Why no engine is known to serve `build` on `nodes` of `hardware` when costed on `engine` (`chosen`:
+    the --engine setting picked it), or None when `engine` runs there."""
     if runs_on(hardware, engine):
+        if nodes > 1 and engine in SINGLE_HOST_ENGINES:
+            return f"{engine} serves a model from one machine only, not across {nodes} nodes; on 1 node it runs"
         return None
     which = f"the engine setting, {engine}," if chosen else f"its engines ({', '.join(build.engines or (ENGINE,))})"
     return f"{which} {'is' if chosen else 'are'} not known to run on {hardware.name}; {engines_here(hardware)}"

@@ -55,7 +55,7 @@ def model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Rec
 
 def _model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, workload: Workload,
                    settings: Settings, constants: SpeedConstants, prefix: tuple[bool, str]) -> ModelFigures:
-    split = split_and_terms(facts, hardware, nodes, recipe, settings)
+    split = split_and_terms(facts, hardware, nodes, recipe, settings, constants.engine)
     tp, pp, _, kv_cache_dtype, _ = split
     context = workload.context_tokens
     per_request = pool_per_request(facts, recipe, kv_cache_dtype, tp, pp, context, prefix, settings.max_model_len,

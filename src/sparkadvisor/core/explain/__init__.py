@@ -18,7 +18,7 @@ from sparkadvisor.core.explain.memory import (
 from sparkadvisor.core.explain.pool import pool_step
 from sparkadvisor.core.explain.speed import decode_steps, first_token_steps, turn_step
 from sparkadvisor.core.explain.step import Basis, Step
-from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.plan import Plan, runs_on
 from sparkadvisor.core.targets import context_needed
 from sparkadvisor.core.units import plural
 
@@ -113,8 +113,11 @@ def _no_engine(plan: Plan) -> Step:
 
 def _as_if_it_fit(step: Step, plan: Plan) -> Step:
     if plan.no_engine is not None:
-        return Step(step.key, step.title, f"Not here: no engine serves it on {plan.cluster.hardware.name}. If one "
-                    f"did: {step.text}", step.basis, step.severity)
+        # The engine runs on this hardware but not across these nodes (Ollama), or no engine runs here at all.
+        where = plan.cluster.label if runs_on(plan.cluster.hardware, plan.constants.engine) else \
+            plan.cluster.hardware.name
+        return Step(step.key, step.title, f"Not here: no engine serves it on {where}. If one did: {step.text}",
+                    step.basis, step.severity)
     nodes = plural(plan.cluster.nodes, "node")
     return Step(step.key, step.title, f"Not here: it does not fit on {nodes}. If it did: {step.text}", step.basis,
                 step.severity)

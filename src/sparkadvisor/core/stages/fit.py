@@ -47,10 +47,10 @@ class Fit:
 
 
 def fit_on(*, facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None, settings: Settings,
-           split: Split | None = None) -> Fit:
-    """The fit on `nodes` of `hardware`; `nodes_needed` asks the same question of each size. `split`: the
-    model's `split_and_terms`, when already worked out."""
-    tp, pp, reason, kv_cache_dtype, terms = split or split_and_terms(facts, hardware, nodes, recipe, settings)
+           split: Split | None = None, engine: str = "vllm") -> Fit:
+    """The fit on `nodes` of `hardware` under `engine`; `nodes_needed` asks the same question of each size.
+    `split`: the model's `split_and_terms`, when already worked out."""
+    tp, pp, reason, kv_cache_dtype, terms = split or split_and_terms(facts, hardware, nodes, recipe, settings, engine)
     budget = node_budget(hardware, terms.weights_per_node(facts.weights), terms.utilization, terms.kv_pinned_gib,
                          terms.reserve, terms.weights_loaded_gib is not None)
     # A recipe's measured decode proves it runs only with the recipe's own memory settings.
@@ -100,10 +100,10 @@ Split = tuple[int, int, str, str, NodeTerms]
 
 
 def split_and_terms(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Recipe | None,
-                    settings: Settings) -> Split:
-    """(tp, pp, why, --kv-cache-dtype in force, the budget's terms) of a fit: what the model, the recipe
-    and the settings decide whatever the build's weights."""
-    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe)
+                    settings: Settings, engine: str = "vllm") -> Split:
+    """(tp, pp, why, --kv-cache-dtype in force, the budget's terms) of a fit: what the model, the recipe,
+    the engine and the settings decide whatever the build's weights."""
+    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe, engine)
     kv_cache_dtype = settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe else "auto")
     return tp, pp, reason, kv_cache_dtype, node_terms(facts, hardware, recipe, settings, tp * pp)
 
