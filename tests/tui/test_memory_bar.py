@@ -53,6 +53,14 @@ def test_the_title_says_what_the_utilization_multiplies(index) -> None:
     title = bar_content(plan.budget, 72).plain.split("\n")[0]
     assert title == "Per node 121.6 GiB; vLLM gets gpu-memory-utilization 0.5 x 121.6 = 60.8 GiB"
     assert len(title) <= 76, "whole in the detail pane at 80 columns"
+    gguf = evaluate_build(index, index.builds["qwen3.5-27b-q8-unsloth"], Cluster(index.hardware["dgx-spark"], 1),
+                          AGENTIC)
+    title = bar_content(gguf.budget, 72, engine=gguf.constants.engine).plain.split("\n")[0]
+    assert title == "Per node 121.6 GiB; llama.cpp sized by vLLM's 0.85 x 121.6 = 103.4 GiB"  # no utilization flag
+    air = evaluate_build(index, index.builds["glm-4.5-air-q8-unsloth"], Cluster(index.hardware["dgx-spark"], 1),
+                         AGENTIC)
+    legend = bar_content(air.budget, 72, engine=air.constants.engine).plain.split("\n")[2]
+    assert legend.endswith("weights exceed the 103.4 GiB of vLLM's rule by 1.5 GiB")
 
 
 def test_the_speed_lines_give_a_build_that_does_not_fit_no_expected_figure(index) -> None:

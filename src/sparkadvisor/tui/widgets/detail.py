@@ -126,7 +126,7 @@ def sections(item: Ranked, plans: tuple[Ranked, ...],
     """(pictures, words, stacked): title, memory bar, sweep and speeds; caveats, the arithmetic
     and recipes; and in one column, the caveats right after the title."""
     title, caveats = title_content(item), caveats_content(item, index)
-    bar = partial(bar_content, item.plan.budget, by_recipe=item.plan.fit_by_recipe)
+    bar = partial(bar_content, item.plan.budget, by_recipe=item.plan.fit_by_recipe, engine=item.plan.constants.engine)
     pictures: list[Section] = [bar, sweep_content(plans, item.plan.cluster.nodes), speed_content(item)]
     words: list[Section] = [steps_content(item), recipes_content(item, index)]
     return [title, *pictures], [caveats, *words], [title, caveats, *pictures, *words]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from textual.content import Content
 
 from sparkadvisor.core.memory import Budget
+from sparkadvisor.core.speed.prefill import GGML_ENGINES
 from sparkadvisor.core.units import GiB
 
 
@@ -47,18 +48,22 @@ def segment_widths(values: list[float], width: int) -> list[int]:
     return cells
 
 
-def bar_content(budget: Budget, width: int, by_recipe: bool = False) -> Content:
+def bar_content(budget: Budget, width: int, by_recipe: bool = False, engine: str = "vllm") -> Content:
     """The per-node memory of a plan in `width` cells: a title, the bar, and its legend. `by_recipe`:
-    a recipe runs the build although the arithmetic says it does not fit (its shortfall is then a warning)."""
+    a recipe runs the build although the arithmetic says it does not fit (its shortfall is then a warning).
+    `engine`: the plan's; llama.cpp and Ollama have no gpu-memory-utilization, and the title says vLLM's rule
+    stands in for theirs, as the fit step does."""
     segments = parts(budget)
     usable = budget.usable_bytes / GiB
     widths = segment_widths([p.gib for p in segments], max(width, 10))
     bar = Content.assemble(*((p.glyph * w, p.style) for p, w in zip(segments, widths, strict=True)))
-    title = f"Per node {usable:.1f} GiB; vLLM gets gpu-memory-utilization {budget.utilization:g} x " \
-            f"{usable:.1f} = {budget.engine_bytes / GiB:.1f} GiB"
+    share = f"{budget.utilization:g} x {usable:.1f} = {budget.engine_bytes / GiB:.1f} GiB"
+    title = (f"Per node {usable:.1f} GiB; {engine} sized by vLLM's {share}" if engine in GGML_ENGINES
+             else f"Per node {usable:.1f} GiB; vLLM gets gpu-memory-utilization {share}")
     legend = Content(" ").join(Content.assemble((p.glyph, p.style), f" {p.label} {_amount(p, budget)}")
                                for p in segments if p.label != "free" or budget.left_bytes >= 0) + " GiB"
-    return Content("\n").join([Content.assemble((title, "bold")), bar, legend + _shortfall(budget, by_recipe)])
+    return Content("\n").join([Content.assemble((title, "bold")), bar,
+                               legend + _shortfall(budget, by_recipe, engine in GGML_ENGINES)])
 
 
 def _amount(part: Part, budget: Budget) -> str:
@@ -66,10 +71,13 @@ def _amount(part: Part, budget: Budget) -> str:
     return "none" if part.label == "KV" and budget.kv_bytes <= 0 else f"{part.gib:.1f}"
 
 
-def _shortfall(budget: Budget, by_recipe: bool = False) -> Content:
-    """What does not fit, in the words of the arithmetic's fit step; empty when it all fits."""
+def _shortfall(budget: Budget, by_recipe: bool = False, stand_in: bool = False) -> Content:
+    """What does not fit, in the words of the arithmetic's fit step; empty when it all fits. `stand_in`: vLLM's
+    rule sizes another engine's memory."""
     if budget.left_bytes < 0:
-        words = f"weights exceed vLLM's {budget.engine_bytes / GiB:.1f} GiB by {-budget.left_bytes / GiB:.1f} GiB"
+        share = f"the {budget.engine_bytes / GiB:.1f} GiB of vLLM's rule" if stand_in else \
+            f"vLLM's {budget.engine_bytes / GiB:.1f} GiB"
+        words = f"weights exceed {share} by {-budget.left_bytes / GiB:.1f} GiB"
     elif budget.kv_bytes <= 0:
         words = "no room left for the KV cache"
     else:
