@@ -57,7 +57,8 @@ CUDA_GRAPH_GIB = 1.99
 """CUDA graph memory of the target model per node, when graphs are captured (tonyd2wild-ds41, boot 10:
 DeepSeek-V4.1-Flash TP4, FULL_AND_PIECEWISE, 15 capture sizes up to 48; boot 9 and boot 10's restore,
 same flags, logged 1.85 and 1.29: vLLM measures the capture as a drop in free memory, which on a GB10
-moves with the host's page cache, so one boot's figure is not a rule of the capture sizes). Assumed for builds whose own logs do not give theirs (`Recipe.reserve`). vLLM estimates the graphs
+moves with the host's page cache, so one boot's figure is not a rule of the capture sizes). Assumed for builds
+whose own logs do not give theirs (`Recipe.reserve`). vLLM estimates the graphs
 by capturing them once during memory profiling and keeps the estimate out of the KV cache
 (gpu_worker.determine_available_memory, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default since
 v0.21.0: "CUDA graph memory profiling is enabled (default since v0.21.0)" in its startup log)."""

@@ -238,8 +238,8 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     # constants, turn_s.
     return Plan(build, facts.model, cluster, workload, recipe, facts.weights, fit, pool, speed, first, caveats,
                 _disqualifier(caveats, workload), constants, turn_seconds(first, speed, workload),
-                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None, nodes), drafter_off,
-                served_tokens)
+                None if recipe else engine_gap(build, hardware, engine, settings.engine is not None, nodes),
+                drafter_off, served_tokens)
 
 
 def turn_seconds(first: FirstToken, speed: DecodeSpeed, workload: Workload) -> float | None:
