@@ -101,7 +101,12 @@ def test_llama_cpp_spreads_a_build_over_nodes_by_layers_so_one_stream_gains_no_s
 def test_ollama_serves_from_one_machine_only(capsys):
     assert main(["show", "qwen3.5-27b-ud-q4kxl-unsloth", "--engine", "ollama", "--nodes", "2"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "excluded: no engine here: ollama serves a model from one machine only, not across 2 nodes" in out
+    assert ("excluded: no engine here: ollama serves a model from one machine only, and each DGX Spark is a machine "
+            "of its own; on 1 node it runs") in out
     assert "Not here: no engine serves it on 2 x DGX Spark. If one did:" in out
     assert main(["show", "qwen3.5-27b-ud-q4kxl-unsloth", "--engine", "ollama", "--nodes", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["no_engine"] is None
+    # Discrete GPUs can share a host, where Ollama splits the layers over them.
+    assert main(["show", "qwen3.5-27b-ud-q4kxl-unsloth", "--engine", "ollama", "--hardware", "rtx-pro-6000",
+                 "--nodes", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["no_engine"] is None

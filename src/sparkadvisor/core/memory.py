@@ -241,7 +241,8 @@ turn; a prompt's micro-batches overlap across them (RPC devices advertise async 
 llama.cpp's scheduler pipelines), so prefill keeps its share a node."""
 
 LAYER_SPLIT_SOURCES = ("llamacpp-server-readme", "llamacpp-rpc")
-"""The catalog sources of `LAYER_SPLIT_ENGINES`, which a plan split by layers lists."""
+"""The catalog sources of `LAYER_SPLIT_ENGINES`, which a plan split by layers lists (the second where each node is
+a machine of its own, reached through the RPC backend)."""
 
 
 def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None, engine: str = "vllm") -> tuple[int, int, str]:

@@ -198,7 +198,8 @@ class Plan:
         if self.budget.kv_pinned_bytes is None and self.fit.fits:
             refs += self.budget.reserve.source_ids  # the reserve's parts, when they size the KV cache
         if self.recipe is None and self.fit.pp > 1 and self.constants.engine in LAYER_SPLIT_ENGINES:
-            refs += LAYER_SPLIT_SOURCES  # why the nodes hold layers, one after another
+            # Why the nodes hold layers, one after another; and, where each node is a machine, how they reach it.
+            refs += LAYER_SPLIT_SOURCES if self.cluster.hardware.unified_memory else LAYER_SPLIT_SOURCES[:1]
         return list(dict.fromkeys(refs))
 
     @property
@@ -280,16 +281,19 @@ def runs_on(hardware: Hardware, engine: str) -> bool:
 
 
 SINGLE_HOST_ENGINES = frozenset({"ollama"})
-"""Engines that serve a model from one machine only: Ollama has no way to reach another host's memory (llama.cpp's
-RPC backend is not in its builds), so a cluster of several nodes has no engine for it (`engine_gap`)."""
+"""Engines that serve a model from one machine only: Ollama splits layers over the GPUs of its host but has no way
+to reach another host's memory (llama.cpp's RPC backend is not in its builds). A unified-memory node (a DGX Spark,
+a Mac, a Ryzen AI Max) is a whole machine, so a cluster of several has no engine for it (`engine_gap`); discrete
+GPUs can share one host."""
 
 
 def engine_gap(build: Build, hardware: Hardware, engine: str, chosen: bool, nodes: int = 1) -> str | None:
     """Why no engine is known to serve `build` on `nodes` of `hardware` when costed on `engine` (`chosen`:
     the --engine setting picked it), or None when `engine` runs there."""
     if runs_on(hardware, engine):
-        if nodes > 1 and engine in SINGLE_HOST_ENGINES:
-            return f"{engine} serves a model from one machine only, not across {nodes} nodes; on 1 node it runs"
+        if nodes > 1 and engine in SINGLE_HOST_ENGINES and hardware.unified_memory:
+            return (f"{engine} serves a model from one machine only, and each {hardware.name} is a machine of its "
+                    "own; on 1 node it runs")
         return None
     which = f"the engine setting, {engine}," if chosen else f"its engines ({', '.join(build.engines or (ENGINE,))})"
     return f"{which} {'is' if chosen else 'are'} not known to run on {hardware.name}; {engines_here(hardware)}"
