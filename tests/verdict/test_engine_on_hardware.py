@@ -92,6 +92,7 @@ def test_llama_cpp_spreads_a_build_over_nodes_by_layers_so_one_stream_gains_no_s
     per_node = next(s for s in explain(split) if s.key == "parallelism")
     assert "llama.cpp splits a model across devices by its layers" in per_node.text
     assert "one token passes the nodes one after another" in per_node.text
+    assert "reaches the other machines through its RPC backend, which its README calls a fragile" in per_node.text
     assert {"llamacpp-server-readme", "llamacpp-rpc"} <= set(split.source_ids())
     assert "llamacpp-rpc" not in alone.source_ids()
     vllm = two["qwen3.5-27b-bf16"].plan  # vLLM's tensor parallelism still splits the heads

@@ -245,14 +245,18 @@ LAYER_SPLIT_SOURCES = ("llamacpp-server-readme", "llamacpp-rpc")
 a machine of its own, reached through the RPC backend)."""
 
 
-def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None, engine: str = "vllm") -> tuple[int, int, str]:
+def valid_parallelism(model: Model, nodes: int, recipe: Recipe | None, engine: str = "vllm",
+                      machines: bool = False) -> tuple[int, int, str]:
     """(tp, pp, why) for one GPU per node. TP must divide the attention and KV heads; an engine that splits by
-    layers only (`LAYER_SPLIT_ENGINES`) gets one pipeline stage a node."""
+    layers only (`LAYER_SPLIT_ENGINES`) gets one pipeline stage a node. `machines`: each node is a machine of its
+    own (unified memory), which llama.cpp reaches through its RPC backend."""
     if recipe is not None:
         return recipe.tp, recipe.pp, f"as the recipe sets it ({recipe.title})"
     if nodes > 1 and engine in LAYER_SPLIT_ENGINES:
+        rpc = (" and reaches the other machines through its RPC backend, which its README calls a fragile proof of "
+               "concept") if machines else ""
         return 1, nodes, (f"{engine} splits a model across devices by its layers and their KV (ggml's default "
-                          "--split-mode layer), so one token passes the nodes one after another")
+                          f"--split-mode layer){rpc}, so one token passes the nodes one after another")
     attention = model.attention
     return _split(attention.heads if attention else None, attention.kv_heads if attention else None, nodes)
 

@@ -103,7 +103,7 @@ def split_and_terms(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: R
                     settings: Settings, engine: str = "vllm") -> Split:
     """(tp, pp, why, --kv-cache-dtype in force, the budget's terms) of a fit: what the model, the recipe,
     the engine and the settings decide whatever the build's weights."""
-    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe, engine)
+    tp, pp, reason = valid_parallelism(facts.model, nodes, recipe, engine, hardware.unified_memory)
     kv_cache_dtype = settings.kv_cache_dtype or (recipe.kv_cache_dtype if recipe else "auto")
     return tp, pp, reason, kv_cache_dtype, node_terms(facts, hardware, recipe, settings, tp * pp)
 
