@@ -204,8 +204,8 @@ def sort_value(ranked: Ranked, key: str) -> tuple[int, float | str]:
 
 
 COMPARE_ROWS: tuple[tuple[str, str], ...] = (
-    ("rank", "rank"), ("model", "model"), ("repo", "repo"), ("flags", "flags"), ("fit", "fit"),
-    ("per_node", "GiB/node"), ("kv_pool", "KV pool"), ("ceiling", "decode ceiling tok/s"),
+    ("rank", "rank"), ("model", "model"), ("repo", "repo"), ("engine", "engine, split"), ("flags", "flags"),
+    ("fit", "fit"), ("per_node", "GiB/node"), ("kv_pool", "KV pool"), ("ceiling", "decode ceiling tok/s"),
     ("expected", "expected tok/s"), ("measured", "measured tok/s"), ("ttft", "1st token, as it runs"),
     ("cold", "1st token, cold"), ("turn", "turn"), ("prefix", "prefix caching"), ("caveats", "caveats"),
     ("reason", "why"),
@@ -214,14 +214,25 @@ COMPARE_ROWS: tuple[tuple[str, str], ...] = (
 
 
 def compare_cells(ranked: Ranked) -> dict[str, str]:
-    """One build's column in a comparison: the table's cells plus the cold first token and prefix caching."""
+    """One build's column in a comparison: the table's cells plus the engine and its split, the cold first token
+    and prefix caching."""
     plan = ranked.plan
     return row_cells(ranked) | {
         "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
+        "engine": f"{plan.constants.engine}, {split_text(plan.tp, plan.pp)}",
         "cold": fmt_seconds(plan.cold_ttft_s) if plan.runs else "-", "reason": safe_text(ranked.reason),
         "prefix": "on" if plan.prefix_caching else "OFF",
         "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
     }
+
+
+def split_text(tp: int, pp: int) -> str:
+    """"one node", "TP 2" (the heads split across the nodes), "PP 2 (layers)" (one stage a node), or both."""
+    if tp * pp == 1:
+        return "one node"
+    if pp == 1:
+        return f"TP {tp}"
+    return f"PP {pp} (layers)" if tp == 1 else f"TP {tp} x PP {pp}"
 
 
 def settings_line(settings: Settings) -> str:
