@@ -83,7 +83,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("space", "mark", "Mark", "Mark or unmark the highlighted build for comparison (up to three).",
             "build", "Mark for compare", key_display="␣", footer_rank=5),
     Command("c", "compare", "Compare", "The marked builds (or the highlighted one and the marked one) side by "
-            "side: fit, KV pool, speed, first token cached and cold, caveats.", "build", "Compare marked builds",
+            "side: engine and split, fit, KV pool, speed, first token cached and cold, caveats.", "build",
+            "Compare marked builds",
             footer_rank=5),
     Command("e", "export", "Export", "Export the highlighted build as a launch recipe: scripts, vLLM config, "
             "compose, Claude Code settings, report, JSON.", "build", "Export highlighted build", footer_rank=4),
