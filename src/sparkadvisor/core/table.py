@@ -219,7 +219,8 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
     plan = ranked.plan
     return row_cells(ranked) | {
         "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
-        "engine": f"{plan.constants.engine}, {split_text(plan.tp, plan.pp)}",
+        # The engine is a recipe's (catalog text) or the user's choice.
+        "engine": safe_text(f"{plan.constants.engine}, {split_text(plan.tp, plan.pp)}"),
         "cold": fmt_seconds(plan.cold_ttft_s) if plan.runs else "-", "reason": safe_text(ranked.reason),
         "prefix": "on" if plan.prefix_caching else "OFF",
         "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",

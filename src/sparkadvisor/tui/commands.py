@@ -84,8 +84,7 @@ COMMANDS: tuple[Command, ...] = (
             "build", "Mark for compare", key_display="␣", footer_rank=5),
     Command("c", "compare", "Compare", "The marked builds (or the highlighted one and the marked one) side by "
             "side: engine and split, fit, KV pool, speed, first token cached and cold, caveats.", "build",
-            "Compare marked builds",
-            footer_rank=5),
+            "Compare marked builds", footer_rank=5),
     Command("e", "export", "Export", "Export the highlighted build as a launch recipe: scripts, vLLM config, "
             "compose, Claude Code settings, report, JSON.", "build", "Export highlighted build", footer_rank=4),
     Command("i", "hub_import", "Import", "Import a build from the Hugging Face hub into your catalog.",
