@@ -13,6 +13,7 @@ from functools import lru_cache
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, LoggedReserve, Model, Recipe
+from sparkadvisor.core.speed.prefill import GGML_ENGINES
 from sparkadvisor.core.units import GiB, to_bytes
 
 PROFILE_PEAK_GIB = 3.62
@@ -232,9 +233,9 @@ def build_weights(build: Build, model: Model, checks: Mapping[str, SizeCheck] | 
     return Weights(total, size.unit, True, tables, mtp, transformer_bits)
 
 
-LAYER_SPLIT_ENGINES = frozenset({"llama.cpp", "ollama"})
-"""Engines that spread a model over devices by its layers only: ggml's default --split-mode layer, "split layers
-and KV across GPUs (pipelined)" (its tensor mode is EXPERIMENTAL). llama.cpp reaches other hosts' devices through
+LAYER_SPLIT_ENGINES = GGML_ENGINES
+"""Engines that spread a model over devices by its layers only, the ggml ones: its default --split-mode layer, "split
+layers and KV across GPUs (pipelined)" (its tensor mode is EXPERIMENTAL). llama.cpp reaches other hosts' devices through
 its RPC backend, which spreads weights and KV over them (llamacpp-server-readme, llamacpp-rpc); Ollama has no
 such backend, so on several nodes it has no plan at all (`plan.engine_gap`). A decoded token passes the stages in
 turn; a prompt's micro-batches overlap across them (RPC devices advertise async compute and events, with which
