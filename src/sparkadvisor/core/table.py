@@ -228,13 +228,11 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
 
 
 def split_text(tp: int, pp: int) -> str:
-    """"one node", "TP=2" (the heads split across the nodes), "PP=2 (layers)" (one stage a node), or both, in
-    the words of show's parallelism step."""
+    """"one node", "TP=2" (the heads split across the nodes), "PP=2" (the layers: one stage a node), or both, in
+    the words of show's parallelism step (short enough for a compare column at 80 columns)."""
     if tp * pp == 1:
         return "one node"
-    if pp == 1:
-        return f"TP={tp}"
-    return f"PP={pp} (layers)" if tp == 1 else f"TP={tp}, PP={pp}"
+    return f"TP={tp}" if pp == 1 else f"PP={pp}" if tp == 1 else f"TP={tp}, PP={pp}"
 
 
 def settings_line(settings: Settings) -> str:
