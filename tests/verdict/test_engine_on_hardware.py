@@ -99,6 +99,19 @@ def test_llama_cpp_spreads_a_build_over_nodes_by_layers_so_one_stream_gains_no_s
     assert (vllm.fit.tp, vllm.fit.pp) == (2, 1)
 
 
+def test_a_layer_split_prefill_hands_the_hidden_state_on_and_pays_no_all_reduce(index):
+    """Under a layer split the nodes exchange only the hidden state at each boundary; the all-reduces of tensor
+    parallelism (two a layer) are vLLM's, and the prefill step said llama.cpp paid them."""
+    gguf, tp = by_build(index, "dgx-spark", 2)["qwen3.5-27b-ud-q4kxl-unsloth"].plan, \
+        by_build(index, "dgx-spark", 2)["qwen3.5-27b-bf16"].plan
+    attention = gguf.model.attention
+    handed = attention.hidden_size * 2 / (gguf.constants.link_gb_s * 1e9) * 1e3  # bf16, one boundary, ms
+    prefill = next(s for s in explain(gguf) if s.key == "ttft").text
+    assert f"link {handed:.3f} ms (the hidden state handed to the next node's layers)" in prefill
+    assert "all-reduce" not in prefill
+    assert "(two all-reduces per layer)" in next(s for s in explain(tp) if s.key == "ttft").text
+
+
 def test_ollama_serves_from_one_machine_only(capsys):
     assert main(["show", "qwen3.5-27b-ud-q4kxl-unsloth", "--engine", "ollama", "--nodes", "2"]) == 0
     out = " ".join(capsys.readouterr().out.split())

@@ -172,7 +172,7 @@ def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstant
         rows.append([gflop.get(name, 0.0) for name in sorted(own)]
                     + [terms[t] for t in ATTENTION_TERMS])
         ms = 1e3 / pt.value
-        targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s) * 1e3
+        targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s, pt.engine) * 1e3
                        - terms["weights"] * c.prefill_weight_ms_per_gb)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True)) if rows else {}
@@ -211,7 +211,7 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
         p = pt.inputs
         gflop, terms = p.gflop_by_precision(pooled.expert_prefill_factor), _attention_terms(p)
         ms = 1e3 / pt.value
-        fixed = (prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s) * 1e3
+        fixed = (prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s, pt.engine) * 1e3
                  + terms["weights"] * pooled.prefill_weight_ms_per_gb)
         rates = {path: pooled.prefill_ms_per_gflop.get(path) for path in gflop if path not in own}
         if any(rate is None for rate in rates.values()):

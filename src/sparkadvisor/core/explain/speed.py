@@ -7,6 +7,7 @@ from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.schema import DecodeRead, Measurement
 from sparkadvisor.core.speed.decode import counted_gb_per_pass, counted_parts_gb, drafter_key, weight_class
 from sparkadvisor.core.speed.prefill import (
+    GGML_ENGINES,
     indexer_keys_per_token,
     prefill_chunk,
     prefill_cost,
@@ -259,7 +260,9 @@ def _prefill_terms(plan: Plan, precision: str, tflops: float) -> str:
     else:
         terms.append("weights per chunk not counted (the engine's prefill chunk is unknown)")
     if cost.link_ms:
-        terms.append(f"link {cost.link_ms:.3f} ms (two all-reduces per layer)")
+        how = "the hidden state handed to the next node's layers" if c.engine in GGML_ENGINES else \
+            "two all-reduces per layer"
+        terms.append(f"link {cost.link_ms:.3f} ms ({how})")
     return f"per prompt token {cost.total_ms:.3f} ms = " + " + ".join(terms)
 
 

@@ -268,11 +268,15 @@ def prefill_flops_per_token(active_params: float, attention: Attention | None, a
     return 2 * active_params + attention_flops_per_token(attention, attended_tokens)
 
 
-def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s: float | None) -> float:
-    """Seconds of link time per prompt token under TP: two all-reduces per layer, each moving
-    2 (n-1)/n x the token's hidden state (bf16)."""
+def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s: float | None,
+                             engine: str = "vllm") -> float:
+    """Seconds of link time per prompt token: under TP two all-reduces per layer, each moving
+    2 (n-1)/n x the token's hidden state (bf16); where the engine splits by layers (`GGML_ENGINES`),
+    the hidden state handed once to each next node."""
     if nodes <= 1 or not link_gb_s or attention is None or not attention.hidden_size:
         return 0.0
+    if engine in GGML_ENGINES:
+        return (nodes - 1) * attention.hidden_size * ACTIVATION_BYTES / (link_gb_s * 1e9)
     moved = 2 * attention.layers * 2 * (nodes - 1) / nodes * attention.hidden_size * ACTIVATION_BYTES
     return moved / (link_gb_s * 1e9)
 
@@ -328,8 +332,8 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants,
             return None
         gemm_ms += gflop * rate
     if terms is None:
-        terms = once(("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s),
-                     attention_terms, p.attention, p.attended_tokens, p.nodes, c.link_gb_s)
+        terms = once(("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s, c.engine),
+                     attention_terms, p.attention, p.attended_tokens, p.nodes, c.link_gb_s, c.engine)
     attention, indexer, logits_gb, unknown, link_ms = terms
     return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention * c.prefill_attention_ms_per_gflop,
                        p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb, link_ms,
@@ -338,12 +342,12 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants,
 
 
 def attention_terms(attention: Attention | None, attended_tokens: float, nodes: int,
-                    link_gb_s: float | None) -> AttentionTerms:
+                    link_gb_s: float | None, engine: str = "vllm") -> AttentionTerms:
     """(attention GFLOP, indexer GFLOP, indexer logits GB, indexer heads unknown, link ms) of one prompt
     token per node: the terms the model's attention decides whatever the build's format."""
     indexer, logits_gb, unknown = _indexer_terms(attention, attended_tokens)
     return (attention_flops_per_token(attention, attended_tokens) / nodes / 1e9, indexer, logits_gb, unknown,
-            prefill_link_s_per_token(nodes, attention, link_gb_s) * 1e3)
+            prefill_link_s_per_token(nodes, attention, link_gb_s, engine) * 1e3)
 
 
 def prefill_indexer(p: PrefillInputs) -> tuple[float, float, bool]:

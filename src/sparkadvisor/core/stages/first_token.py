@@ -139,7 +139,8 @@ def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_toke
     kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype)
     share = chunk_read_share(p.total_b * 1e9, dense, expert, p.routed_experts, p.experts_per_token, chunk)
     figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk, share)
-    return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s)
+    return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s,
+                                                     constants.engine)
 
 
 def _prefill_point(model: Model, nodes: int, attended: float, chunk: int | None, constants: SpeedConstants,
