@@ -32,7 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "validate a catalog file"),
     "compare": ("compare", "two or three builds side by side: fit, KV pool, speed, first token cached and cold, "
                            "caveats"),
-    "export": ("export", "write a launch recipe (scripts, vLLM config, compose, Claude Code settings, report, JSON)"),
+    "export": ("export", "write a launch recipe (vLLM or llama.cpp scripts, vLLM config, compose, Claude Code "
+                         "settings, report, JSON)"),
     "import": ("hub_import",
                "add a Hugging Face repo to your catalog from its config.json and safetensors headers (no weights)"),
     "probe": ("probe",

@@ -25,11 +25,16 @@ CASES = {
     "qwen3next-1n-norecipe": ("qwen3-next-80b-a3b-nvfp4", 1, None),
 }
 """Golden cases: name -> (build, nodes, the recipe the plan must use)."""
+LLAMA_CASES = {
+    "gptoss20b-llamacpp-1n": ("gpt-oss-20b-gguf-ggml", 1, None),
+    "deepseek-r1-iq1m-llamacpp-2n": ("deepseek-r1-ud-iq1m-unsloth", 2, None),
+}
+"""Golden cases of builds planned on llama.cpp (written in the llama.cpp formats only)."""
 
 STANDIN_ADDRESS = "192.168.100.10"
 """The address the `ip` stand-in says this machine has."""
 TOOLS = ("vllm", "docker", "ray", "hf", "nvidia-smi", "ibdev2netdev", "free", "swapon", "sysctl", "sync", "sudo",
-         "ip", "curl")
+         "ip", "curl", "llama-server", "rpc-server")
 STANDIN = '''#!{python}
 import json, os, sys
 name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
@@ -47,6 +52,10 @@ outputs = {{
     "hf": os.environ.get("STANDIN_MODEL_DIR", "/nonexistent") + "\\n",
 }}
 sys.stdout.write(outputs.get(name, ""))
+if name == "llama-server" and args[:1] == ["--help"]:
+    sys.stdout.write(os.environ.get("STANDIN_LLAMA_HELP", ""))
+if name == "llama-server" and args[:1] == ["--list-devices"]:
+    sys.stdout.write("Available devices:\\n  CUDA0: NVIDIA GB10 (124546 MiB, 119000 MiB free)\\n")
 if name == "docker" and args[:1] == ["exec"] and "python3" in args:
     sys.stdout.write("4\\n")
 '''

@@ -127,15 +127,26 @@ def test_a_recipes_own_utilization_above_the_limit_says_it_came_from_the_recipe(
         "a in the app)\n")
 
 
-def test_a_build_planned_on_another_engine_is_not_exported_as_a_vllm_launch(tmp_path, capsys):
+def test_a_build_planned_on_an_engine_without_a_launch_is_not_exported(tmp_path, capsys):
     # A GGUF build costed on llama.cpp got a vLLM script whose figures were llama.cpp's, for a repo vLLM
-    # does not load as it is.
-    assert main(["export", "gpt-oss-20b-gguf-ggml", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 1
+    # does not load as it is. The exporter writes vLLM and llama.cpp launches; any other engine is refused.
+    argv = ["--nodes", "1", "--format", "sh", "--out", str(tmp_path)]
+    assert main(["export", "qwen3-30b-a3b-nvfp4-nvidia", *argv]) == 1
     assert capsys.readouterr().err == (
-        "sparkadvisor: gpt-oss-20b-gguf-ggml is planned on llama.cpp, not vLLM (vLLM does not load it; the catalog "
-        "lists llama.cpp): export writes vLLM launches only, so there is nothing to launch for this plan\n")
-    assert main(["export", "qwen3.5-27b-q8-unsloth", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]) == 1
-    assert "(vLLM does not load it; the catalog lists llama.cpp, ollama)" in capsys.readouterr().err
+        "sparkadvisor: qwen3-30b-a3b-nvfp4-nvidia is planned on trt-llm (vLLM does not load it; the catalog lists "
+        "trt-llm): export writes vLLM and llama.cpp launches only, so there is nothing to launch for this plan\n")
+    assert main(["export", "qwen3.5-27b-q8-unsloth", "--engine", "ollama", *argv]) == 1
+    assert capsys.readouterr().err.endswith(
+        "(the engine asked for): export writes vLLM and llama.cpp launches only; llama.cpp serves it: export it "
+        "with --engine llama.cpp\n")
+    assert main(["export", "qwen3.5-27b-q8-unsloth", "--engine", "vllm", *argv]) == 1
+    assert capsys.readouterr().err == (
+        "sparkadvisor: qwen3.5-27b-q8-unsloth is planned on vLLM, which does not load it (the catalog lists "
+        "llama.cpp, ollama); llama.cpp serves it: export it with --engine llama.cpp\n")
+    assert main(["export", "qwen3-next-80b-a3b-nvfp4", "--engine", "llama.cpp", *argv]) == 1
+    assert capsys.readouterr().err == (
+        "sparkadvisor: llama.cpp does not load qwen3-next-80b-a3b-nvfp4 (the catalog lists vllm): export it with "
+        "--engine vllm\n")
     assert not list(tmp_path.iterdir())
 
 
@@ -144,8 +155,8 @@ def test_hardware_that_cannot_run_vllms_cuda_images_is_not_exported_a_cuda_launc
     argv = ["export", "gpt-oss-120b-mxfp4", "--nodes", "1", "--format", "sh", "--out", str(tmp_path)]
     assert main([*argv, "--hardware", "mac-studio-m3-ultra"]) == 1
     assert capsys.readouterr().err == (
-        "sparkadvisor: Mac Studio, Apple M3 Ultra, 512 GB is not an NVIDIA GPU: export writes vLLM launches for "
-        "CUDA only, so there is nothing to launch for gpt-oss-120b-mxfp4 here\n")
+        "sparkadvisor: Mac Studio, Apple M3 Ultra, 512 GB is not an NVIDIA GPU: export writes vLLM and llama.cpp "
+        "launches for CUDA only, so there is nothing to launch for gpt-oss-120b-mxfp4 here\n")
     assert main([*argv, "--hardware", "ryzen-ai-max-395"]) == 1
     assert "is not an NVIDIA GPU" in capsys.readouterr().err and not list(tmp_path.iterdir())
     assert main([*argv, "--hardware", "rtx-pro-6000"]) == 0

@@ -1,4 +1,5 @@
-"""Every format for the article's GLM recipe, Qwen3.8 on one and two nodes, and a build with no recipe.
+"""Every format for the article's GLM recipe, Qwen3.8 on one and two nodes, and a build with no recipe; the
+llama.cpp formats for a GGUF build on one node and another on two.
 
 Regenerate after a deliberate change (e.g. a tuned speed model) with one command:
     SPARKADVISOR_REGEN_GOLDEN=1 pytest tests/export/test_golden.py
@@ -7,24 +8,30 @@ Regenerate after a deliberate change (e.g. a tuned speed model) with one command
 from __future__ import annotations
 
 import pytest
-from export_helpers import CASES, GOLDEN, REGENERATE, plan_for, ranked_for
+from export_helpers import CASES, GOLDEN, LLAMA_CASES, REGENERATE, plan_for, ranked_for
 
-from sparkadvisor.export import FORMATS, render
+from sparkadvisor.export import FORMATS, LLAMA_FORMATS, render
+
+ALL = [(case, fmt) for case in sorted(CASES) for fmt in FORMATS] + \
+    [(case, fmt) for case in sorted(LLAMA_CASES) for fmt in LLAMA_FORMATS]
+"""Each golden case with each format it is written in."""
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+def _files(index, case, fmt):
+    build, nodes, _ = {**CASES, **LLAMA_CASES}[case]
+    return render(fmt, plan_for(index, build, nodes), ranked=ranked_for(index, nodes), sources=index.catalog.sources)
+
+
+@pytest.mark.parametrize("case", sorted({**CASES, **LLAMA_CASES}))
 def test_case_uses_the_expected_recipe(index, case):
-    build, nodes, recipe = CASES[case]
+    build, nodes, recipe = {**CASES, **LLAMA_CASES}[case]
     plan = plan_for(index, build, nodes)
     assert (plan.recipe.id if plan.recipe else None) == recipe
 
 
-@pytest.mark.parametrize("fmt", list(FORMATS))
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(("case", "fmt"), ALL)
 def test_matches_golden_files(index, case, fmt):
-    build, nodes, _ = CASES[case]
-    files = render(fmt, plan_for(index, build, nodes), ranked=ranked_for(index, nodes),
-                   sources=index.catalog.sources)
+    files = _files(index, case, fmt)
     folder = GOLDEN / case
     if REGENERATE:
         folder.mkdir(parents=True, exist_ok=True)
@@ -37,8 +44,6 @@ def test_matches_golden_files(index, case, fmt):
 
 
 def test_every_golden_file_is_still_produced(index):
-    produced = {(case, f.name) for case, (build, nodes, _) in CASES.items() for fmt in FORMATS
-                for f in render(fmt, plan_for(index, build, nodes), ranked=ranked_for(index, nodes),
-                                sources=index.catalog.sources)}
+    produced = {(case, f.name) for case, fmt in ALL for f in _files(index, case, fmt)}
     on_disk = {(p.parent.name, p.name) for p in GOLDEN.glob("*/*")}
     assert on_disk == produced

@@ -91,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         code = _to_folder(Path(args.out).expanduser(), files, args.force)
     if code == 0:
-        _placeholder_notice(args.fmt, cluster.nodes, options)
+        from sparkadvisor.export.llamacpp import is_llamacpp
+
+        _placeholder_notice(args.fmt, cluster.nodes, options, is_llamacpp(plan))
     return code
 
 
@@ -100,11 +102,11 @@ def _refused(message: str) -> int:
     return 1
 
 
-def _placeholder_notice(fmt: str, nodes: int, options: ExportOptions) -> None:
+def _placeholder_notice(fmt: str, nodes: int, options: ExportOptions, llama: bool) -> None:
     """Which addresses the files name by placeholder, and what that means for each format."""
     from sparkadvisor.export.placeholders import left_out
 
-    notice = left_out(fmt, nodes, options)
+    notice = left_out(fmt, nodes, options, llama)
     if notice is None:
         return
     given = [(o, a) for o, a, m in (("--head-addr", "ADDR", notice.head),

@@ -25,14 +25,16 @@ from sparkadvisor.export.spec import (
 )
 
 FORMATS: dict[str, str] = {
-    "sh": "one bash script per node: pre-flight checks, then vLLM in its container",
+    "sh": "one bash script per node: pre-flight checks, then vLLM in its container (or llama-server)",
     "yaml": "a vLLM --config file per node",
-    "compose": "a docker compose file per node",
+    "compose": "a docker compose file per node (vLLM)",
     "claude": "Claude Code's settings.json env block and a check that the service answers",
     "md": "a decision report: cluster, workload, ranking, arithmetic, caveats, commands",
-    "json": "the plan for automation: each node's role, env and exact vllm argv",
+    "json": "the plan for automation: each node's role, env and exact argv",
 }
 """Export formats and what each one writes."""
+LLAMA_FORMATS = ("sh", "claude", "md", "json")
+"""What a llama.cpp plan exports to: it runs from a local build, so there is no vLLM config or container."""
 
 __all__ = ["FORMATS", "ExportError", "ExportFile", "ExportOptions", "ExportRefused", "plan_json", "render"]
 
@@ -60,7 +62,10 @@ def render(fmt: str, plan: Plan, options: ExportOptions = DEFAULT_OPTIONS, ranke
            sources: Mapping[str, Source] | None = None) -> tuple[ExportFile, ...]:
     """The files of one format for a plan; ExportError when the plan cannot be exported."""
     from sparkadvisor.export import claude, configs, report, shell
+    from sparkadvisor.export.llamacpp import is_llamacpp
 
+    if is_llamacpp(plan):
+        return _render_llama(fmt, plan, options, ranked, sources or {})
     launch = build_launch(plan, options)
     if fmt == "sh":
         return shell.render_sh(launch)
@@ -75,3 +80,24 @@ def render(fmt: str, plan: Plan, options: ExportOptions = DEFAULT_OPTIONS, ranke
     if fmt == "json":
         return (ExportFile("plan.json", safe_json(plan_json(launch)) + "\n"),)
     raise ExportError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
+
+
+def _render_llama(fmt: str, plan: Plan, options: ExportOptions, ranked: tuple[Ranked, ...],
+                  sources: Mapping[str, Source]) -> tuple[ExportFile, ...]:
+    from sparkadvisor.export import claude, llamash, report
+    from sparkadvisor.export.llamacpp import build_llama_launch, llama_json
+
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r}; valid formats: {', '.join(FORMATS)}")
+    if fmt not in LLAMA_FORMATS:
+        raise ExportError(f"--format {fmt} is for vLLM, and {plan.build.id} is planned on llama.cpp, which runs "
+                          "from a local build with no container or config file: export it with --format "
+                          f"{', '.join(LLAMA_FORMATS[:-1])} or {LLAMA_FORMATS[-1]}")
+    launch = build_llama_launch(plan, options)
+    if fmt == "sh":
+        return llamash.render_llama_sh(launch)
+    if fmt == "claude":
+        return claude.render_claude(launch)
+    if fmt == "md":
+        return report.render_md(launch, ranked, sources)
+    return (ExportFile("plan.json", safe_json(llama_json(launch)) + "\n"),)

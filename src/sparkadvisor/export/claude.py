@@ -1,30 +1,33 @@
-"""`claude`: the Claude Code side, pointed at the vLLM server or at a gateway.
+"""`claude`: the Claude Code side, pointed at the server (vLLM or llama-server) or at a gateway.
 
 The `env` block for ~/.claude/settings.json names the served model for Opus, Sonnet and
 Haiku and sets CLAUDE_CODE_ATTRIBUTION_HEADER=0 (without it the per-request header
-defeats prefix caching). The token is never written: `apiKeyHelper` prints the
-VLLM_API_KEY environment variable when Claude Code asks for it.
+defeats prefix caching). The token is never written: `apiKeyHelper` prints the server's own
+token variable (VLLM_API_KEY, or LLAMA_API_KEY for llama-server) when Claude Code asks for it.
+Both servers answer Anthropic's Messages API at /v1/messages.
 """
 
 from __future__ import annotations
 
 import json
 
+from typing import Union
+
 from sparkadvisor.core.safetext import safe_json
+from sparkadvisor.export.llamacpp import LlamaLaunch
 from sparkadvisor.export.spec import PLACEHOLDER_HOST, ExportFile, Launch
 from sparkadvisor.export.text import comment, sh_arg
 
-TOKEN_VARIABLE = "VLLM_API_KEY"
-"""The environment variable that holds the token on both sides (vLLM reads it too)."""
+AnyLaunch = Union[Launch, LlamaLaunch]
 
 
-def uses_placeholder(launch: Launch) -> bool:
+def uses_placeholder(launch: AnyLaunch) -> bool:
     """True when Claude Code would be pointed at the head node but no head address was given."""
     return not launch.options.gateway_url and launch.options.placeholder_head
 
 
-def base_url(launch: Launch) -> str:
-    """The gateway URL the user gave, else the head node's vLLM server (a named placeholder without --head-addr)."""
+def base_url(launch: AnyLaunch) -> str:
+    """The gateway URL the user gave, else the head node's server (a named placeholder without --head-addr)."""
     gateway = launch.options.gateway_url
     if gateway:
         return gateway.rstrip("/")
@@ -33,11 +36,11 @@ def base_url(launch: Launch) -> str:
     return f"http://{host}:{launch.options.port}"
 
 
-def settings(launch: Launch) -> dict[str, object]:
+def settings(launch: AnyLaunch) -> dict[str, object]:
     """The settings.json fragment: apiKeyHelper and the env block."""
-    name = launch.served_name
+    name, token = launch.served_name, launch.token_variable
     return {
-        "apiKeyHelper": f'printf "%s" "${{{TOKEN_VARIABLE}:-no-token}}"',
+        "apiKeyHelper": f'printf "%s" "${{{token}:-no-token}}"',
         "env": {
             "ANTHROPIC_BASE_URL": base_url(launch),
             "ANTHROPIC_DEFAULT_OPUS_MODEL": name,
@@ -48,27 +51,27 @@ def settings(launch: Launch) -> dict[str, object]:
     }
 
 
-def check_command(launch: Launch) -> str:
+def check_command(launch: AnyLaunch) -> str:
     """One line that asks the service for a one-word answer and says whether it came."""
     body = json.dumps({"model": launch.served_name, "max_tokens": 8,
                        "messages": [{"role": "user", "content": "Say ok."}]}, ensure_ascii=False)
     url = base_url(launch) + "/v1/messages"
     return (f'if curl -fsS --max-time 120 {sh_arg(url)} -H "content-type: application/json" '
-            f'-H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${{{TOKEN_VARIABLE}:-no-token}}" '
+            f'-H "anthropic-version: 2023-06-01" -H "authorization: Bearer ${{{launch.token_variable}:-no-token}}" '
             f"-d {sh_arg(body)} | grep -q '\"type\": *\"message\"'; then echo 'the service answers'; "
             f"else echo {sh_arg(f'NOT answering at {url}: Claude Code would fail or fall back to the cloud')} "
             ">&2; exit 1; fi")
 
 
-def render_claude(launch: Launch) -> tuple[ExportFile, ...]:
+def render_claude(launch: AnyLaunch) -> tuple[ExportFile, ...]:
     """claude-settings.json (merge into ~/.claude/settings.json) and claude-check.sh."""
     text = safe_json(settings(launch)) + "\n"  # a catalog's escape sequences as \\uXXXX, the value unchanged
-    where = "the gateway" if launch.options.gateway_url else "vLLM on the head node"
+    where = "the gateway" if launch.options.gateway_url else f"{launch.server_name} on the head node"
     script = ["#!/usr/bin/env bash"]
     script += comment(f"Does {where} answer as {launch.served_name}? Run before starting Claude Code: the "
                       "article's gateway was off for days and Claude Code silently used the cloud.")
-    script += comment(f"Merge claude-settings.json into ~/.claude/settings.json; export {TOKEN_VARIABLE} in your "
-                      "shell if the server requires a token (it is never written to a file).")
+    script += comment(f"Merge claude-settings.json into ~/.claude/settings.json; export {launch.token_variable} "
+                      "in your shell if the server requires a token (it is never written to a file).")
     script += [line for note in launch.notes if note.loud for line in comment(f"WARNING: {note.text}")]
     if uses_placeholder(launch):
         script += comment(f"{PLACEHOLDER_HOST} is a placeholder: export again with --head-addr ADDR (or set "

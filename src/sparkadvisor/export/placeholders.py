@@ -35,18 +35,20 @@ class LeftOut:
         return "a placeholder that never resolves" if len(self.names) == 1 else "placeholders that never resolve"
 
 
-def left_out(fmt: str, nodes: int, options: ExportOptions) -> LeftOut | None:
+def left_out(fmt: str, nodes: int, options: ExportOptions, llama: bool = False) -> LeftOut | None:
     """What `fmt` on `nodes` nodes names by placeholder with these options; None when nothing.
 
-    The head appears in every multi-node file, and in Claude Code's settings and the report on one node
-    (unless Claude Code talks to a gateway); the workers only where a worker is launched."""
-    head = options.head_addr is None and (fmt in ("claude", "md") or nodes > 1) and not (
-        fmt == "claude" and options.gateway_url)
-    workers = nodes > 1 and not options.worker_addrs and fmt not in ("claude", "md")
+    vLLM: the head appears in every multi-node file, and in Claude Code's settings and the report on one
+    node (unless Claude Code talks to a gateway); the workers only where a worker is launched. llama.cpp
+    (`llama`): the head only where Claude Code is pointed at it (the settings, the report); the workers
+    wherever the head's --rpc or a worker's rpc-server names them, the report's commands included."""
+    named = fmt in ("claude", "md") or (nodes > 1 and not llama)
+    head = options.head_addr is None and named and not (fmt == "claude" and options.gateway_url)
+    workers = nodes > 1 and not options.worker_addrs and fmt not in (("claude",) if llama else ("claude", "md"))
     if not (head or workers):
         return None
     names = [PLACEHOLDER_HOST] * head + [worker_placeholder(r) for r in range(1, nodes)] * workers
-    unset = [v for v, m in (("HEAD_ADDR", head), ("NODE_ADDR", workers)) if m]
+    unset = [v for v, m in (("HEAD_ADDR", head), ("RPC_SERVERS", workers and llama), ("NODE_ADDR", workers)) if m]
     stops = f"; the scripts stop until {' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} set" \
         if fmt == "sh" else ""
     return LeftOut(head, workers, tuple(names), stops)

@@ -11,6 +11,8 @@ from sparkadvisor.core.ranking import Ranked, capability_for
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Source
 from sparkadvisor.core.table import COLUMNS, row_cells
+from sparkadvisor.export.argv import Arg
+from sparkadvisor.export.llamacpp import BUILD_COMMANDS, LlamaLaunch
 from sparkadvisor.export.spec import ExportFile, Launch
 from sparkadvisor.export.text import md_cell, md_fence, one_line, sh_words
 
@@ -27,7 +29,7 @@ def _table(ranked: tuple[Ranked, ...], chosen: str) -> list[str]:
                            for item in ranked]
 
 
-def _sources(launch: Launch, sources: Mapping[str, Source]) -> list[str]:
+def _sources(launch: Launch | LlamaLaunch, sources: Mapping[str, Source]) -> list[str]:
     plan = launch.plan
     lines = []
     for ref in plan.source_ids(capability_for(plan.model, plan.workload)):
@@ -38,7 +40,7 @@ def _sources(launch: Launch, sources: Mapping[str, Source]) -> list[str]:
     return lines
 
 
-def _caveats(launch: Launch) -> list[str]:
+def _caveats(launch: Launch | LlamaLaunch) -> list[str]:
     lines = []
     for c in launch.plan.caveats:
         lines.append(f"- **{c.kind}** ({c.severity}): {md_cell(c.explanation)} "
@@ -60,19 +62,30 @@ def _patches(launch: Launch) -> list[str]:
     return lines
 
 
-def _commands(launch: Launch) -> list[str]:
+def _commands(launch: Launch | LlamaLaunch) -> list[str]:
     lines = []
-    for node in launch.nodes:
-        words = ["vllm", "serve", *node.vllm_argv] if node.vllm_argv else ["ray", *node.ray_argv]
+    for hint, words in _node_commands(launch):
         body = safe_text(sh_words(words), keep_newlines=True)  # for reading; serve.sh carries the exact bytes
         fence = md_fence(body)
-        lines += [f"On {md_cell(node.host_hint)}:", "", fence + "sh", body, fence, ""]
-    lines.append(f"Image: `{md_cell(launch.image)}`. The sh export wraps these in pre-flight checks and the "
-                 "container; the claude export points Claude Code at the server.")
-    return lines
+        lines += [f"On {md_cell(hint)}:", "", fence + "sh", body, fence, ""]
+    if isinstance(launch, LlamaLaunch):
+        return lines + ["llama.cpp runs from a local build with CUDA (`" + "`, then `".join(BUILD_COMMANDS)
+                        + "`). The sh export wraps these in pre-flight checks; the claude export points Claude Code "
+                        "at llama-server."]
+    return lines + [f"Image: `{md_cell(launch.image)}`. The sh export wraps these in pre-flight checks and the "
+                    "container; the claude export points Claude Code at the server."]
 
 
-def render_md(launch: Launch, ranked: tuple[Ranked, ...], sources: Mapping[str, Source]) -> tuple[ExportFile, ...]:
+def _node_commands(launch: Launch | LlamaLaunch) -> list[tuple[str, list[Arg]]]:
+    """Each node's host hint and the command it runs."""
+    if isinstance(launch, LlamaLaunch):
+        return [(n.host_hint, [n.program, *n.argv]) for n in launch.nodes]
+    return [(n.host_hint, ["vllm", "serve", *n.vllm_argv] if n.vllm_argv else ["ray", *n.ray_argv])
+            for n in launch.nodes]
+
+
+def render_md(launch: Launch | LlamaLaunch, ranked: tuple[Ranked, ...],
+              sources: Mapping[str, Source]) -> tuple[ExportFile, ...]:
     """report.md for the plan, with the ranking it was chosen from."""
     plan, w = launch.plan, launch.plan.workload
     hw = plan.cluster.hardware
@@ -90,7 +103,8 @@ def render_md(launch: Launch, ranked: tuple[Ranked, ...], sources: Mapping[str, 
     lines += _table(ranked, plan.build.id) + ["", "## The arithmetic", ""]
     lines += [f"- **{s.title}** [{s.basis}]: {md_cell(s.text)}" for s in explain(plan) if s.key != "caveat"]
     lines += ["", "## Caveats", ""] + _caveats(launch)
-    lines += (["", "## Patches", ""] + _patches(launch)) if launch.patches else []
+    if isinstance(launch, Launch) and launch.patches:
+        lines += ["", "## Patches", ""] + _patches(launch)
     lines += ["", "## Sources", ""] + _sources(launch, sources)
     lines += ["", "## Commands", ""] + _commands(launch)
     return (ExportFile("report.md", "\n".join(lines) + "\n"),)

@@ -8,6 +8,8 @@ Catalog values appear only shell-quoted; caveats appear as comments where they m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Union
+
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS
 from sparkadvisor.core.plan import Plan
@@ -17,6 +19,9 @@ from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
 from sparkadvisor.export.spec import (CONTAINER_HF_HOME, CONTAINER_VLLM_CACHE, ExportFile, Launch, NodeLaunch, Note,
                                       PatchUse, is_placeholder)
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
+
+if TYPE_CHECKING:
+    from sparkadvisor.export.llamacpp import LlamaLaunch
 
 SIZE_TOLERANCE = 0.10
 """Sources disagree on sizes by a few percent (Qwen3.8: 133 GB in the article, 124 GB on disk)."""
@@ -46,7 +51,11 @@ GENERAL_KINDS = ("quality-loss", "slow-cold-load", "memory-utilization-limit", "
 """Caveat kinds listed in a script's header: nothing in the script acts on them."""
 
 
-def notes_of(launch: Launch, *kinds: str) -> list[Note]:
+AnyLaunch = Union[Launch, "LlamaLaunch"]
+"""A vLLM or a llama.cpp launch: the checks both scripts share read only its plan and notes."""
+
+
+def notes_of(launch: AnyLaunch, *kinds: str) -> list[Note]:
     """The launch's notes of these kinds."""
     return [n for n in launch.notes if n.kind in kinds]
 
@@ -69,7 +78,7 @@ def _header(launch: Launch, node: NodeLaunch) -> list[str]:
                      "No community recipe: every flag below comes from sparkadvisor's plan alone.")
     lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
     for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
-        lines += [c for step in _steps(plan, key) for c in comment(step, "#   ")]
+        lines += [c for step in plan_steps(plan, key) for c in comment(step, "#   ")]
     general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
     if general:
         lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
@@ -77,7 +86,7 @@ def _header(launch: Launch, node: NodeLaunch) -> list[str]:
     return lines + ["#", f"# Override any setting below from the environment, e.g. {example}", ""]
 
 
-def _steps(plan: Plan, key: str) -> list[str]:
+def plan_steps(plan: Plan, key: str) -> list[str]:
     return [s.text for s in explain(plan) if s.key == key]
 
 
@@ -157,11 +166,11 @@ def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
     lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud and n.kind != "patch"]
     lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
-    return (lines + _patches(launch) + _swap(launch) + _page_cache(launch) + _memory(launch) + _links(launch)
-            + _model(launch) + [""])
+    return (lines + _patches(launch) + swap_checks(launch) + page_cache_drop(launch) + _memory(launch)
+            + _links(launch) + _model(launch) + [""])
 
 
-def _swap(launch: Launch) -> list[str]:
+def swap_checks(launch: AnyLaunch) -> list[str]:
     plan = launch.plan
     needed = bool(plan.recipe and plan.recipe.requires.swap) or bool(notes_of(launch, "swap-required"))
     swap_on = '"$(swapon --show --noheadings)"'
@@ -175,7 +184,7 @@ def _swap(launch: Launch) -> list[str]:
                     "sudo sysctl -w vm.swappiness=0'; fi"]
 
 
-def _page_cache(launch: Launch) -> list[str]:
+def page_cache_drop(launch: AnyLaunch) -> list[str]:
     plan = launch.plan
     if not (plan.recipe and plan.recipe.requires.drop_page_cache) and not notes_of(launch, "page-cache-drop"):
         return []

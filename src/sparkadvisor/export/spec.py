@@ -7,9 +7,9 @@ the argument list in a script, a config file and the JSON plan is the same list.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
-from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Patch
 from sparkadvisor.core.stages.recipe import engine_arg
@@ -158,6 +158,10 @@ class PatchUse:
 class Launch:
     """A plan made runnable: the image, the served name, the nodes and the notes."""
 
+    token_variable: ClassVar[str] = "VLLM_API_KEY"
+    """The environment variable vLLM reads its API key from; Claude Code's apiKeyHelper prints it."""
+    server_name: ClassVar[str] = "vLLM"
+
     plan: Plan
     options: ExportOptions
     image: str
@@ -227,29 +231,49 @@ def _utilization_origin(plan: Plan) -> str:
     return "gpu-memory-utilization is"
 
 
-def _not_vllm(plan: Plan) -> str | None:
-    """Why the plan runs on another engine than vLLM (the only launch the exporter writes), or None."""
-    recipe, engines = plan.recipe, plan.build.engines
-    if recipe is not None and recipe.engine != "vllm":
-        return f"recipe {recipe.id} runs it on {recipe.engine}"
-    if recipe is None and engines and "vllm" not in engines:
-        return f"vLLM does not load it; the catalog lists {', '.join(engines)}"
-    return "the engine asked for" if plan.constants.engine != "vllm" else None
+def _other_engine(plan: Plan) -> str | None:
+    """Why the exporter writes no launch for the plan's engine (neither vLLM nor llama.cpp, or vLLM for a build
+    vLLM does not load), in a sentence, or None."""
+    engine, engines = plan.recipe.engine if plan.recipe else plan.constants.engine, plan.build.engines
+    how = ("; llama.cpp serves it: export it with --engine llama.cpp" if "llama.cpp" in engines
+           else ", so there is nothing to launch for this plan")
+    if engine == "vllm" and plan.recipe is None and engines and "vllm" not in engines:
+        listed = ", ".join(engines)
+        return f"{plan.build.id} is planned on vLLM, which does not load it (the catalog lists {listed}){how}"
+    if engine in ("vllm", "llama.cpp"):
+        return None
+    if plan.recipe is not None:
+        why = f"recipe {plan.recipe.id} runs it on {engine}"
+    elif engine != default_engine(plan.build, plan.cluster.hardware):
+        why = "the engine asked for"
+    else:
+        why = f"vLLM does not load it; the catalog lists {', '.join(engines)}"
+    return f"{plan.build.id} is planned on {engine} ({why}): export writes vLLM and llama.cpp launches only{how}"
 
 
-def _check(plan: Plan, options: ExportOptions) -> None:
+def check_runs(plan: Plan, options: ExportOptions) -> None:
+    """What every launch needs of a plan: an NVIDIA GPU, a fit, one GPU a node, and options that check out."""
     hw = plan.cluster.hardware
     if not hw.cuda:
-        raise ExportRefused(f"{safe_text(hw.name)} is not an NVIDIA GPU: export writes vLLM launches for CUDA only, "
-                            f"so there is nothing to launch for {plan.build.id} here")
-    if (why := _not_vllm(plan)) is not None:
-        engine = plan.recipe.engine if plan.recipe else plan.constants.engine
-        raise ExportRefused(f"{plan.build.id} is planned on {engine}, not vLLM ({why}): export writes vLLM launches "
-                            "only, so there is nothing to launch for this plan")
+        raise ExportRefused(f"{safe_text(hw.name)} is not an NVIDIA GPU: export writes vLLM and llama.cpp "
+                            f"launches for CUDA only, so there is nothing to launch for {plan.build.id} here")
     if not plan.fits:
         hint = f"; it needs {plural(plan.nodes_needed, 'node')}" if plan.nodes_needed else ""
         raise ExportRefused(f"{plan.build.id} does not fit on {plan.cluster.label}: there is nothing to launch{hint}",
                             plan.nodes_needed)
+    if plan.tp * plan.pp != plan.cluster.nodes:
+        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
+                          "GPU each")
+    if options.launcher not in LAUNCHERS:
+        raise ExportError(f"unknown launcher {options.launcher!r}; valid: {', '.join(LAUNCHERS)}")
+    _check_options(options, plan.cluster.nodes)
+
+
+def _check(plan: Plan, options: ExportOptions) -> None:
+    hw = plan.cluster.hardware
+    if hw.cuda and (why := _other_engine(plan)) is not None:
+        raise ExportRefused(why)
+    check_runs(plan, options)
     if plan.budget.utilization > hw.max_gpu_memory_utilization:
         raise ExportError(f"{_utilization_origin(plan)} {plan.budget.utilization:g}, above the "
                           f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; export it with a "
@@ -267,12 +291,6 @@ def _check(plan: Plan, options: ExportOptions) -> None:
         raise ExportError(f"--max-num-batched-tokens {inputs.batched_tokens:,} is fewer than the recipe's "
                           f"--max-num-seqs {int(seqs):,}, and vLLM refuses to start with fewer batched tokens than "
                           f"sequences; export it with --max-num-batched-tokens {int(seqs):,} or more")
-    if plan.tp * plan.pp != plan.cluster.nodes:
-        raise ExportError(f"TP={plan.tp} x PP={plan.pp} does not match {plural(plan.cluster.nodes, 'node')} of one "
-                          "GPU each")
-    if options.launcher not in LAUNCHERS:
-        raise ExportError(f"unknown launcher {options.launcher!r}; valid: {', '.join(LAUNCHERS)}")
-    _check_options(options, plan.cluster.nodes)
 
 
 def _check_options(options: ExportOptions, nodes: int) -> None:
@@ -363,18 +381,29 @@ def _env(nodes: int, ray: bool, head: EnvRef, address: EnvRef,
     return tuple(env)
 
 
+def caveat_notes(plan: Plan) -> list[Note]:
+    """The plan's caveats word for word, the critical ones loud."""
+    return [Note(f"{c.kind} ({c.severity}): {c.explanation}", c.severity == "critical", c.kind, True)
+            for c in plan.caveats]
+
+
+def ruled_out(plan: Plan) -> list[Note]:
+    """What rules the plan out for its workload, as a loud note (none when nothing does)."""
+    if plan.disqualified_by is None:
+        return []
+    return [Note(f"RULED OUT for {plan.workload.kind}: {plan.disqualified_by.explanation}", True,
+                 "tool-calls-corrupted")]
+
+
 def _notes(plan: Plan, dropped: list[str], image: str, patches: tuple[PatchUse, ...],
            forked: tuple[str, ...] | list[str] = ()) -> tuple[Note, ...]:
-    notes = [Note(f"{c.kind} ({c.severity}): {c.explanation}", c.severity == "critical", c.kind, True)
-             for c in plan.caveats]
+    notes = caveat_notes(plan)
     if not plan.prefix_caching:
         why = "" if any(c.kind == "prefix-caching-disabled" for c in plan.caveats) else f" ({plan.prefix_caching_note})"
         notes.append(Note(f"PREFIX CACHING IS OFF{why}: every turn recomputes all {plan.workload.context_tokens:,} "
                           f"prompt tokens, {fmt_seconds(plan.ttft_s)} before each first token; fine for chat, "
                           "unfit for an agent", True, "prefix-caching-disabled"))
-    if plan.disqualified_by is not None:
-        notes.append(Note(f"RULED OUT for {plan.workload.kind}: {plan.disqualified_by.explanation}", True,
-                          "tool-calls-corrupted"))
+    notes += ruled_out(plan)
     if plan.workload.tool_calls_required and not (plan.recipe and plan.recipe.tool_call_parser):
         notes.append(Note("no tool-call parser is known for this build: an agent's tool calls need "
                           "--tool-call-parser NAME --enable-auto-tool-choice; add them before pointing "

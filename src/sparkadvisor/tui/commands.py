@@ -85,8 +85,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("c", "compare", "Compare", "The marked builds (or the highlighted one and the marked one) side by "
             "side: engine and split, fit, KV pool, speed, first token cached and cold, caveats.", "build",
             "Compare marked builds", footer_rank=5),
-    Command("e", "export", "Export", "Export the highlighted build as a launch recipe: scripts, vLLM config, "
-            "compose, Claude Code settings, report, JSON.", "build", "Export highlighted build", footer_rank=4),
+    Command("e", "export", "Export", "Export the highlighted build as a launch recipe: vLLM or llama.cpp "
+            "scripts, vLLM config, compose, Claude Code settings, report, JSON.", "build", "Export highlighted build",
+            footer_rank=4),
     Command("i", "hub_import", "Import", "Import a build from the Hugging Face hub into your catalog.",
             "catalog", "Import from the hub", footer_rank=6),
     Command("b", "bench", "Bench", "Measure the served build on your cluster (cold and warm first token, decode) "

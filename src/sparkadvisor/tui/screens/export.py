@@ -17,6 +17,7 @@ from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import plural
 from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, ExportRefused, addresses, render
+from sparkadvisor.export.llamacpp import is_llamacpp
 from sparkadvisor.export.placeholders import left_out
 from sparkadvisor.export.spec import CX7_NETDEV
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
@@ -145,7 +146,8 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
     def _show_notice(self, fmt: str) -> None:
         """Which addresses the files name by placeholder, as `sparkadvisor export` says it."""
         label = self.query_one("#export-notice", Label)
-        notice = left_out(fmt, self.plan.cluster.nodes, self.options()) if self.files else None
+        llama = is_llamacpp(self.plan)
+        notice = left_out(fmt, self.plan.cluster.nodes, self.options(), llama) if self.files else None
         label.display = notice is not None
         if notice is not None:
             fields = [name for key, name in FIELD_NAMES.items() if getattr(notice, key)]

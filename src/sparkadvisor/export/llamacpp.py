@@ -1,0 +1,226 @@
+"""What a llama.cpp export launches: `llama-server` on the head, `rpc-server` on every other node.
+
+llama.cpp splits a model by layers, and reaches another machine's GPU through its RPC backend: each
+other node runs `rpc-server`, which exposes its devices, and the head's `llama-server --rpc
+host:port,...` spreads layers and KV cache over its own GPU and theirs (tools/rpc/README.md at
+038514c9). The flags below are the ones llama.cpp documents: the server's in tools/server/README.md
+at 00dc8057, rpc-server's in tools/rpc/rpc-server.cpp at 075f1e0a (--host, --port, --cache; it binds
+127.0.0.1:50052 unless told otherwise). Both run from a local build of llama.cpp, the way its DGX
+Spark benchmarks were run (benches/dgx-spark.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.units import GiB, fmt_tokens, plural
+from sparkadvisor.export.argv import Arg, EnvRef, Option, flatten, max_model_len
+from sparkadvisor.export.spec import (PLACEHOLDER_HOST, ExportError, ExportOptions, ExportRefused, Note, caveat_notes,
+                                      check_runs, is_placeholder, ruled_out, served_model_name, worker_placeholder)
+
+ENGINE = "llama.cpp"
+RPC_PORT = 50052
+"""rpc-server's default port (rpc-server.cpp), written out so the head's --rpc names the same one."""
+ALL_LAYERS = "999"
+"""--n-gpu-layers past any model's layer count: every layer on the GPU (llama.cpp caps it at the model's)."""
+UBATCH_TOKENS = 2048
+"""The physical batch llama.cpp's DGX Spark benchmarks ran with (llama-bench -ub 2048), which the prefill
+estimate is fitted to; llama-server's own default is 512."""
+KV_TYPES = {"auto": None, "float16": None, "bfloat16": "bf16"}
+"""--kv-cache-dtype as llama.cpp's --cache-type-k/-v: f16 is its default (the 2 bytes a value the plan counts for
+auto); llama.cpp has no fp8 or nvfp4 KV cache (its types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)."""
+REPO_URL = "https://github.com/ggml-org/llama.cpp"
+BUILD_COMMANDS = ("git clone https://github.com/ggml-org/llama.cpp && cd llama.cpp",
+                  "cmake -B build -DGGML_CUDA=ON -DGGML_RPC=ON && cmake --build build --config Release -j")
+"""How llama.cpp's RPC README builds a CUDA binary with the RPC backend (tools/rpc/README.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaNode:
+    """What runs on one node: llama-server (the head) or rpc-server (every other node)."""
+
+    rank: int
+    role: Literal["head", "worker"]
+    host_hint: str
+    address: EnvRef
+    program: Literal["llama-server", "rpc-server"]
+    options: tuple[Option, ...]
+    """The program's arguments as [flag, values...] groups."""
+
+    @property
+    def argv(self) -> tuple[Arg, ...]:
+        """The arguments after the program's name."""
+        return flatten(self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaLaunch:
+    """A plan on llama.cpp made runnable: the nodes, the slots and the notes."""
+
+    token_variable: ClassVar[str] = "LLAMA_API_KEY"
+    """The environment variable llama-server reads its API key from (--api-key's env, server README)."""
+    server_name: ClassVar[str] = "llama-server"
+
+    plan: Plan
+    options: ExportOptions
+    served_name: str
+    head: EnvRef
+    nodes: tuple[LlamaNode, ...]
+    notes: tuple[Note, ...]
+    slots: int
+    """--parallel: one slot a stream, each with a context of its own."""
+    slot_tokens: int | None
+    """Each slot's context (--ctx-size is slots x this); None when the model's context is unknown."""
+    kv_bytes_per_node: float | None
+    """What the slots' KV cache takes on each node, by the plan's KV arithmetic; None when unknown."""
+
+    @property
+    def workers(self) -> tuple[LlamaNode, ...]:
+        """The rpc-server nodes, rank 1 first."""
+        return self.nodes[1:]
+
+
+def is_llamacpp(plan: Plan) -> bool:
+    """The plan runs on llama.cpp: its recipe's engine, else the engine it is costed on."""
+    return (plan.recipe.engine if plan.recipe else plan.constants.engine) == ENGINE
+
+
+def hf_repo_arg(plan: Plan) -> str:
+    """--hf-repo's value: the repo and, for a GGUF quant the format names, its tag (gguf-ud-q4_k_xl is
+    UD-Q4_K_XL, the name llama-server picks the file by); without a tag llama-server takes the repo's
+    Q4_K_M file, else its first (server README)."""
+    fmt = plan.build.format
+    return f"{plan.build.repo}:{fmt.removeprefix('gguf-').upper()}" if fmt.startswith("gguf-") else plan.build.repo
+
+
+def build_llama_launch(plan: Plan, options: ExportOptions) -> LlamaLaunch:
+    """The llama.cpp launch for a plan, or ExportError (ExportRefused when the plan cannot run)."""
+    if options.launcher != "native" and plan.cluster.nodes > 1:
+        raise ExportError("llama.cpp reaches the other nodes through its RPC backend, not Ray: export it with "
+                          "--launcher native (the default)")
+    check_runs(plan, options)
+    if ENGINE not in plan.build.engines:
+        how = ": export it with --engine vllm" if "vllm" in plan.build.engines else \
+            ", so there is nothing to launch for it"
+        raise ExportRefused(f"llama.cpp does not load {plan.build.id} (the catalog lists "
+                            f"{', '.join(plan.build.engines)}){how}")
+    if not plan.build.format.startswith("gguf-") and "vllm" in plan.build.engines:
+        raise ExportRefused(f"llama.cpp loads GGUF files, and {plan.build.repo} holds {plan.build.format} weights "
+                            "for vLLM: export it with --engine vllm, or choose a GGUF build of "
+                            f"{plan.model.name}")
+    if any(":" in address for address in options.worker_addrs):
+        raise ExportError("llama.cpp's --rpc names each worker as host:port: give the workers' IPv4 addresses or "
+                          "host names")
+    slots, slot_tokens = _slots(plan)
+    head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
+    workers = tuple(_worker(options, rank) for rank in range(1, plan.cluster.nodes))
+    served = served_model_name(plan)
+    nodes = (LlamaNode(0, "head", _head_hint(options), head, "llama-server",
+                       _server_options(plan, options, served, slots, slot_tokens, workers)),
+             *workers)
+    return LlamaLaunch(plan, options, served, head, nodes, _notes(plan, options, slots, slot_tokens), slots,
+                       slot_tokens, _kv_bytes(plan, slots, slot_tokens))
+
+
+def _head_hint(options: ExportOptions) -> str:
+    at = f"{options.head_addr}:{options.port}" if options.head_addr else f"port {options.port}"
+    return f"spark-1 (head: llama-server serves the API at {at})"
+
+
+def _worker(options: ExportOptions, rank: int) -> LlamaNode:
+    given = options.worker_addrs[rank - 1] if len(options.worker_addrs) >= rank else None
+    address = EnvRef("NODE_ADDR", given or worker_placeholder(rank))
+    own = address.default if given else "at $NODE_ADDR, the address you set"
+    return LlamaNode(rank, "worker", f"spark-{rank + 1} (rpc-server {rank}, {own})", address, "rpc-server",
+                     (("--host", address), ("--port", str(RPC_PORT)), ("--cache",)))
+
+
+def _slots(plan: Plan) -> tuple[int, int | None]:
+    """One slot a stream, each holding the context the plan serves; refused when they outgrow the KV pool."""
+    slots, tokens = max(1, plan.workload.streams), max_model_len(plan)[0]
+    pool = plan.kv_pool_tokens
+    if tokens is not None and pool is not None and slots * tokens > pool:
+        raise ExportError(f"{plural(slots, 'slot')} of {tokens:,} tokens need {slots * tokens:,} tokens of KV "
+                          f"cache, more than the {fmt_tokens(pool)}-token pool this plan leaves; export it with "
+                          f"fewer --streams or a --max-model-len of {int(pool) // slots // 1024 * 1024:,} or less")
+    return slots, tokens
+
+
+def _kv_type(plan: Plan) -> str | None:
+    dtype = plan.kv_cache_dtype
+    if dtype not in KV_TYPES:
+        raise ExportError(f"llama.cpp has no {dtype} KV cache (its types are f16, bf16, q8_0 and other "
+                          "block quants): export it with --kv-cache-dtype auto or bfloat16")
+    return KV_TYPES[dtype]
+
+
+def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int, slot_tokens: int | None,
+                    workers: tuple[LlamaNode, ...]) -> tuple[Option, ...]:
+    inputs = plan.pool.inputs
+    batch = str(inputs.batched_tokens if inputs.batched_set else UBATCH_TOKENS)
+    groups: list[Option] = [("--hf-repo", hf_repo_arg(plan)), ("--no-mmproj",), ("--alias", served),
+                            ("--host", "0.0.0.0"), ("--port", str(options.port))]
+    if slot_tokens is not None:
+        groups.append(("--ctx-size", str(slots * slot_tokens)))
+    groups += [("--parallel", str(slots)), ("--n-gpu-layers", ALL_LAYERS), ("--batch-size", batch),
+               ("--ubatch-size", batch)]
+    if (kv_type := _kv_type(plan)) is not None:
+        groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
+    groups.append(("--jinja",))
+    if workers:
+        rpc = ",".join(f"{w.address.default}:{RPC_PORT}" for w in workers)
+        groups.append(("--rpc", EnvRef("RPC_SERVERS", rpc)))
+    return tuple(groups)
+
+
+def _kv_bytes(plan: Plan, slots: int, slot_tokens: int | None) -> float | None:
+    """The slots' KV cache on each node: vLLM's per-request arithmetic for the plan's shape (a window keeps a
+    ubatch beside it), split over the nodes' layers."""
+    shape = plan.pool.shape
+    if shape is None or slot_tokens is None:
+        return None
+    return slots * shape.request_bytes(slot_tokens, None, UBATCH_TOKENS)
+
+
+def _notes(plan: Plan, options: ExportOptions, slots: int, slot_tokens: int | None) -> tuple[Note, ...]:
+    notes = caveat_notes(plan) + ruled_out(plan)
+    if not plan.build.format.startswith("gguf-"):
+        notes.append(Note(f"{plan.build.format} names no GGUF quant tag: llama-server takes the repo's Q4_K_M "
+                          "file, else its first one; check that is the file the catalog sized", False, "export"))
+    if slot_tokens is None:
+        notes.append(Note("the model's context window is unknown: no --ctx-size is written, so llama-server "
+                          "takes the context from the GGUF", False, "export"))
+    elif slots > 1:
+        notes.append(Note(f"{plural(slots, 'slot')} of {slot_tokens:,} tokens each: llama-server divides "
+                          "--ctx-size among its slots", False, "export"))
+    if plan.cluster.nodes > 1:
+        notes.append(Note("llama.cpp's RPC backend is a proof of concept, fragile and insecure (its README): "
+                          "rpc-server listens on each node's own address only; never expose it on an open "
+                          "network", True, "export"))
+        if options.nic:
+            notes.append(Note(f"--nic {options.nic} is for vLLM's NCCL: llama.cpp's RPC goes to the addresses "
+                              "in --rpc", False, "export"))
+    if plan.fit_by_recipe:
+        notes.append(Note("the arithmetic says the build does not fit; it runs only as the recipe runs it",
+                          True, "export"))
+    return tuple(notes)
+
+
+def llama_json(launch: LlamaLaunch) -> dict[str, object]:
+    """The plan for automation: {"engine", "build", "nodes": [{"role", "program", "argv"}]}."""
+    from sparkadvisor.export.argv import resolve
+
+    nodes = [{"role": n.role, "rank": n.rank, "host_hint": n.host_hint, "program": n.program,
+              "argv": [resolve(a) for a in n.argv]} for n in launch.nodes]
+    return {"engine": ENGINE, "build": launch.plan.build.id,
+            "recipe": launch.plan.recipe.id if launch.plan.recipe else None, "served_model_name": launch.served_name,
+            "slots": launch.slots, "slot_tokens": launch.slot_tokens,
+            "kv_gib_per_node": None if launch.kv_bytes_per_node is None else round(launch.kv_bytes_per_node / GiB, 2),
+            "nodes": nodes, "notes": [n.text for n in launch.notes]}
+
+
+def placeholder_workers(launch: LlamaLaunch) -> bool:
+    """No worker address was given: the head's --rpc and each rpc-server's --host name placeholders."""
+    return any(is_placeholder(w.address.default) for w in launch.workers)
