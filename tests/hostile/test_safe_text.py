@@ -91,6 +91,15 @@ repo = "evil/repo"
 format = "fp8"
 caveats = ["evil-caveat"]
 source = "evil"
+
+[[builds]]
+id = {json.dumps("evil-gguf," + HOSTILE)}
+model = "evil"
+repo = "evil/repo-GGUF"
+format = "gguf-q4_k_m"
+engines = ["llama.cpp"]
+caveats = ["evil-caveat"]
+source = "evil"
 ''', encoding="utf-8")
     return path
 
@@ -119,16 +128,20 @@ def test_error_hint_prints_no_raw_escape(tmp_path, capsys):
     assert "\\x1b" in err
 
 
-@pytest.mark.parametrize("fmt", ["sh", "md", "yaml"])
-def test_exported_messages_and_comments_carry_no_raw_escape(fmt, tmp_path, capsys):
-    """A script's `warn` and its comments, and the report, show a caveat's escapes escaped."""
+@pytest.mark.parametrize(("build", "fmt"), [("evil-fp8", "sh"), ("evil-fp8", "md"), ("evil-fp8", "yaml"),
+                                           ("evil-gguf,", "sh"), ("evil-gguf,", "md"), ("evil-gguf,", "claude")])
+def test_exported_messages_and_comments_carry_no_raw_escape(build, fmt, tmp_path, capsys):
+    """A script's `warn` and its comments, and the report, show a caveat's escapes escaped (for vLLM's launch and
+    llama.cpp's)."""
     catalog = hostile_catalog(tmp_path)
     out = tmp_path / "out"
-    code = main(["export", "evil-fp8", "--format", fmt, "--out", str(out), "--nodes", "1", "--catalog", str(catalog)])
+    build = build if build == "evil-fp8" else "evil-gguf," + HOSTILE
+    code = main(["export", build, "--format", fmt, "--out", str(out), "--nodes", "1", "--catalog", str(catalog)])
     text = capsys.readouterr()
     assert "Traceback" not in text.out + text.err
     for raw in RAW:
         assert raw not in text.out + text.err
+    assert code == 0 or build == "evil-fp8"  # the llama.cpp build exports; the fp8 one is refused on some formats
     if code == 0:
         for path in out.rglob("*"):
             for line in path.read_text(encoding="utf-8").splitlines():

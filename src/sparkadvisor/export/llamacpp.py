@@ -116,12 +116,23 @@ def build_llama_launch(plan: Plan, options: ExportOptions) -> LlamaLaunch:
     slots, slot_tokens = _slots(plan)
     head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
     workers = tuple(_worker(options, rank) for rank in range(1, plan.cluster.nodes))
-    served = served_model_name(plan)
+    served = served_model_name(plan).replace(",", "-")  # --alias takes a comma-separated list of names
     nodes = (LlamaNode(0, "head", _head_hint(options), head, "llama-server",
                        _server_options(plan, options, served, slots, slot_tokens, workers)),
              *workers)
+    _check_values(nodes)
     return LlamaLaunch(plan, options, served, head, nodes, _notes(plan, options, slots, slot_tokens), slots,
                        slot_tokens, _kv_bytes(plan, slots, slot_tokens))
+
+
+def _check_values(nodes: tuple[LlamaNode, ...]) -> None:
+    """Catalog values that would change a command's meaning are refused, not quoted."""
+    for node in nodes:
+        for option in node.options:
+            for value in option[1:]:
+                if isinstance(value, str) and ("\0" in value or value.startswith("-")):
+                    raise ExportError(f"the catalog value {value!r} for {option[0]} cannot be passed (it starts with "
+                                      "'-', which llama-server would read as an option, or holds a NUL)")
 
 
 def _head_hint(options: ExportOptions) -> str:

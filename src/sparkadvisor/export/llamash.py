@@ -12,7 +12,7 @@ from __future__ import annotations
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, resolve
 from sparkadvisor.export.llamacpp import BUILD_COMMANDS, RPC_PORT, LlamaLaunch, LlamaNode, placeholder_workers
-from sparkadvisor.export.shell import FUNCTIONS, GENERAL_KINDS, page_cache_drop, plan_steps, swap_checks
+from sparkadvisor.export.shell import FUNCTIONS, page_cache_drop, plan_summary, swap_checks
 from sparkadvisor.export.spec import ExportFile, is_placeholder
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
@@ -41,15 +41,7 @@ def _header(launch: LlamaLaunch, node: LlamaNode) -> list[str]:
     if n > 1:
         lines += comment(f"This script: node {node.rank} of {n}, {node.host_hint}. Start every worker's script "
                          "first, then the head's.")
-    recipe = plan.recipe
-    lines += comment(f"Recipe: {recipe.title} [{recipe.id}]." if recipe else
-                     "No community recipe: every flag below comes from sparkadvisor's plan alone.")
-    lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
-    for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
-        lines += [c for step in plan_steps(plan, key) for c in comment(step, "#   ")]
-    general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
-    if general:
-        lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
+    lines += plan_summary(launch)
     rpc = " and its RPC backend" if n > 1 else ""
     lines += ["#"] + comment(f"llama.cpp runs from a local build with CUDA{rpc}, as its own DGX Spark benchmarks "
                              "were run. Build it once on every node:")

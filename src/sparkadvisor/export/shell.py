@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Union
 
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS
-from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.stages.recipe import recipe_batched_tokens
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
@@ -73,21 +72,24 @@ def _header(launch: Launch, node: NodeLaunch) -> list[str]:
     if n > 1:
         lines += comment(f"This script: node {node.rank} of {n}, {node.host_hint}. Run each node's script on its "
                          f"own Spark; launcher: {launch.options.launcher}.")
-    recipe = plan.recipe
-    lines += comment(f"Recipe: {recipe.title} [{recipe.id}]." if recipe else
-                     "No community recipe: every flag below comes from sparkadvisor's plan alone.")
-    lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
-    for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
-        lines += [c for step in plan_steps(plan, key) for c in comment(step, "#   ")]
-    general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
-    if general:
-        lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
+    lines += plan_summary(launch)
     example = f"HF_HOME=/data/hf ./{script_name(launch, node)}"
     return lines + ["#", f"# Override any setting below from the environment, e.g. {example}", ""]
 
 
-def plan_steps(plan: Plan, key: str) -> list[str]:
-    return [s.text for s in explain(plan) if s.key == key]
+def plan_summary(launch: AnyLaunch) -> list[str]:
+    """A script header's comments on the plan: its recipe, the steps sparkadvisor showed, its general caveats."""
+    plan, recipe = launch.plan, launch.plan.recipe
+    lines = comment(f"Recipe: {recipe.title} [{recipe.id}]." if recipe else
+                    "No community recipe: every flag below comes from sparkadvisor's plan alone.")
+    lines += ["#", "# The plan (the numbers sparkadvisor showed):"]
+    steps = explain(plan)
+    for key in ("parallelism", "budget", "pool", "measured", "ttft", "turn"):
+        lines += [c for step in steps if step.key == key for c in comment(step.text, "#   ")]
+    general = [x for x in launch.notes if x.kind in GENERAL_KINDS]
+    if general:
+        lines += ["#", "# Caveats:"] + [c for x in general for c in comment(x.text, "#   ")]
+    return lines
 
 
 def _settings(launch: Launch, node: NodeLaunch) -> list[str]:
