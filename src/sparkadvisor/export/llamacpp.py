@@ -167,10 +167,16 @@ def _kv_type(plan: Plan) -> str | None:
     return KV_TYPES[dtype]
 
 
+def batch_tokens(plan: Plan) -> int:
+    """--batch-size and --ubatch-size: the user's --max-num-batched-tokens (the tokens a step computes), else the
+    benchmarks' 2,048."""
+    inputs = plan.pool.inputs
+    return inputs.batched_tokens if inputs.batched_set else UBATCH_TOKENS
+
+
 def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int, slot_tokens: int | None,
                     workers: tuple[LlamaNode, ...]) -> tuple[Option, ...]:
-    inputs = plan.pool.inputs
-    batch = str(inputs.batched_tokens if inputs.batched_set else UBATCH_TOKENS)
+    batch = str(batch_tokens(plan))
     groups: list[Option] = [("--hf-repo", hf_repo_arg(plan)), ("--no-mmproj",), ("--alias", served),
                             ("--host", "0.0.0.0"), ("--port", str(options.port))]
     if slot_tokens is not None:
@@ -188,11 +194,11 @@ def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int,
 
 def _kv_bytes(plan: Plan, slots: int, slot_tokens: int | None) -> float | None:
     """The slots' KV cache on each node: vLLM's per-request arithmetic for the plan's shape (a window keeps a
-    ubatch beside it), split over the nodes' layers."""
+    batch beside it), split over the nodes' layers."""
     shape = plan.pool.shape
     if shape is None or slot_tokens is None:
         return None
-    return slots * shape.request_bytes(slot_tokens, None, UBATCH_TOKENS)
+    return slots * shape.request_bytes(slot_tokens, None, batch_tokens(plan))
 
 
 def _notes(plan: Plan, options: ExportOptions, slots: int, slot_tokens: int | None) -> tuple[Note, ...]:
