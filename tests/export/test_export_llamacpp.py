@@ -16,7 +16,7 @@ from sparkadvisor.export import ExportError, ExportOptions, render
 from sparkadvisor.export.llamacpp import build_llama_launch, hf_repo_arg
 
 HELP = " ".join(["--hf-repo", "--no-mmproj", "--alias", "--host", "--port", "--ctx-size", "--parallel",
-                 "--n-gpu-layers", "--batch-size", "--ubatch-size", "--jinja", "--rpc"])
+                 "--n-gpu-layers", "--batch-size", "--ubatch-size", "--jinja", "--metrics", "--rpc"])
 """What the llama-server stand-in prints for --help: every flag the export passes."""
 
 

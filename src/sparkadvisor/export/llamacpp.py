@@ -185,7 +185,7 @@ def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int,
                ("--ubatch-size", batch)]
     if (kv_type := _kv_type(plan)) is not None:
         groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
-    groups.append(("--jinja",))
+    groups += [("--jinja",), ("--metrics",)]
     if workers:
         rpc = ",".join(f"{w.address.default}:{RPC_PORT}" for w in workers)
         groups.append(("--rpc", EnvRef("RPC_SERVERS", rpc)))

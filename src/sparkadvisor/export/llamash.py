@@ -102,6 +102,8 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
         why = "--ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512)."
     elif flag == "--no-mmproj":
         why = "--no-mmproj: the plan counts the text model only; drop this to load the vision projector too."
+    elif flag == "--metrics":
+        why = "--metrics: the Prometheus counters `sparkadvisor probe` reads (llama-server leaves them off)."
     elif flag == "--rpc":
         why = "--rpc: each worker's rpc-server, rank 1 first; the layers are split over every node's GPU."
     return [*comment(why), sh_words(option)] if why else [sh_words(option)]

@@ -52,6 +52,8 @@ LLAMA_ARGS=(
   # --ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512).
   --ubatch-size 2048
   --jinja
+  # --metrics: the Prometheus counters `sparkadvisor probe` reads (llama-server leaves them off).
+  --metrics
 )
 
 say() { printf '%s\n' "$*"; }
@@ -75,7 +77,7 @@ if ! command -v "$LLAMA_SERVER" >/dev/null; then
   fail "no llama-server at $LLAMA_SERVER: build llama.cpp (git clone https://github.com/ggml-org/llama.cpp && cd llama.cpp; cmake -B build -DGGML_CUDA=ON -DGGML_RPC=ON && cmake --build build --config Release -j) and run with LLAMA_SERVER=build/bin/llama-server"
 fi
 help="$("$LLAMA_SERVER" --help 2>&1 || true)"
-for flag in --hf-repo --no-mmproj --alias --host --port --ctx-size --parallel --n-gpu-layers --batch-size --ubatch-size --jinja; do
+for flag in --hf-repo --no-mmproj --alias --host --port --ctx-size --parallel --n-gpu-layers --batch-size --ubatch-size --jinja --metrics; do
   if ! grep -qF -- "$flag" <<<"$help"; then fail "this llama-server does not know $flag: build a newer llama.cpp"; fi
 done
 if ! "$LLAMA_SERVER" --list-devices 2>&1 | grep -q CUDA; then
