@@ -184,6 +184,6 @@ class BenchSession:
 
 def spec_text(spec: BenchSpec) -> str:
     """The prompt the bench sends, in words."""
-    return (f"prompts of exactly {spec.context_tokens:,} tokens (token ids from vLLM's /tokenize); a warm one "
+    return (f"prompts of exactly {spec.context_tokens:,} tokens (token ids from its /tokenize); a warm one "
             f"shares its first {spec.shared_tokens:,} with the cold one before it and adds {spec.new_tokens:,}; "
             f"{spec.output_tokens:,} output tokens; {spec.repetitions} repetition{'s' * (spec.repetitions > 1)}")

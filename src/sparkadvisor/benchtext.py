@@ -77,8 +77,8 @@ def report(session: BenchSession, interrupted: bool, recorded: Recorded | None, 
     info, spec = session.info, session.collected.spec
     out: list[Line] = []
     if info is not None:
-        version = f"vLLM {info.version}" if info.version else "vLLM (version unknown)"
-        limit = f" · max_model_len {info.served.max_model_len:,}" if info.served.max_model_len else ""
+        version = "llama-server" if info.served.engine == "llama.cpp" else f"vLLM {info.version or '(version unknown)'}"
+        limit = f" · {info.served.length_text}" if info.served.max_model_len else ""
         out.append(("", None, f"bench {info.served.id} · {version} at {info.url}{limit}"))
     if session.plan is not None and session.match is not None:
         p = session.plan

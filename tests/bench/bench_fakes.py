@@ -10,6 +10,11 @@ What it models, at a scale fast enough for tests:
 - the endpoints `bench` uses: /health, /version, /v1/models (with max_model_len), /metrics,
   /tokenize and streamed /v1/completions with a usage chunk, and vLLM's error bodies.
 `truth_ratio` and `truth_aggregate` give the figures a perfect measurement would find.
+
+With `engine="llama.cpp"` it answers as llama-server does (recorded from a build of October 2026 serving a
+tiny GGUF): no /version, /v1/models owned_by "llamacpp" with each slot's context as meta.n_ctx, /tokenize
+taking {"content", "add_special"}, a prefix cache reused token by token, usage in the last chunk (beside its
+finish_reason) with prompt_tokens_details.cached_tokens, and `llamacpp:` metrics (501 without --metrics).
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ class BenchState:
     """What the stand-in serves and how fast; tests change fields to make it misbehave."""
 
     served: str = "RedHatAI/GLM-5.3-Flash-NVFP4"
+    engine: str = "vllm"
+    """"vllm", or "llama.cpp" to answer as llama-server."""
+    metrics: bool = True
+    """llama-server's /metrics needs --metrics; without it the endpoint answers 501."""
     max_model_len: int = 262_144
     version: str = "0.33.0"
     block_size: int = 16
@@ -97,6 +106,20 @@ class BenchState:
             self.completions += 1
         return len(prompt) - cached
 
+    @property
+    def llama(self) -> bool:
+        return self.engine == "llama.cpp"
+
+    def llama_metrics_text(self) -> str:
+        return "\n".join([
+            "# TYPE llamacpp:prompt_tokens_total counter",
+            f"llamacpp:prompt_tokens_total {self.prompt_tokens - self.hits}",  # cached tokens left out
+            f"llamacpp:prompt_tokens_cached_total {self.hits}",
+            f"llamacpp:tokens_predicted_total {self.generation_tokens}",
+            "llamacpp:spec_decode_num_draft_tokens_total 0", "llamacpp:spec_decode_num_accepted_tokens_total 0",
+            "llamacpp:spec_decode_num_drafts_total 0", f"llamacpp:requests_processing {self.running}",
+            "llamacpp:requests_deferred 0"]) + "\n"
+
     def metrics_text(self) -> str:
         label = f'engine="0",model_name="{self.served}"'
         info = (f'block_size="{self.block_size}",cache_dtype="fp8_e4m3",enable_prefix_caching="{self.prefix_caching}",'
@@ -153,6 +176,8 @@ class _BenchHandler(_Handler):
 
     def _answer(self) -> None:
         s = self.state
+        if s.llama:
+            return self._answer_llama(s)
         if self.path == "/health":
             return self._send(200, "")
         if self.path == "/version":
@@ -167,6 +192,25 @@ class _BenchHandler(_Handler):
         if self.path == "/v1/completions":
             return self._complete(s)
         self._send(404, json.dumps({"detail": "Not Found"}))
+
+    def _answer_llama(self, s: BenchState) -> None:
+        if self.path == "/health":
+            return self._send(200, json.dumps({"status": "ok"}))
+        if self.path == "/v1/models":
+            card = {"id": s.served, "aliases": [s.served], "object": "model", "owned_by": "llamacpp",
+                    "meta": {"vocab_type": 1, "n_ctx": s.max_model_len, "n_ctx_train": s.max_model_len}}
+            return self._send(200, json.dumps({"object": "list", "data": [card]}))
+        if self.path == "/metrics" and s.metrics:
+            return self._send(200, s.llama_metrics_text(), "text/plain; version=0.0.4")
+        if self.path == "/metrics":
+            return self._send(501, json.dumps({"error": {"code": 501, "message": "This server does not support "
+                                                         "metrics endpoint. Start it with `--metrics`",
+                                                         "type": "not_supported_error"}}))
+        if self.path == "/tokenize":  # no "content": no tokens, as llama-server answers vLLM's body
+            return self._send(200, json.dumps({"tokens": tokenize(self.body.get("content", ""))}))
+        if self.path == "/v1/completions":
+            return self._complete(s)
+        self._send(404, json.dumps({"error": {"message": "File Not Found", "type": "not_found_error", "code": 404}}))
 
     def _model_ok(self, s: BenchState) -> bool:
         name = self.body.get("model")
@@ -184,7 +228,7 @@ class _BenchHandler(_Handler):
         self._send(200, json.dumps({"count": len(tokens), "max_model_len": s.max_model_len, "tokens": tokens}))
 
     def _complete(self, s: BenchState) -> None:
-        if not self._model_ok(s):
+        if not s.llama and not self._model_ok(s):  # llama-server serves its one model whatever the name
             return
         prompt = self.body.get("prompt")
         prompt = tokenize(prompt) if isinstance(prompt, str) else list(prompt)
@@ -199,6 +243,7 @@ class _BenchHandler(_Handler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         uncached = s.admit(prompt)
+        self.cached = len(prompt) - uncached
         # Timed from the request's arrival, so the stand-in's own parsing does not count: the fixed
         # overhead runs alongside other requests, the computation of new tokens one request at a time.
         _sleep_until(self.arrived + s.overhead_s)
@@ -229,10 +274,14 @@ class _BenchHandler(_Handler):
                 s.generation_tokens += 1
                 s.drafted += 2
                 s.accepted += 2 * (s.acceptance - s.acceptance_drop * (max(s.running, 1) - 1))
-        if (self.body.get("stream_options") or {}).get("include_usage"):
-            self._event({"object": "text_completion", "model": s.served, "choices": [],
-                         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": wanted,
-                                   "total_tokens": prompt_tokens + wanted}})
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": wanted, "total_tokens": prompt_tokens + wanted}
+        if s.llama:  # the usage rides on the last chunk, with its finish_reason, whatever stream_options says
+            self._event({"object": "text_completion", "model": s.served,
+                         "choices": [{"text": "", "index": 0, "logprobs": None, "finish_reason": "length"}],
+                         "usage": {**usage, "prompt_tokens_details": {"cached_tokens": self.cached}},
+                         "timings": {"cache_n": self.cached, "prompt_n": prompt_tokens - self.cached}})
+        elif (self.body.get("stream_options") or {}).get("include_usage"):
+            self._event({"object": "text_completion", "model": s.served, "choices": [], "usage": usage})
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")
 

@@ -47,12 +47,13 @@ def streams_list(text: str) -> tuple[int, ...]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vllm", metavar="URL", type=url_option,
-                        help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or http://127.0.0.1:8000)")
-    parser.add_argument("--token-env", metavar="NAME", help="environment variable holding vLLM's --api-key "
-                        "(sent as a Bearer token, never printed)")
-    parser.add_argument("--model", metavar="NAME", help="served model name (default: the one vLLM serves)")
+                        help="vLLM (or llama-server) base URL (default: $SPARKADVISOR_VLLM_URL or "
+                             "http://127.0.0.1:8000)")
+    parser.add_argument("--token-env", metavar="NAME", help="environment variable holding the server's "
+                        "--api-key (sent as a Bearer token, never printed)")
+    parser.add_argument("--model", metavar="NAME", help="served model name (default: the one the server serves)")
     parser.add_argument("--build", metavar="ID", help="the catalog build being served (default: matched from "
-                        "what vLLM loaded)")
+                        "what the server loaded)")
     parser.add_argument("--repetitions", type=positive_int, default=3, metavar="N",
                         help="cold/warm pairs (default: 3)")
     parser.add_argument("--streams", type=streams_list, default=(1, 4, 8), metavar="LIST",

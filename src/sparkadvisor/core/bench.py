@@ -11,7 +11,7 @@ spread; `sources.bench` does the I/O and `core.benchplan` holds them against the
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from sparkadvisor.core.metrics import PREFIX_HITS, PREFIX_QUERIES, SPEC_ACCEPTED, SPEC_DRAFTED, Scrape, counter_delta
@@ -93,6 +93,8 @@ class Sample:
     """When the first token arrived."""
     last_s: float
     """When the last token arrived."""
+    cached_tokens: int | None = None
+    """Prompt tokens the prefix cache served, as the server reported them for this request (None: not said)."""
 
     @property
     def ttft_s(self) -> float:
@@ -262,6 +264,16 @@ def counters_between(before: Scrape | None, after: Scrape | None) -> Counters:
 
     return Counters(moved(PREFIX_QUERIES), moved(PREFIX_HITS), moved(PREEMPTIONS), moved(SPEC_DRAFTED),
                     moved(SPEC_ACCEPTED))
+
+
+def with_request_hits(counters: Counters, samples: tuple[Sample, ...] | list[Sample]) -> Counters:
+    """The step's prefix-cache hits from its requests' own usage when each reported them (exact, and the only
+    count where /metrics has none), else the server-wide counters as they moved."""
+    cached = [s.cached_tokens for s in samples]
+    if not samples or any(c is None for c in cached):
+        return counters
+    return replace(counters, queried_tokens=float(sum(s.prompt_tokens for s in samples)),
+                   hit_tokens=float(sum(c for c in cached if c is not None)))
 
 
 def cache_settings(scrape: Scrape | None) -> dict[str, str]:

@@ -44,10 +44,11 @@ def new_bench_recipe(build: Any, cluster: Any, info: Any, collected: Any, base: 
     speculation method) from the catalog recipe the plan used, as the source note says."""
     from sparkadvisor.core.bench import acceptance
 
+    engine = info.served.engine
     recipe: dict[str, Any] = {"id": f"bench-{build.id}-{cluster.nodes}x-{cluster.hardware.id}", "build": build.id,
                               "title": f"sparkadvisor bench: {info.served.id} on {cluster.label}",
-                              "hardware": cluster.hardware.id, "engine": "vllm", "nodes": cluster.nodes}
-    copied = base if base is not None else {"tp": cluster.nodes}
+                              "hardware": cluster.hardware.id, "engine": engine, "nodes": cluster.nodes}
+    copied = base if base is not None else _split(engine, cluster.nodes)
     stated = ("max_model_len", "block_size", "gpu_memory_utilization", "kv_cache_gib")
     recipe.update({k: v for k, v in copied.items()
                    if k not in (*recipe, *stated, "title", "source", "measurements")})
@@ -62,6 +63,12 @@ def new_bench_recipe(build: Any, cluster: Any, info: Any, collected: Any, base: 
     return recipe
 
 
+def _split(engine: str, nodes: int) -> dict[str, int]:
+    """The parallelism a run without a catalog recipe is recorded with: llama.cpp splits by layers (PP), vLLM
+    is taken as tensor parallel."""
+    return {"tp": 1, "pp": nodes} if engine == "llama.cpp" else {"tp": nodes}
+
+
 def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, today: str) -> dict[str, Any]:
     """The source entry of one run: when, which vLLM and served name, and what the server said."""
     from sparkadvisor.core.bench import acceptance
@@ -73,15 +80,23 @@ def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, t
     share = acceptance(collected)
     said.append("speculative decoding on" + (f", {share:.0%} of drafted tokens accepted" if share else "")
                 if info.config.speculating else "no speculative decoding")
+    split = "PP" if info.served.engine == "llama.cpp" else "TP"
     rest = (f"parallelism, CUDA graphs and the speculation method as in recipe {base_id} (not readable from "
-            "the server)" if base_id is not None else f"TP={cluster.nodes} assumed (not readable from the server)")
+            "the server)" if base_id is not None else f"{split}={cluster.nodes} assumed (not readable from the server)")
     spec = collected.spec
     return {"title": f"sparkadvisor bench of {info.served.id} on {cluster.label}", "kind": "bench",
             "url": info.url,
-            "note": f"run on {today} against vLLM {info.version or '(version unknown)'} serving {info.served.id} "
-                    f"(max_model_len {info.served.max_model_len or 'unknown'}); server settings: {', '.join(said)}; "
+            "note": f"run on {today} against {_server(info)} serving {info.served.id} "
+                    f"({info.served.length_text or 'max_model_len unknown'}); server settings: {', '.join(said)}; "
                     f"{rest}; prompts of exactly {spec.context_tokens:,} tokens, warm ones sharing "
                     f"{spec.shared_tokens:,}, {spec.output_tokens:,} output tokens"}
+
+
+def _server(info: Any) -> str:
+    """"vLLM 0.33.0", "vLLM (version unknown)" or "llama-server" (which states no version)."""
+    if info.served.engine == "llama.cpp":
+        return "llama-server"
+    return f"vLLM {info.version or '(version unknown)'}"
 
 
 def bench_measurements(found: list[Any], spec: Any, source_id: str, today: str) -> list[dict[str, Any]]:

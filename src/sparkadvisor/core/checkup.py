@@ -67,13 +67,30 @@ def most_severe_first(findings: Sequence[Finding]) -> list[Finding]:
 
 @record(kw_only=False)
 class ServedModel:
-    """One entry of vLLM's /v1/models."""
+    """One entry of the server's /v1/models (vLLM's, or llama-server's)."""
 
     id: str
-    """The served name (--served-model-name, or the model path)."""
+    """The served name (--served-model-name, or the model path; llama-server's --alias)."""
     root: str | None
     """The model path or repo vLLM loaded."""
     max_model_len: int | None
+    """The longest request it serves: vLLM's max_model_len, llama-server's context a slot (meta.n_ctx)."""
+    engine: str = "vllm"
+    """"vllm", or "llama.cpp" for an entry llama-server lists (owned_by "llamacpp")."""
+
+    @property
+    def server(self) -> str:
+        """The server's name in a sentence: "vLLM" or "llama-server"."""
+        return "llama-server" if self.engine == "llama.cpp" else "vLLM"
+
+    @property
+    def length_text(self) -> str:
+        """"max_model_len 262,144", or llama-server's "context 4,096 a slot"; empty when unknown."""
+        if self.max_model_len is None:
+            return ""
+        if self.engine == "llama.cpp":
+            return f"context {self.max_model_len:,} a slot"
+        return f"max_model_len {self.max_model_len:,}"
 
 
 @record(kw_only=False)
@@ -142,15 +159,16 @@ def _match_by_name(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildM
         tail = _norm(_tail(name))
         builds = [b for b in index.catalog.builds
                   if tail in (_norm(_tail(b.repo)), _norm(b.model), _norm(index.models[b.model].name))]
-        served_by_vllm = [b for b in builds if "vllm" in b.engines]
-        builds = served_by_vllm or builds
+        on_this_engine = [b for b in builds if model.engine in b.engines]
+        builds = on_this_engine or builds
         if len(builds) == 1:
             return BuildMatch((builds[0],), f"the served name {name} matches only build {builds[0].id}", model)
         if builds:
             ids = ", ".join(b.id for b in builds)
             return BuildMatch(tuple(builds), f"the served name {name} fits {len(builds)} builds ({ids})", model)
     shown = ", ".join(dict.fromkeys(n for n, _ in names)) or "nothing"
-    return BuildMatch((), f"no catalog build matches what vLLM serves ({shown}); pass --build ID "
+    server = served[0].server if served else "vLLM"
+    return BuildMatch((), f"no catalog build matches what {server} serves ({shown}); pass --build ID "
                           "to compare it with a plan", served[0] if served else None)
 
 
@@ -395,11 +413,22 @@ def _context_findings(workload: Workload, served: ServedModel | None) -> list[Fi
     if served is None or served.max_model_len is None:
         return []
     if served.max_model_len < needed:
-        return [Finding("critical", f"max_model_len {served.max_model_len:,} but the {workload.kind} workload "
-                        f"needs {needed:,}: longer prompts are refused; restart vLLM with --max-model-len {needed} "
-                        "or more", f"max_model_len {fmt_tokens(served.max_model_len)} < {fmt_tokens(needed)}!")]
-    return [Finding("ok", f"max_model_len {fmt_tokens(served.max_model_len)} covers the "
-                    f"{fmt_tokens(needed)} the {workload.kind} workload needs")]
+        fix = (f"restart llama-server with --ctx-size {needed} or more for each of its --parallel slots (it "
+               "divides --ctx-size among them)" if served.engine == "llama.cpp" else
+               f"restart vLLM with --max-model-len {needed} or more")
+        return [Finding("critical", f"{served.length_text} but the {workload.kind} workload "
+                        f"needs {needed:,}: longer prompts are refused; {fix}",
+                        f"{_length_brief(served)} < {fmt_tokens(needed)}!")]
+    return [Finding("ok", f"{_length_brief(served)} covers the {fmt_tokens(needed)} the {workload.kind} workload "
+                    "needs")]
+
+
+def _length_brief(served: ServedModel) -> str:
+    """"max_model_len 262k", or llama-server's "context 4,096 a slot"."""
+    assert served.max_model_len is not None
+    if served.engine == "llama.cpp":
+        return f"context {fmt_tokens(served.max_model_len)} a slot"
+    return f"max_model_len {fmt_tokens(served.max_model_len)}"
 
 
 def _caching_off_findings(workload: Workload, metrics: MetricsWindow) -> list[Finding]:

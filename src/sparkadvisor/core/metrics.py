@@ -4,6 +4,8 @@ Pure: text in, figures out. Metric names are vLLM v1's (`vllm/v1/metrics/loggers
 counters carry `_total`, histograms `_bucket`/`_sum`/`_count`, and series are labelled by
 `model_name` and `engine`; a figure sums (counters) or takes the worst (gauges) over them.
 Rates are over the probe's own interval, never the lifetime since the server started.
+llama-server's counters (`llamacpp:`, with --metrics) are read under the vLLM names of what
+they count (`from_llamacpp`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,20 @@ SPEC_PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 CACHE_CONFIG = "vllm:cache_config_info"
 """An info gauge whose labels are CacheConfig.metrics_info(): str() of every field (`vllm/config/cache.py`)."""
 
+LLAMACPP_NAMES = {
+    "llamacpp:tokens_predicted_total": GENERATION_TOKENS,
+    "llamacpp:requests_processing": RUNNING,
+    "llamacpp:requests_deferred": WAITING,
+    "llamacpp:prompt_tokens_cached_total": PREFIX_HITS,
+    "llamacpp:spec_decode_num_draft_tokens_total": SPEC_DRAFTED,
+    "llamacpp:spec_decode_num_accepted_tokens_total": SPEC_ACCEPTED,
+    "llamacpp:spec_decode_num_drafts_total": SPEC_DRAFTS,
+}
+"""llama-server's counters and gauges (its /metrics, as a build of October 2026 writes them) by the vLLM name of
+what each counts. Its prompt_tokens_total leaves out the tokens reused from the cache, so vLLM's prompt and
+prefix-query counts are it plus prompt_tokens_cached_total."""
+LLAMACPP_PROMPT = "llamacpp:prompt_tokens_total"
+
 _SAMPLE = re.compile(
     r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+-?\d+)?\s*$")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
@@ -44,6 +60,8 @@ class Scrape:
     """One read of /metrics: every sample as (name, labels, value)."""
 
     samples: tuple[tuple[str, tuple[tuple[str, str], ...], float], ...]
+    engine: str = "vllm"
+    """Whose metrics these are: "vllm", or "llama.cpp" once `from_llamacpp` renamed them."""
 
     def total(self, name: str) -> float | None:
         """The sum over every series of `name` (counters, running/waiting), None when absent."""
@@ -69,6 +87,22 @@ class Scrape:
     def has_vllm(self) -> bool:
         """True when at least one metric is named `vllm:...`."""
         return any(n.startswith("vllm:") for n, _, _ in self.samples)
+
+
+    @property
+    def has_llamacpp(self) -> bool:
+        """True when at least one metric is named `llamacpp:...` (llama-server started with --metrics)."""
+        return any(n.startswith("llamacpp:") for n, _, _ in self.samples)
+
+
+def from_llamacpp(scrape: Scrape) -> Scrape:
+    """llama-server's metrics under the vLLM names of what they count (`LLAMACPP_NAMES`)."""
+    samples = [(LLAMACPP_NAMES[n], labels, v) for n, labels, v in scrape.samples if n in LLAMACPP_NAMES]
+    processed = scrape.total(LLAMACPP_PROMPT)
+    if processed is not None:
+        prompt = processed + (scrape.total("llamacpp:prompt_tokens_cached_total") or 0.0)
+        samples += [(PROMPT_TOKENS, (), prompt), (PREFIX_QUERIES, (), prompt)]
+    return Scrape(tuple(samples), "llama.cpp")
 
 
 def parse_prometheus(text: str) -> Scrape:
@@ -177,7 +211,9 @@ def served_config(scrape: Scrape) -> ServedConfig:
     positions = {dict(lb).get("position") for name, lb, _ in scrape.samples if name == SPEC_PER_POSITION}
     drafts, drafted = scrape.total(SPEC_DRAFTS), scrape.total(SPEC_DRAFTED)
     tokens = len(positions - {None}) or (round(drafted / drafts) if drafts and drafted else None)
-    spec = any(name.startswith("vllm:spec_decode_") for name, _, _ in scrape.samples)
+    spec: bool | None = any(name.startswith("vllm:spec_decode_") for name, _, _ in scrape.samples)
+    if scrape.engine != "vllm":  # llama-server keeps its speculation counters whether it drafts or not
+        spec = True if drafts else None
     return ServedConfig(
         block_size=_label_int(labels.get("block_size")), block_size_chosen=_label_bool(labels.get(
             "user_specified_block_size")), kv_cache_dtype=labels.get("cache_dtype"),
@@ -297,6 +333,7 @@ def _notes(after: Scrape, queries: float | None) -> tuple[str, ...]:
     if after.total(PREFIX_QUERIES) is None:
         notes.append(f"vLLM exposes no {PREFIX_QUERIES}: prefix caching is off or this vLLM is too old to count it")
     elif not queries:
-        notes.append("no prompt reached vLLM during the interval, so its prefix-cache hit rate is unknown; "
+        server = "llama-server" if after.engine == "llama.cpp" else "vLLM"
+        notes.append(f"no prompt reached {server} during the interval, so its prefix-cache hit rate is unknown; "
                      "probe again while an agent is working, or with a longer --interval")
     return tuple(notes)

@@ -1,10 +1,12 @@
-"""Run the bench against a live vLLM: every request, timing and counter read is here.
+"""Run the bench against a live vLLM or llama-server: every request, timing and counter read is here.
 
 Prompts are token ids, so each is exactly `context_tokens` long: a filler text and a
-salt per request are cut into ids once with vLLM's own `/tokenize` (no special tokens),
-and `/v1/completions` takes the ids as they are. Each request streams with a usage
-chunk; the first and last token are timed on this side of the wire. `/metrics` is read
-before and after each step for the prefix-cache counters. Every failure becomes one
+salt per request are cut into ids once with the server's own `/tokenize` (no special tokens;
+vLLM's body and llama-server's differ), and `/v1/completions` takes the ids as they are. Each
+request streams with a usage chunk; the first and last token are timed on this side of the
+wire. A step's prefix-cache hits are the requests' own `usage.prompt_tokens_details.cached_tokens`
+where the server reports them (llama-server always; vLLM with --enable-prompt-tokens-details),
+else what `/metrics` counted between before and after the step. Every failure becomes one
 `BenchError` subclass with one sentence; the token for `--api-key` is never in one.
 httpx is imported only when a run starts.
 """
@@ -19,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sparkadvisor.core.bench import BenchSpec, Collected, Sample, Step, StepResult, cache_settings, counters_between
+from sparkadvisor.core.bench import (BenchSpec, Collected, Sample, Step, StepResult, cache_settings, counters_between,
+                                     with_request_hits)
 
 if TYPE_CHECKING:
     import httpx
@@ -109,18 +112,24 @@ def _chosen(models: tuple[ServedModel, ...], wanted: str | None, url: str) -> Se
         if model.id == wanted:
             return model
     names = ", ".join(m.id for m in models)
-    raise WrongModel(f"vLLM at {url} serves {names}, not {wanted!r}; pass --model with the served name")
+    raise WrongModel(f"{models[0].server} at {url} serves {names}, not {wanted!r}; pass --model with the served "
+                     "name")
 
 
 def check_fits(info: ServerInfo, spec: BenchSpec) -> None:
     """Refuse a prompt and answer longer than the served max_model_len before sending one."""
-    limit = info.served.max_model_len
+    served = info.served
+    limit = served.max_model_len
     needed = spec.context_tokens + spec.output_tokens
     if limit is not None and needed > limit:
+        llama = served.engine == "llama.cpp"
+        length = served.length_text if llama else f"max_model_len of {limit:,}"
+        restart = ("restart llama-server with a larger --ctx-size (it divides that among its --parallel slots)"
+                   if llama else "restart vLLM with a larger --max-model-len")
         raise ContextTooLong(
             f"a {spec.context_tokens:,}-token prompt plus {spec.output_tokens:,} output tokens exceeds the "
-            f"max_model_len of {limit:,} that vLLM serves {info.served.id} with; pass --context "
-            f"{limit - spec.output_tokens} or less, or restart vLLM with a larger --max-model-len")
+            f"{length} that {served.server} serves {served.id} with; pass --context "
+            f"{limit - spec.output_tokens} or less, or {restart}")
 
 
 Progress = Callable[[Step | None], None]
@@ -208,7 +217,8 @@ class Prompts:
     async def make(cls, client: httpx.AsyncClient, info: ServerInfo, config: BenchConfig) -> Prompts:
         filler = await tokenize(client, info, config, FILLER * 4)
         if not filler:
-            raise Refused(f"vLLM at {info.url} cut the filler text into no tokens, so its tokenizer may not be loaded")
+            raise Refused(f"{info.served.server} at {info.url} cut the filler text into no tokens, so its tokenizer "
+                          "may not be loaded")
         return cls(tuple(filler), uuid.uuid4().hex[:12], {})
 
     async def ids(self, client: httpx.AsyncClient, info: ServerInfo, config: BenchConfig, tag: str,
@@ -223,12 +233,14 @@ class Prompts:
 
 
 async def tokenize(client: httpx.AsyncClient, info: ServerInfo, config: BenchConfig, text: str) -> list[int]:
-    """vLLM's /tokenize without special tokens (the prompt goes in as ids, so nothing is added)."""
-    body = {"model": info.served.id, "prompt": text, "add_special_tokens": False}
+    """The server's /tokenize without special tokens (the prompt goes in as ids, so nothing is added): vLLM
+    takes {"prompt", "add_special_tokens"}, llama-server {"content", "add_special"} (tools/server/README.md)."""
+    body: dict[str, Any] = {"content": text, "add_special": False} if info.served.engine == "llama.cpp" else \
+        {"model": info.served.id, "prompt": text, "add_special_tokens": False}
     response = await _post(client, f"{info.url}/tokenize", body, config.timeout_s, config, "/tokenize")
     tokens = response.get("tokens") if isinstance(response, dict) else None
     if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
-        raise Refused(f"{info.url}/tokenize did not return token ids, so this port may not be vLLM")
+        raise Refused(f"{info.url}/tokenize did not return token ids, so this port may not be {info.served.server}")
     return tokens
 
 
@@ -245,7 +257,7 @@ async def _step(client: httpx.AsyncClient, info: ServerInfo, config: BenchConfig
     samples = await asyncio.gather(*(_complete(client, info, config, ids, step.max_tokens, silence, label)
                                      for ids in bodies))
     after = await _scrape(client, info.url, config.timeout_s)
-    return StepResult(step, tuple(samples), counters_between(before, after))
+    return StepResult(step, tuple(samples), with_request_hits(counters_between(before, after), samples))
 
 
 async def _prompt(client: httpx.AsyncClient, info: ServerInfo, config: BenchConfig, prompts: Prompts,
@@ -287,11 +299,11 @@ async def _complete(client: httpx.AsyncClient, info: ServerInfo, config: BenchCo
                 raise _refusal(response.status_code, response.text, url, info.served.id, config)
             return await _read_stream(response, url, sent, len(ids))
     except httpx.TimeoutException:
-        raise Stalled(f"vLLM at {info.url} sent nothing for {silence_s:.3g} s during {label}: the engine "
-                      "is stalled or overloaded") from None
+        raise Stalled(f"{info.served.server} at {info.url} sent nothing for {silence_s:.3g} s during {label}: the "
+                      "engine is stalled or overloaded") from None
     except httpx.HTTPError as error:
-        raise ServerDown(f"vLLM at {info.url} broke off {label} ({type(error).__name__}); check that it is "
-                         "still running") from None
+        raise ServerDown(f"{info.served.server} at {info.url} broke off {label} ({type(error).__name__}); check that "
+                         "it is still running") from None
 
 
 async def _read_stream(response: httpx.Response, url: str, sent: float, prompt_len: int) -> Sample:
@@ -316,7 +328,10 @@ async def _read_stream(response: httpx.Response, url: str, sent: float, prompt_l
     if not isinstance(completion, int):
         raise Refused(f"{url} sent no usage chunk (stream_options.include_usage); vLLM 0.5 or newer sends one")
     prompt = usage.get("prompt_tokens")
-    return Sample(prompt if isinstance(prompt, int) else prompt_len, completion, sent, first, last)
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Sample(prompt if isinstance(prompt, int) else prompt_len, completion, sent, first, last,
+                  cached if isinstance(cached, int) and not isinstance(cached, bool) else None)
 
 
 def _loads(data: str) -> dict[str, Any]:

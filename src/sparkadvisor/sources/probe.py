@@ -22,7 +22,8 @@ from typing import Any
 import httpx
 
 from sparkadvisor.core.checkup import Finding, ServedModel, Target, claude_target, same_service
-from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape, parse_prometheus, window
+from sparkadvisor.core.metrics import (MetricsFormatError, MetricsWindow, Scrape, from_llamacpp, parse_prometheus,
+                                       window)
 from sparkadvisor.sources.claude import ClaudeSettings, claude_findings, read_claude_settings
 from sparkadvisor.sources.greeting import listen_while_waiting, not_http_sentence, web_page
 from sparkadvisor.urls import redact_urls
@@ -67,9 +68,14 @@ class Answer:
         return self.status is not None and 200 <= self.status < 300
 
     def snippet(self) -> str:
-        """The start of the body on one line, for error sentences."""
-        flat = " ".join(self.text.split())
-        return flat[:80] + ("..." if len(flat) > 80 else "")
+        """The start of the body on one line, for error sentences: an OpenAI-style error's message (vLLM's and
+        llama-server's {"error": {"message": ...}}) where the body is one."""
+        data = _json(self) if self.text.lstrip().startswith("{") else None
+        error = data.get("error") if isinstance(data, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        flat = " ".join(str(message).split()) if isinstance(message, str) else " ".join(self.text.split())
+        limit = 160 if isinstance(message, str) else 80
+        return flat[:limit] + ("..." if len(flat) > limit else "")
 
     def web_page(self) -> str | None:
         """"an HTML page titled 'Sign in' (HTTP 200)" when a web page or a redirect answered, else None."""
@@ -204,9 +210,12 @@ def _vllm_state(base: str, health: Answer, version: Answer, models: Answer,
         findings.append(metrics)
     found_version = _version(version)
     if health.ok and served:
-        names = ", ".join(f"{m.id} (max_model_len {m.max_model_len:,})" if m.max_model_len else m.id for m in served)
-        version_text = found_version or "(version unknown)"
-        findings.insert(0, Finding("ok", f"vLLM {version_text} is up at {base}, serving {names}"))
+        names = ", ".join(f"{m.id} ({m.length_text})" if m.max_model_len else m.id for m in served)
+        if served[0].engine == "llama.cpp":  # it has no /version
+            server = "llama-server (llama.cpp)"
+        else:
+            server = f"vLLM {found_version or '(version unknown)'}"
+        findings.insert(0, Finding("ok", f"{server} is up at {base}, serving {names}"))
     # A port that answers /health but not with a model list (nginx, another app) is not vLLM up.
     up = health.ok and (bool(served) or models.status in (401, 403))
     return VllmState(base, up, found_version, served, window_, None, tuple(findings))
@@ -232,7 +241,16 @@ def _served_models(answer: Answer, findings: list[Finding], config: ProbeConfig)
         return ()
     if not entries:
         findings.append(Finding("critical", f"vLLM at {config.vllm_url} serves no model"))
-    return tuple(ServedModel(str(e["id"]), e.get("root"), _int(e.get("max_model_len"))) for e in entries)
+    return tuple(_served(e) for e in entries)
+
+
+def _served(entry: dict[str, Any]) -> ServedModel:
+    """One /v1/models entry: llama-server's says owned_by "llamacpp" and gives each slot's context as meta.n_ctx."""
+    if entry.get("owned_by") == "llamacpp":
+        meta = entry.get("meta")
+        return ServedModel(str(entry["id"]), None, _int(meta.get("n_ctx")) if isinstance(meta, dict) else None,
+                           "llama.cpp")
+    return ServedModel(str(entry["id"]), entry.get("root"), _int(entry.get("max_model_len")))
 
 
 def _int(value: Any) -> int | None:
@@ -243,16 +261,18 @@ async def scrape(client: httpx.AsyncClient, base: str, timeout_s: float) -> Scra
     """One read of /metrics, or the finding that says why it failed."""
     answer = await fetch(client, "GET", f"{base}/metrics", timeout_s)
     if not answer.reached:
-        return Finding("warning", f"vLLM metrics: {answer.problem}")
-    if not answer.ok:
-        return Finding("warning", _http_problem(answer, f"vLLM {answer.url}", False))
+        return Finding("warning", f"the server's metrics: {answer.problem}")
+    if not answer.ok:  # llama-server answers 501 and says to start it with --metrics
+        return Finding("warning", _http_problem(answer, answer.url, False))
     try:
         parsed = parse_prometheus(answer.text)
     except MetricsFormatError as error:
         return Finding("warning", f"{answer.url}: {error} (got {answer.snippet()!r}), so this port may not be vLLM")
-    if not parsed.has_vllm:
-        return Finding("warning", f"{answer.url} holds no vllm: metric, so this port may not be vLLM")
-    return parsed
+    if parsed.has_vllm:
+        return parsed
+    if parsed.has_llamacpp:
+        return from_llamacpp(parsed)
+    return Finding("warning", f"{answer.url} holds no vllm: metric, so this port may not be vLLM")
 
 
 async def _metrics(client: httpx.AsyncClient, base: str, config: ProbeConfig) -> MetricsWindow | Finding:

@@ -63,7 +63,7 @@ class BenchScreen(ModalScreen[str | None]):
         from sparkadvisor.benchsession import spec_text
 
         o = self.options
-        what = (f"vLLM at {o.config.vllm_url} on {o.cluster.label}, {o.workload.label}: "
+        what = (f"server at {o.config.vllm_url} on {o.cluster.label}, {o.workload.label}: "
                 f"{spec_text(o.spec)}; decode at {', '.join(map(str, o.spec.streams))} streams.")
         with Vertical(id="bench"):
             yield Label("Bench the served build", id="bench-title")

@@ -115,7 +115,7 @@ def status_line(check: QuickCheck, since_last: MetricsWindow | None, workload: W
                                                               plans, replan, reutilize))
                 if f.brief and f.severity in ALERTS]
     lead += [Part(f.brief, f.severity, re.sub(r" \([^)]*\)", "", f.brief)) for f in findings]
-    parts = lead + [Part("vLLM up", "ok")]
+    parts = lead + [Part(f"{check.served.server if check.served else 'vLLM'} up", "ok")]
     if check.served:
         parts.append(Part(check.served.id))
         if check.served.max_model_len:

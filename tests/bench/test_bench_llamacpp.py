@@ -1,0 +1,64 @@
+"""`sparkadvisor bench` and `probe` against a stand-in llama-server (the responses a real one gives, recorded
+from a build of October 2026): the exported llama.cpp launch gets the same live loop as vLLM's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from bench_fakes import bench_server
+
+from sparkadvisor.cli import main
+
+BUILD = "gpt-oss-20b-gguf-ggml"
+"""The alias the llama.cpp export gives llama-server: the build id, so probe and bench match it."""
+
+
+@pytest.fixture
+def llama():
+    server = bench_server(engine="llama.cpp", served=BUILD, max_model_len=16_384, block_size=1, overhead_s=0.05,
+                          prefill_tok_s=40_000.0, decode_tok_s=400.0)
+    yield server
+    server.close()
+
+
+def test_bench_cuts_prompts_with_llama_servers_tokenize_and_counts_its_own_cache_hits(llama, tmp_path, capsys,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    assert main(["bench", "--vllm", llama.url, "--context", "2000", "--output-tokens", "20", "--repetitions", "1",
+                 "--streams", "1", "--nodes", "1", "--record", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    warm = next(f for f in data["figures"] if f["metric"] == "warm_ttft_s")
+    assert warm["cached_tokens"] == 1_900 and warm["prefix_cache_hit_share"] == pytest.approx(0.95, abs=0.001)
+    text = (tmp_path / "data" / "catalog.toml").read_text(encoding="utf-8")
+    assert f'build = "{BUILD}"' in text and 'engine = "llama.cpp"' in text and "pp = 1" in text
+    assert "against llama-server serving gpt-oss-20b-gguf-ggml (context 16,384 a slot)" in text
+
+
+def test_bench_says_llama_servers_context_and_how_to_raise_it(llama, capsys):
+    assert main(["bench", "--vllm", llama.url, "--context", "20000", "--output-tokens", "20", "--nodes", "1"]) == 1
+    err = capsys.readouterr().err
+    assert ("exceeds the context 16,384 a slot that llama-server serves gpt-oss-20b-gguf-ggml with; pass --context "
+            "16364 or less, or restart llama-server with a larger --ctx-size") in err
+
+
+def test_probe_names_llama_server_and_reads_its_metrics(llama, capsys):
+    assert main(["probe", "--vllm", llama.url, "--interval", "0.2", "--claude-settings", "/nonexistent",
+                 "--nodes", "1"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert out.startswith(f"llama.cpp   up at {llama.url}")
+    assert f"ok   llama-server (llama.cpp) is up at {llama.url}, serving {BUILD} (context 16,384 a slot)" in out
+    assert "the served name gpt-oss-20b-gguf-ggml is build gpt-oss-20b-gguf-ggml" in out
+    assert "0 running, 0 waiting" in out and "holds no vllm: metric" not in out
+    assert ("context 16,384 a slot but the agentic workload needs 100,000: longer prompts are refused; restart "
+            "llama-server with --ctx-size 100000 or more for each of its --parallel slots") in out
+
+
+def test_probe_says_to_start_llama_server_with_metrics(capsys):
+    server = bench_server(engine="llama.cpp", served=BUILD, metrics=False)
+    try:
+        main(["probe", "--vllm", server.url, "--interval", "0.1", "--claude-settings", "/nonexistent"])
+    finally:
+        server.close()
+    out = capsys.readouterr().out
+    assert "/metrics answered HTTP 501" in out and "Start it with `--metrics`" in out
