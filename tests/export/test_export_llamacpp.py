@@ -50,7 +50,7 @@ def test_streams_become_slots_each_with_the_whole_context(index, capsys):
 def test_two_nodes_split_the_layers_over_rpc_server_on_the_worker(index):
     plan = _json(index, "deepseek-r1-ud-iq1m-unsloth", 2, ExportOptions(worker_addrs=("10.0.0.2",)))
     head, worker = plan["nodes"]
-    assert (head["program"], worker["program"]) == ("llama-server", "rpc-server")
+    assert (head["program"], worker["program"]) == ("llama-server", "ggml-rpc-server")
     assert head["argv"][head["argv"].index("--rpc") + 1] == "10.0.0.2:50052"
     assert worker["argv"] == ["--host", "10.0.0.2", "--port", "50052", "--cache"]  # never 0.0.0.0: not secure
 
@@ -153,7 +153,7 @@ def test_the_worker_binds_rpc_server_to_its_own_address(index, tmp_path):
     assert result.returncode == 2 and "NODE_ADDR is not set: run NODE_ADDR=ADDR ./node1-worker.sh" in result.stderr
     result, calls = run_with_standins(worker, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert calls[-1] == ["rpc-server", "--host", STANDIN_ADDRESS, "--port", "50052", "--cache"]
+    assert calls[-1] == ["rpc-server", "--host", STANDIN_ADDRESS, "--port", "50052", "--cache"]  # an older build
 
 
 def test_a_catalog_id_that_reads_as_an_option_is_refused_not_passed(tmp_path):

@@ -21,6 +21,9 @@ from sparkadvisor.export.spec import (PLACEHOLDER_HOST, ExportError, ExportOptio
                                       check_runs, is_placeholder, ruled_out, served_model_name, worker_placeholder)
 
 ENGINE = "llama.cpp"
+RPC_PROGRAM = "ggml-rpc-server"
+"""rpc-server's binary as a current llama.cpp builds it (tools/rpc/CMakeLists.txt; rpc-server in older builds,
+which the worker's script also finds)."""
 RPC_PORT = 50052
 """rpc-server's default port (rpc-server.cpp), written out so the head's --rpc names the same one."""
 ALL_LAYERS = "999"
@@ -45,7 +48,7 @@ class LlamaNode:
     role: Literal["head", "worker"]
     host_hint: str
     address: EnvRef
-    program: Literal["llama-server", "rpc-server"]
+    program: Literal["llama-server", "ggml-rpc-server"]
     options: tuple[Option, ...]
     """The program's arguments as [flag, values...] groups."""
 
@@ -144,7 +147,7 @@ def _worker(options: ExportOptions, rank: int) -> LlamaNode:
     given = options.worker_addrs[rank - 1] if len(options.worker_addrs) >= rank else None
     address = EnvRef("NODE_ADDR", given or worker_placeholder(rank))
     own = address.default if given else "at $NODE_ADDR, the address you set"
-    return LlamaNode(rank, "worker", f"spark-{rank + 1} (rpc-server {rank}, {own})", address, "rpc-server",
+    return LlamaNode(rank, "worker", f"spark-{rank + 1} (rpc-server {rank}, {own})", address, RPC_PROGRAM,
                      (("--host", address), ("--port", str(RPC_PORT)), ("--cache",)))
 
 

@@ -47,7 +47,7 @@ def _header(launch: LlamaLaunch, node: LlamaNode) -> list[str]:
                              "were run. Build it once on every node:")
     lines += [f"#   {command}" for command in BUILD_COMMANDS]
     program = "LLAMA_SERVER=~/llama.cpp/build/bin/llama-server" if node.role == "head" else \
-        "RPC_SERVER=~/llama.cpp/build/bin/rpc-server"
+        "RPC_SERVER=~/llama.cpp/build/bin/ggml-rpc-server"
     return lines + ["#", f"# Override any setting below from the environment, e.g. {program} "
                          f"./{script_name(launch, node)}", ""]
 
@@ -157,7 +157,7 @@ def _worker_checks() -> list[str]:
             '  RPC_SERVER="$(command -v ggml-rpc-server || command -v rpc-server || true)"', "fi",
             'if [ -z "$RPC_SERVER" ]; then',
             "  fail 'no rpc-server on PATH: build llama.cpp with -DGGML_CUDA=ON -DGGML_RPC=ON and run with "
-            "RPC_SERVER=build/bin/rpc-server (ggml-rpc-server in newer trees)'", "fi",
+            "RPC_SERVER=build/bin/ggml-rpc-server (rpc-server in older builds)'", "fi",
             'if ! ip -o addr show | grep -qF " $NODE_ADDR/"; then fail "no interface here has $NODE_ADDR: set '
             'NODE_ADDR to this node\'s own address on the link to the head"; fi']
 

@@ -33,7 +33,7 @@
 #   git clone https://github.com/ggml-org/llama.cpp && cd llama.cpp
 #   cmake -B build -DGGML_CUDA=ON -DGGML_RPC=ON && cmake --build build --config Release -j
 #
-# Override any setting below from the environment, e.g. RPC_SERVER=~/llama.cpp/build/bin/rpc-server ./node1-worker.sh
+# Override any setting below from the environment, e.g. RPC_SERVER=~/llama.cpp/build/bin/ggml-rpc-server ./node1-worker.sh
 
 set -euo pipefail
 
@@ -69,7 +69,7 @@ if [ -z "$RPC_SERVER" ]; then
   RPC_SERVER="$(command -v ggml-rpc-server || command -v rpc-server || true)"
 fi
 if [ -z "$RPC_SERVER" ]; then
-  fail 'no rpc-server on PATH: build llama.cpp with -DGGML_CUDA=ON -DGGML_RPC=ON and run with RPC_SERVER=build/bin/rpc-server (ggml-rpc-server in newer trees)'
+  fail 'no rpc-server on PATH: build llama.cpp with -DGGML_CUDA=ON -DGGML_RPC=ON and run with RPC_SERVER=build/bin/ggml-rpc-server (rpc-server in older builds)'
 fi
 if ! ip -o addr show | grep -qF " $NODE_ADDR/"; then fail "no interface here has $NODE_ADDR: set NODE_ADDR to this node's own address on the link to the head"; fi
 
