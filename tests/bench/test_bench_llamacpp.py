@@ -54,6 +54,17 @@ def test_probe_names_llama_server_and_reads_its_metrics(llama, capsys):
             "llama-server with --ctx-size 100000 or more for each of its --parallel slots") in out
 
 
+def test_probe_follows_claude_code_to_llama_server(llama, tmp_path, capsys):
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"env": {"ANTHROPIC_BASE_URL": llama.url, "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+                                            "ANTHROPIC_DEFAULT_OPUS_MODEL": "gpt-oss-20b"}}), encoding="utf-8")
+    main(["probe", "--vllm", llama.url, "--interval", "0.1", "--claude-settings", str(settings), "--nodes", "1"])
+    out = capsys.readouterr().out
+    assert f"Claude Code -> llama.cpp ({llama.url}, from {settings})" in out
+    assert f"ok   Claude Code points at llama-server directly ({llama.url}), which is up" in out
+    assert "ANTHROPIC_DEFAULT_OPUS_MODEL=gpt-oss-20b names a model llama-server does not serve" in out
+
+
 def test_probe_says_to_start_llama_server_with_metrics(capsys):
     server = bench_server(engine="llama.cpp", served=BUILD, metrics=False)
     try:

@@ -214,7 +214,8 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -
                      + (f": {gateway.other} answers there" if gateway.other else ""))
     claude = report.claude
     where = f"{claude.base_url}, from {claude.source}" if claude.base_url else f"no ANTHROPIC_BASE_URL in {claude.path}"
-    lines.append(f"Claude Code -> {report.claude_target} ({where})")
+    target = "llama.cpp" if report.claude_target == "vllm" and engine == "llama.cpp" else report.claude_target
+    lines.append(f"Claude Code -> {target} ({where})")
     if vllm.metrics is not None:
         lines.append("metrics     " + _metrics_line(vllm.metrics))
     if len(plans) == 1 and match is not None:

@@ -92,8 +92,8 @@ def is_llamacpp(plan: Plan) -> bool:
 
 def hf_repo_arg(plan: Plan) -> str:
     """--hf-repo's value: the repo and, for a GGUF quant the format names, its tag (gguf-ud-q4_k_xl is
-    UD-Q4_K_XL, the name llama-server picks the file by); without a tag llama-server takes the repo's
-    Q4_K_M file, else its first (server README)."""
+    UD-Q4_K_XL: llama-server takes the first GGUF whose path holds the tag followed by '.' or '-', common/
+    download.cpp); without a tag it takes the repo's Q4_K_M file (Q8_0 next, in current builds), else its first."""
     fmt = plan.build.format
     return f"{plan.build.repo}:{fmt.removeprefix('gguf-').upper()}" if fmt.startswith("gguf-") else plan.build.repo
 
@@ -208,7 +208,8 @@ def _notes(plan: Plan, options: ExportOptions, slots: int, slot_tokens: int | No
     notes = caveat_notes(plan) + ruled_out(plan)
     if not plan.build.format.startswith("gguf-"):
         notes.append(Note(f"{plan.build.format} names no GGUF quant tag: llama-server takes the repo's Q4_K_M "
-                          "file, else its first one; check that is the file the catalog sized", False, "export"))
+                          "file (or Q8_0), else its first one; check that is the file the catalog sized", False,
+                          "export"))
     if slot_tokens is None:
         notes.append(Note("the model's context window is unknown: no --ctx-size is written, so llama-server "
                           "takes the context from the GGUF", False, "export"))

@@ -134,7 +134,7 @@ def _where_to_point(settings: ClaudeSettings, vllm: VllmState, gateway: GatewayS
 def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState) -> list[Finding]:
     up: bool | None
     if target == "vllm":
-        up, name = vllm.up, "vLLM directly"
+        up, name = vllm.up, f"{_server(vllm)} directly"
     elif target == "gateway":
         up, name = gateway.up, "the gateway"
     else:
@@ -152,6 +152,11 @@ def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState)
     return [Finding("critical", f"Claude Code points at {name} ({url}), which is down: every agent request fails")]
 
 
+def _server(vllm: VllmState) -> str:
+    """"vLLM", or "llama-server" when that is what answered at the URL."""
+    return vllm.models[0].server if vllm.models else "vLLM"
+
+
 def _direct_model_names(settings: ClaudeSettings, vllm: VllmState) -> list[Finding]:
     served = {m.id for m in vllm.models}
     findings = [Finding("warning", f"vLLM serves {m.id!r}, a name with '/', which Claude Code cannot use; restart "
@@ -159,6 +164,6 @@ def _direct_model_names(settings: ClaudeSettings, vllm: VllmState) -> list[Findi
     for var in CLAUDE_MODEL_VARS:
         value = settings.env.get(var)
         if served and value and value not in served:
-            findings.append(Finding("warning", f"{var}={value} names a model vLLM does not serve "
+            findings.append(Finding("warning", f"{var}={value} names a model {_server(vllm)} does not serve "
                                     f"({', '.join(sorted(served))}); Claude Code's requests will fail"))
     return findings

@@ -35,8 +35,8 @@ set -euo pipefail
 IGNORE_CHECKS="${IGNORE_CHECKS:-0}"  # 1: report failed checks and carry on
 LLAMA_SERVER="${LLAMA_SERVER:-llama-server}"  # the llama-server of your build
 LLAMA_ARGS=(
-  # mxfp4 names no GGUF quant tag: llama-server takes the repo's Q4_K_M file, else its first one; check that is
-  # the file the catalog sized
+  # mxfp4 names no GGUF quant tag: llama-server takes the repo's Q4_K_M file (or Q8_0), else its first one;
+  # check that is the file the catalog sized
   --hf-repo ggml-org/gpt-oss-20b-GGUF
   # --no-mmproj: the plan counts the text model only; drop this to load the vision projector too.
   --no-mmproj
