@@ -12,7 +12,7 @@ Spark benchmarks were run (benches/dgx-spark.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB, fmt_tokens, plural
@@ -21,7 +21,7 @@ from sparkadvisor.export.spec import (PLACEHOLDER_HOST, ExportError, ExportOptio
                                       check_runs, is_placeholder, ruled_out, served_model_name, worker_placeholder)
 
 ENGINE = "llama.cpp"
-RPC_PROGRAM = "ggml-rpc-server"
+RPC_PROGRAM: Final = "ggml-rpc-server"
 """rpc-server's binary as a current llama.cpp builds it (tools/rpc/CMakeLists.txt; rpc-server in older builds,
 which the worker's script also finds)."""
 RPC_PORT = 50052
