@@ -101,6 +101,13 @@ def test_the_placeholder_notice_names_what_the_llama_scripts_wait_for(capsys, tm
     assert ("no --worker-addrs: the files name worker-1-address-placeholder.invalid, a placeholder that never "
             "resolves; the scripts stop until RPC_SERVERS and NODE_ADDR are set") in err
     assert "HEAD_ADDR" not in err  # llama-server listens on every address; nothing in the scripts names the head
+    for fmt, said in (("json", "no --worker-addrs: the files name worker-1-address-placeholder.invalid"),
+                      ("claude", "no --head-addr: the files name head-address-placeholder.invalid"), ("md", "")):
+        assert main(["export", "deepseek-r1-ud-iq1m-unsloth", "--nodes", "2", "--format", fmt, "--out",
+                     str(tmp_path / fmt)]) == 0
+        texts = " ".join(p.read_text(encoding="utf-8") for p in (tmp_path / fmt).iterdir())
+        err = capsys.readouterr().err
+        assert (said in err) if said else "sparkadvisor: no --" not in err and "placeholder.invalid" not in texts
 
 
 def test_the_serve_script_runs_exactly_the_json_argv(index, tmp_path):

@@ -40,11 +40,13 @@ def left_out(fmt: str, nodes: int, options: ExportOptions, llama: bool = False) 
 
     vLLM: the head appears in every multi-node file, and in Claude Code's settings and the report on one
     node (unless Claude Code talks to a gateway); the workers only where a worker is launched. llama.cpp
-    (`llama`): the head only where Claude Code is pointed at it (the settings, the report); the workers
-    wherever the head's --rpc or a worker's rpc-server names them, the report's commands included."""
-    named = fmt in ("claude", "md") or (nodes > 1 and not llama)
+    (`llama`): the head only in Claude Code's settings (llama-server listens on every address, and nothing
+    else reaches it); the workers in the scripts (the head's --rpc, each rpc-server's --host) and the JSON
+    plan, while the report's commands show the variables the scripts read."""
+    named = fmt == "claude" if llama else fmt in ("claude", "md") or nodes > 1
     head = options.head_addr is None and named and not (fmt == "claude" and options.gateway_url)
-    workers = nodes > 1 and not options.worker_addrs and fmt not in (("claude",) if llama else ("claude", "md"))
+    where = ("sh", "json") if llama else ("sh", "yaml", "compose", "json")
+    workers = nodes > 1 and not options.worker_addrs and fmt in where
     if not (head or workers):
         return None
     names = [PLACEHOLDER_HOST] * head + [worker_placeholder(r) for r in range(1, nodes)] * workers
