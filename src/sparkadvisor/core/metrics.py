@@ -88,7 +88,6 @@ class Scrape:
         """True when at least one metric is named `vllm:...`."""
         return any(n.startswith("vllm:") for n, _, _ in self.samples)
 
-
     @property
     def has_llamacpp(self) -> bool:
         """True when at least one metric is named `llamacpp:...` (llama-server started with --metrics)."""

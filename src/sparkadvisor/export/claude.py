@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import json
 
-from typing import Union
-
 from sparkadvisor.core.safetext import safe_json
-from sparkadvisor.export.llamacpp import LlamaLaunch
-from sparkadvisor.export.spec import PLACEHOLDER_HOST, ExportFile, Launch
+from sparkadvisor.export.llamacpp import AnyLaunch
+from sparkadvisor.export.spec import PLACEHOLDER_HOST, ExportFile
 from sparkadvisor.export.text import comment, sh_arg
-
-AnyLaunch = Union[Launch, LlamaLaunch]
 
 
 def uses_placeholder(launch: AnyLaunch) -> bool:

@@ -17,8 +17,9 @@ from typing import ClassVar, Final, Literal
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.units import GiB, fmt_tokens, plural
 from sparkadvisor.export.argv import Arg, EnvRef, Option, flatten, max_model_len
-from sparkadvisor.export.spec import (PLACEHOLDER_HOST, ExportError, ExportOptions, ExportRefused, Note, caveat_notes,
-                                      check_runs, is_placeholder, ruled_out, served_model_name, worker_placeholder)
+from sparkadvisor.export.spec import (PLACEHOLDER_HOST, ExportError, ExportOptions, ExportRefused, Launch, Note,
+                                      caveat_notes, check_runs, is_placeholder, ruled_out, served_model_name,
+                                      worker_placeholder)
 
 ENGINE = "llama.cpp"
 RPC_PROGRAM: Final = "ggml-rpc-server"
@@ -83,6 +84,10 @@ class LlamaLaunch:
     def workers(self) -> tuple[LlamaNode, ...]:
         """The rpc-server nodes, rank 1 first."""
         return self.nodes[1:]
+
+
+AnyLaunch = Launch | LlamaLaunch
+"""A vLLM or a llama.cpp launch, for what renders either (Claude Code's settings, the report, shared checks)."""
 
 
 def is_llamacpp(plan: Plan) -> bool:

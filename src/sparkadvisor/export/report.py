@@ -12,7 +12,7 @@ from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Source
 from sparkadvisor.core.table import COLUMNS, row_cells
 from sparkadvisor.export.argv import Arg
-from sparkadvisor.export.llamacpp import BUILD_COMMANDS, LlamaLaunch
+from sparkadvisor.export.llamacpp import BUILD_COMMANDS, AnyLaunch, LlamaLaunch
 from sparkadvisor.export.spec import ExportFile, Launch
 from sparkadvisor.export.text import md_cell, md_fence, one_line, sh_words
 
@@ -29,7 +29,7 @@ def _table(ranked: tuple[Ranked, ...], chosen: str) -> list[str]:
                            for item in ranked]
 
 
-def _sources(launch: Launch | LlamaLaunch, sources: Mapping[str, Source]) -> list[str]:
+def _sources(launch: AnyLaunch, sources: Mapping[str, Source]) -> list[str]:
     plan = launch.plan
     lines = []
     for ref in plan.source_ids(capability_for(plan.model, plan.workload)):
@@ -40,7 +40,7 @@ def _sources(launch: Launch | LlamaLaunch, sources: Mapping[str, Source]) -> lis
     return lines
 
 
-def _caveats(launch: Launch | LlamaLaunch) -> list[str]:
+def _caveats(launch: AnyLaunch) -> list[str]:
     lines = []
     for c in launch.plan.caveats:
         lines.append(f"- **{c.kind}** ({c.severity}): {md_cell(c.explanation)} "
@@ -62,7 +62,7 @@ def _patches(launch: Launch) -> list[str]:
     return lines
 
 
-def _commands(launch: Launch | LlamaLaunch) -> list[str]:
+def _commands(launch: AnyLaunch) -> list[str]:
     lines = []
     for hint, words in _node_commands(launch):
         body = safe_text(sh_words(words), keep_newlines=True)  # for reading; serve.sh carries the exact bytes
@@ -76,7 +76,7 @@ def _commands(launch: Launch | LlamaLaunch) -> list[str]:
                     "container; the claude export points Claude Code at the server."]
 
 
-def _node_commands(launch: Launch | LlamaLaunch) -> list[tuple[str, list[Arg]]]:
+def _node_commands(launch: AnyLaunch) -> list[tuple[str, list[Arg]]]:
     """Each node's host hint and the command it runs."""
     if isinstance(launch, LlamaLaunch):
         return [(n.host_hint, [n.program, *n.argv]) for n in launch.nodes]
@@ -84,7 +84,7 @@ def _node_commands(launch: Launch | LlamaLaunch) -> list[tuple[str, list[Arg]]]:
             for n in launch.nodes]
 
 
-def render_md(launch: Launch | LlamaLaunch, ranked: tuple[Ranked, ...],
+def render_md(launch: AnyLaunch, ranked: tuple[Ranked, ...],
               sources: Mapping[str, Source]) -> tuple[ExportFile, ...]:
     """report.md for the plan, with the ranking it was chosen from."""
     plan, w = launch.plan, launch.plan.workload

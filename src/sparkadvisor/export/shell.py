@@ -8,19 +8,15 @@ Catalog values appear only shell-quoted; caveats appear as comments where they m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Union
-
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS
 from sparkadvisor.core.stages.recipe import recipe_batched_tokens
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
+from sparkadvisor.export.llamacpp import AnyLaunch
 from sparkadvisor.export.spec import (CONTAINER_HF_HOME, CONTAINER_VLLM_CACHE, ExportFile, Launch, NodeLaunch, Note,
                                       PatchUse, is_placeholder)
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
-
-if TYPE_CHECKING:
-    from sparkadvisor.export.llamacpp import LlamaLaunch
 
 SIZE_TOLERANCE = 0.10
 """Sources disagree on sizes by a few percent (Qwen3.8: 133 GB in the article, 124 GB on disk)."""
@@ -48,10 +44,6 @@ GENERAL_KINDS = ("quality-loss", "slow-cold-load", "memory-utilization-limit", "
                  "tool-calls-disputed", "output-garbled", "server-crash", "slow-engine", "slow-decode",
                  "prefix-caching-unreliable")
 """Caveat kinds listed in a script's header: nothing in the script acts on them."""
-
-
-AnyLaunch = Union[Launch, "LlamaLaunch"]
-"""A vLLM or a llama.cpp launch: the checks both scripts share read only its plan and notes."""
 
 
 def notes_of(launch: AnyLaunch, *kinds: str) -> list[Note]:
