@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from export_helpers import plan_for, ranked_for
 from textual.app import App
 from textual.widgets import Input, Label, Select, TextArea
+from textual.widgets.select import InvalidSelectValueError
 
 from sparkadvisor.tui.screens.export import ExportScreen
 
@@ -118,3 +120,23 @@ async def test_a_build_that_does_not_fit_says_why_whole_at_80_columns_in_the_app
         lines = [preview.render_line(y).text for y in range(preview.scrollable_content_region.height)]
         shown = " ".join(line.strip() for line in lines if line.strip())
         assert shown == preview.text, "wrapped in the preview, not cut at its edge"
+
+
+async def test_a_llama_cpp_plan_offers_its_own_formats_and_no_vllm_only_controls(index):
+    plan = plan_for(index, "deepseek-r1-ud-iq1m-unsloth", 2)
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ExportScreen(index, plan, ranked_for(index, 2))
+        await app.push_screen(screen)
+        await pilot.pause()
+        formats = screen.query_one("#export-format", Select)
+        for vllm_only in ("yaml", "compose"):
+            with pytest.raises(InvalidSelectValueError):
+                formats.value = vllm_only
+        assert screen.query_one("#export-launcher", Select).disabled and screen.query_one("#export-nic").disabled
+        text = screen.query_one("#export-text", TextArea)
+        assert "==> node0-head.sh <==" in text.text and "==> node1-worker.sh <==" in text.text
+        screen.query_one("#export-workers", Input).value = "10.0.0.2"
+        await pilot.pause()
+        assert 'RPC_SERVERS="${RPC_SERVERS:-10.0.0.2:50052}"' in text.text
+        assert not screen.query_one("#export-notice", Label).display

@@ -16,7 +16,8 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import plural
-from sparkadvisor.export import FORMATS, ExportError, ExportFile, ExportOptions, ExportRefused, addresses, render
+from sparkadvisor.export import (FORMATS, LLAMA_FORMATS, ExportError, ExportFile, ExportOptions, ExportRefused,
+                                 addresses, render)
 from sparkadvisor.export.llamacpp import is_llamacpp
 from sparkadvisor.export.placeholders import left_out
 from sparkadvisor.export.spec import CX7_NETDEV
@@ -70,22 +71,25 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         """The choices the text on show was rendered for."""
 
     def compose(self) -> ComposeResult:
+        # A llama.cpp plan runs from a local build: no vLLM config or container, no Ray, no NCCL NIC.
+        llama = is_llamacpp(self.plan)
+        formats = {k: v for k, v in FORMATS.items() if k in LLAMA_FORMATS} if llama else FORMATS
         with Vertical(id="export-box"):
             yield Label(safe_text(f"Export {self.plan.build.id} on {self.plan.cluster.label}"), id="export-title",
                         markup=False)
             with Horizontal(id="export-controls"):
                 # Compact controls, one line each: at 80x24 the preview keeps ~15 lines to read the recipe in.
-                yield Select([(f"{k}: {v}", k) for k, v in FORMATS.items()], value="sh", allow_blank=False,
+                yield Select([(f"{k}: {v}", k) for k, v in formats.items()], value="sh", allow_blank=False,
                              id="export-format", compact=True)
                 yield Select([("native launcher", "native"), ("Ray launcher", "ray")], value="native",
-                             allow_blank=False, id="export-launcher", compact=True)
+                             allow_blank=False, id="export-launcher", compact=True, disabled=llama)
             with Horizontal(id="export-addresses"):
                 yield Input(placeholder="head addr", id="export-head", compact=True,
                             tooltip="The head node's address as Claude Code and the workers reach it "
                                     "(empty: a named placeholder)")
                 yield Input(placeholder="worker addrs", id="export-workers", compact=True,
                             tooltip="Each worker's ConnectX-7 address, rank 1 first, comma-separated")
-                yield Input(placeholder=f"NIC {CX7_NETDEV}", id="export-nic", compact=True,
+                yield Input(placeholder=f"NIC {CX7_NETDEV}", id="export-nic", compact=True, disabled=llama,
                             tooltip="The ConnectX-7 netdev NCCL uses (the '(Up)' one in ibdev2netdev)")
                 yield Input(placeholder="gateway URL", id="export-gateway", compact=True,
                             tooltip="A gateway Claude Code talks to instead of vLLM")
