@@ -16,7 +16,7 @@ from sparkadvisor.export import ExportError, ExportOptions, render
 from sparkadvisor.export.llamacpp import build_llama_launch, hf_repo_arg
 
 HELP = " ".join(["--hf-repo", "--no-mmproj", "--alias", "--host", "--port", "--ctx-size", "--parallel",
-                 "--n-gpu-layers", "--batch-size", "--ubatch-size", "--jinja", "--metrics", "--rpc"])
+                 "--n-gpu-layers", "--load-mode", "--batch-size", "--ubatch-size", "--jinja", "--metrics", "--rpc"])
 """What the llama-server stand-in prints for --help: every flag the export passes."""
 
 
@@ -35,6 +35,7 @@ def test_one_node_serves_the_plans_context_on_every_layer_of_the_gpu(index):
     argv = _json(index, "gpt-oss-20b-gguf-ggml", 1)["nodes"][0]["argv"]
     assert argv[argv.index("--ctx-size") + 1] == str(plan.usable_context.tokens) == "131072"
     assert argv[argv.index("--parallel") + 1] == "1" and argv[argv.index("--n-gpu-layers") + 1] == "999"
+    assert argv[argv.index("--load-mode") + 1] == "none"  # mmap loads a DGX Spark about ten times slower
     assert argv[argv.index("--alias") + 1] == "gpt-oss-20b-gguf-ggml" and "--jinja" in argv
     assert "--rpc" not in argv and "--cache-type-k" not in argv  # f16, llama.cpp's default, is what auto costs
 

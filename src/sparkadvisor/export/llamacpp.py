@@ -29,6 +29,9 @@ RPC_PORT = 50052
 """rpc-server's default port (rpc-server.cpp), written out so the head's --rpc names the same one."""
 ALL_LAYERS = "999"
 """--n-gpu-layers past any model's layer count: every layer on the GPU (llama.cpp caps it at the model's)."""
+# --load-mode none reads the weights instead of mapping the file: with every layer on the GPU, mmap only slows
+# the load (llama.cpp #14396), on a DGX Spark about tenfold (22 s against 224 s, llama.cpp #27742; lmstudio-ai/lms
+# #366), and llama.cpp's own DGX Spark benchmarks ran with mmap off. --load-mode replaced --no-mmap (server README).
 UBATCH_TOKENS = 2048
 """The physical batch llama.cpp's DGX Spark benchmarks ran with (llama-bench -ub 2048), which the prefill
 estimate is fitted to; llama-server's own default is 512."""
@@ -189,8 +192,8 @@ def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int,
                             ("--host", "0.0.0.0"), ("--port", str(options.port))]
     if slot_tokens is not None:
         groups.append(("--ctx-size", str(slots * slot_tokens)))
-    groups += [("--parallel", str(slots)), ("--n-gpu-layers", ALL_LAYERS), ("--batch-size", batch),
-               ("--ubatch-size", batch)]
+    groups += [("--parallel", str(slots)), ("--n-gpu-layers", ALL_LAYERS), ("--load-mode", "none"),
+               ("--batch-size", batch), ("--ubatch-size", batch)]
     if (kv_type := _kv_type(plan)) is not None:
         groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
     groups += [("--jinja",), ("--metrics",)]

@@ -98,6 +98,9 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
         why = f"--ctx-size: {launch.slots} x {launch.slot_tokens:,} tokens, divided among the --parallel slots."
     elif flag == "--n-gpu-layers":
         why = "--n-gpu-layers: every layer on the GPU (a number past any model's layer count)."
+    elif flag == "--load-mode":
+        why = ("--load-mode none: read the weights rather than map the file; on a DGX Spark mmap loads about ten "
+               "times slower (llama.cpp #27742).")
     elif flag == "--ubatch-size" and not launch.plan.pool.inputs.batched_set:
         why = "--ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512)."
     elif flag == "--no-mmproj":

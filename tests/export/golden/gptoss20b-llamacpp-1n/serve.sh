@@ -48,6 +48,9 @@ LLAMA_ARGS=(
   --parallel 1
   # --n-gpu-layers: every layer on the GPU (a number past any model's layer count).
   --n-gpu-layers 999
+  # --load-mode none: read the weights rather than map the file; on a DGX Spark mmap loads about ten times
+  # slower (llama.cpp #27742).
+  --load-mode none
   --batch-size 2048
   # --ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512).
   --ubatch-size 2048
@@ -77,7 +80,7 @@ if ! command -v "$LLAMA_SERVER" >/dev/null; then
   fail "no llama-server at $LLAMA_SERVER: build llama.cpp (git clone https://github.com/ggml-org/llama.cpp && cd llama.cpp; cmake -B build -DGGML_CUDA=ON -DGGML_RPC=ON && cmake --build build --config Release -j) and run with LLAMA_SERVER=build/bin/llama-server"
 fi
 help="$("$LLAMA_SERVER" --help 2>&1 || true)"
-for flag in --hf-repo --no-mmproj --alias --host --port --ctx-size --parallel --n-gpu-layers --batch-size --ubatch-size --jinja --metrics; do
+for flag in --hf-repo --no-mmproj --alias --host --port --ctx-size --parallel --n-gpu-layers --load-mode --batch-size --ubatch-size --jinja --metrics; do
   if ! grep -qF -- "$flag" <<<"$help"; then fail "this llama-server does not know $flag: build a newer llama.cpp"; fi
 done
 if ! "$LLAMA_SERVER" --list-devices 2>&1 | grep -q CUDA; then
