@@ -35,7 +35,8 @@ seconds = number_above_zero(3600, "seconds")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vllm", metavar="URL", type=url_option,
-                        help="vLLM base URL (default: $SPARKADVISOR_VLLM_URL or http://127.0.0.1:8000)")
+                        help="vLLM (or llama-server) base URL (default: $SPARKADVISOR_VLLM_URL or "
+                             "http://127.0.0.1:8000)")
     parser.add_argument("--gateway", metavar="URL", type=url_option, help="gateway base URL (default: Claude Code's "
                         "ANTHROPIC_BASE_URL when it is not vLLM)")
     parser.add_argument("--claude-settings", type=path_option, metavar="PATH",
