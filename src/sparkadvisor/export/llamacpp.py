@@ -29,16 +29,16 @@ RPC_PORT = 50052
 """rpc-server's default port (rpc-server.cpp), written out so the head's --rpc names the same one."""
 ALL_LAYERS = "999"
 """--n-gpu-layers past any model's layer count: every layer on the GPU (llama.cpp caps it at the model's)."""
-# --load-mode none reads the weights instead of mapping the file: with every layer on the GPU, mmap only slows
-# the load (llama.cpp #14396), on a DGX Spark about tenfold (22 s against 224 s, llama.cpp #27742; lmstudio-ai/lms
-# #366), and llama.cpp's own DGX Spark benchmarks ran with mmap off. --load-mode replaced --no-mmap (server README).
+LOAD_MODE = "none"
+"""--load-mode: read the weights instead of mapping the file. With every layer on the GPU, mmap only slows the load
+(llama.cpp #14396), on a DGX Spark about tenfold (22 s against 224 s, llama.cpp #27742; lmstudio-ai/lms #366), and
+llama.cpp's own DGX Spark benchmarks ran with mmap off. --load-mode replaced --no-mmap (server README)."""
 UBATCH_TOKENS = 2048
 """The physical batch llama.cpp's DGX Spark benchmarks ran with (llama-bench -ub 2048), which the prefill
 estimate is fitted to; llama-server's own default is 512."""
 KV_TYPES = {"auto": None, "float16": None, "bfloat16": "bf16"}
 """--kv-cache-dtype as llama.cpp's --cache-type-k/-v: f16 is its default (the 2 bytes a value the plan counts for
 auto); llama.cpp has no fp8 or nvfp4 KV cache (its types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)."""
-REPO_URL = "https://github.com/ggml-org/llama.cpp"
 BUILD_COMMANDS = ("git clone https://github.com/ggml-org/llama.cpp && cd llama.cpp",
                   "cmake -B build -DGGML_CUDA=ON -DGGML_RPC=ON && cmake --build build --config Release -j")
 """How llama.cpp's RPC README builds a CUDA binary with the RPC backend (tools/rpc/README.md)."""
@@ -192,7 +192,7 @@ def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int,
                             ("--host", "0.0.0.0"), ("--port", str(options.port))]
     if slot_tokens is not None:
         groups.append(("--ctx-size", str(slots * slot_tokens)))
-    groups += [("--parallel", str(slots)), ("--n-gpu-layers", ALL_LAYERS), ("--load-mode", "none"),
+    groups += [("--parallel", str(slots)), ("--n-gpu-layers", ALL_LAYERS), ("--load-mode", LOAD_MODE),
                ("--batch-size", batch), ("--ubatch-size", batch)]
     if (kv_type := _kv_type(plan)) is not None:
         groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
