@@ -65,6 +65,12 @@ def test_probe_follows_claude_code_to_llama_server(llama, tmp_path, capsys):
     assert "ANTHROPIC_DEFAULT_OPUS_MODEL=gpt-oss-20b names a model llama-server does not serve" in out
 
 
+def test_probe_json_says_which_engine_answered(llama, capsys):
+    main(["probe", "--vllm", llama.url, "--interval", "0.1", "--claude-settings", "/nonexistent", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (data["served_engine"], data["served_model"], data["max_model_len"]) == ("llama.cpp", BUILD, 16_384)
+
+
 def test_probe_says_to_start_llama_server_with_metrics(capsys):
     server = bench_server(engine="llama.cpp", served=BUILD, metrics=False)
     try:

@@ -144,6 +144,7 @@ def _json(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], find
         "status": worst(findings),
         "vllm_url": vllm.url, "vllm_up": vllm.up, "vllm_version": vllm.version,
         "served_model": served.id if served else None,
+        "served_engine": served.engine if served else None,
         "served_models": [m.id for m in vllm.models],
         "max_model_len": served.max_model_len if served else None,
         "messages_ok": vllm.messages_ok,
