@@ -28,6 +28,7 @@ def test_bench_cuts_prompts_with_llama_servers_tokenize_and_counts_its_own_cache
     assert main(["bench", "--vllm", llama.url, "--context", "2000", "--output-tokens", "20", "--repetitions", "1",
                  "--streams", "1", "--nodes", "1", "--record", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
+    assert (data["served_engine"], data["max_model_len"]) == ("llama.cpp", 16_384)
     warm = next(f for f in data["figures"] if f["metric"] == "warm_ttft_s")
     assert warm["cached_tokens"] == 1_900 and warm["prefix_cache_hit_share"] == pytest.approx(0.95, abs=0.001)
     text = (tmp_path / "data" / "catalog.toml").read_text(encoding="utf-8")
