@@ -40,7 +40,7 @@ def test_bench_says_llama_servers_context_and_how_to_raise_it(llama, capsys):
     assert main(["bench", "--vllm", llama.url, "--context", "20000", "--output-tokens", "20", "--nodes", "1"]) == 1
     err = capsys.readouterr().err
     assert ("exceeds the context 16,384 a slot that llama-server serves gpt-oss-20b-gguf-ggml with; pass --context "
-            "16364 or less, or restart llama-server with a larger --ctx-size") in err
+            "16364 or less, or restart llama-server with a larger --ctx-size (without --kv-unified") in err
 
 
 def test_probe_names_llama_server_and_reads_its_metrics(llama, capsys):
@@ -52,7 +52,7 @@ def test_probe_names_llama_server_and_reads_its_metrics(llama, capsys):
     assert "the served name gpt-oss-20b-gguf-ggml is build gpt-oss-20b-gguf-ggml" in out
     assert "0 running, 0 waiting" in out and "holds no vllm: metric" not in out
     assert ("context 16,384 a slot but the agentic workload needs 100,000: longer prompts are refused; restart "
-            "llama-server with --ctx-size 100000 or more for each of its --parallel slots") in out
+            "llama-server with --ctx-size 100000 or more (with --kv-unified") in out
 
 
 def test_probe_follows_claude_code_to_llama_server(llama, tmp_path, capsys):

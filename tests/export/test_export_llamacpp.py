@@ -15,7 +15,7 @@ from sparkadvisor.cli import main
 from sparkadvisor.export import ExportError, ExportOptions, render
 from sparkadvisor.export.llamacpp import build_llama_launch, hf_repo_arg
 
-HELP = " ".join(["--hf-repo", "--no-mmproj", "--alias", "--host", "--port", "--ctx-size", "--parallel",
+HELP = " ".join(["--hf-repo", "--no-mmproj", "--alias", "--host", "--port", "--ctx-size", "--parallel", "--kv-unified",
                  "--n-gpu-layers", "--load-mode", "--batch-size", "--ubatch-size", "--jinja", "--metrics", "--rpc"])
 """What the llama-server stand-in prints for --help: every flag the export passes."""
 
@@ -34,18 +34,22 @@ def test_one_node_serves_the_plans_context_on_every_layer_of_the_gpu(index):
     plan = plan_for(index, "gpt-oss-20b-gguf-ggml", 1)
     argv = _json(index, "gpt-oss-20b-gguf-ggml", 1)["nodes"][0]["argv"]
     assert argv[argv.index("--ctx-size") + 1] == str(plan.usable_context.tokens) == "131072"
-    assert argv[argv.index("--parallel") + 1] == "1" and argv[argv.index("--n-gpu-layers") + 1] == "999"
+    assert argv[argv.index("--n-gpu-layers") + 1] == "999"
+    # llama-server's own 4 slots over one KV cache: a subagent's request leaves the conversation's cached prompt.
+    assert argv[argv.index("--parallel") + 1] == "4" and "--kv-unified" in argv
     assert argv[argv.index("--load-mode") + 1] == "none"  # mmap loads a DGX Spark about ten times slower
     assert argv[argv.index("--alias") + 1] == "gpt-oss-20b-gguf-ggml" and "--jinja" in argv
     assert "--rpc" not in argv and "--cache-type-k" not in argv  # f16, llama.cpp's default, is what auto costs
 
 
-def test_streams_become_slots_each_with_the_whole_context(index, capsys):
-    assert main(["export", "gpt-oss-20b-gguf-ggml", "--nodes", "1", "--streams", "4", "--format", "json"]) == 0
+def test_streams_size_the_shared_kv_cache_and_the_slots(index, capsys):
+    assert main(["export", "gpt-oss-20b-gguf-ggml", "--nodes", "1", "--streams", "6", "--format", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     argv = plan["nodes"][0]["argv"]
-    assert argv[argv.index("--parallel") + 1] == "4" and argv[argv.index("--ctx-size") + 1] == str(4 * 131072)
-    assert "4 slots of 131,072 tokens each: llama-server divides --ctx-size among its slots" in plan["notes"]
+    assert argv[argv.index("--parallel") + 1] == "6" and argv[argv.index("--ctx-size") + 1] == str(6 * 131072)
+    assert (plan["streams"], plan["slots"], plan["request_tokens"]) == (6, 6, 131072)
+    assert ("a KV cache of 6 x 131,072 tokens, shared by the slots (--kv-unified): 6 requests of the full context "
+            "at once") in plan["notes"]
 
 
 def test_two_nodes_split_the_layers_over_rpc_server_on_the_worker(index):
@@ -59,7 +63,7 @@ def test_two_nodes_split_the_layers_over_rpc_server_on_the_worker(index):
 @pytest.mark.parametrize(("argv", "sentence"), [
     (["--kv-cache-dtype", "fp8"], "llama.cpp has no fp8 KV cache (its types are f16, bf16, q8_0 and other block "
                                   "quants): export it with --kv-cache-dtype auto or bfloat16"),
-    (["--streams", "40"], "40 slots of 131,072 tokens need 5,242,880 tokens of KV cache, more than the"),
+    (["--streams", "40"], "40 streams of 131,072 tokens need 5,242,880 tokens of KV cache, more than the"),
     (["--format", "compose"], "--format compose is for vLLM, and gpt-oss-20b-gguf-ggml is planned on llama.cpp, "
                               "which runs from a local build with no container or config file: export it with "
                               "--format sh, claude, md or json"),

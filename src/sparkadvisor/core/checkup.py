@@ -413,8 +413,8 @@ def _context_findings(workload: Workload, served: ServedModel | None) -> list[Fi
     if served is None or served.max_model_len is None:
         return []
     if served.max_model_len < needed:
-        fix = (f"restart llama-server with --ctx-size {needed} or more for each of its --parallel slots (it "
-               "divides --ctx-size among them)" if served.engine == "llama.cpp" else
+        fix = (f"restart llama-server with --ctx-size {needed} or more (with --kv-unified; without it, that much for "
+               "each of its --parallel slots, among which it divides --ctx-size)" if served.engine == "llama.cpp" else
                f"restart vLLM with --max-model-len {needed} or more")
         return [Finding("critical", f"{served.length_text} but the {workload.kind} workload "
                         f"needs {needed:,}: longer prompts are refused; {fix}",

@@ -33,6 +33,11 @@ LOAD_MODE = "none"
 """--load-mode: read the weights instead of mapping the file. With every layer on the GPU, mmap only slows the load
 (llama.cpp #14396), on a DGX Spark about tenfold (22 s against 224 s, llama.cpp #27742; lmstudio-ai/lms #366), and
 llama.cpp's own DGX Spark benchmarks ran with mmap off. --load-mode replaced --no-mmap (server README)."""
+SLOTS = 4
+"""--parallel at least: llama-server's own default (--parallel auto is 4 slots sharing one KV cache, tools/server/
+server.cpp). With --kv-unified the slots share --ctx-size tokens, each request up to all of them (capped at the
+model's training context), so a second request (a subagent, any concurrent call) takes a free slot and leaves the
+conversation's slot, and its cached prompt, alone; without it llama-server divides --ctx-size among the slots."""
 UBATCH_TOKENS = 2048
 """The physical batch llama.cpp's DGX Spark benchmarks ran with (llama-bench -ub 2048), which the prefill
 estimate is fitted to; llama-server's own default is 512."""
@@ -76,12 +81,14 @@ class LlamaLaunch:
     head: EnvRef
     nodes: tuple[LlamaNode, ...]
     notes: tuple[Note, ...]
+    streams: int
+    """Sequences the KV cache holds at the plan's context at once (--streams): --ctx-size is streams x that."""
     slots: int
-    """--parallel: one slot a stream, each with a context of its own."""
-    slot_tokens: int | None
-    """Each slot's context (--ctx-size is slots x this); None when the model's context is unknown."""
+    """--parallel: the streams, and never fewer than llama-server's own default (`SLOTS`); they share the KV cache."""
+    request_tokens: int | None
+    """The plan's context, the longest request; None when the model's context is unknown (no --ctx-size)."""
     kv_bytes_per_node: float | None
-    """What the slots' KV cache takes on each node, by the plan's KV arithmetic; None when unknown."""
+    """What the KV cache takes on each node, by the plan's KV arithmetic; None when unknown."""
 
     @property
     def workers(self) -> tuple[LlamaNode, ...]:
@@ -124,16 +131,16 @@ def build_llama_launch(plan: Plan, options: ExportOptions) -> LlamaLaunch:
     if any(":" in address for address in options.worker_addrs):
         raise ExportError("llama.cpp's --rpc names each worker as host:port: give the workers' IPv4 addresses or "
                           "host names")
-    slots, slot_tokens = _slots(plan)
+    streams, request_tokens = _streams(plan)
     head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
     workers = tuple(_worker(options, rank) for rank in range(1, plan.cluster.nodes))
     served = served_model_name(plan).replace(",", "-")  # --alias takes a comma-separated list of names
     nodes = (LlamaNode(0, "head", _head_hint(options), head, "llama-server",
-                       _server_options(plan, options, served, slots, slot_tokens, workers)),
+                       _server_options(plan, options, served, streams, request_tokens, workers)),
              *workers)
     _check_values(nodes)
-    return LlamaLaunch(plan, options, served, head, nodes, _notes(plan, options, slots, slot_tokens), slots,
-                       slot_tokens, _kv_bytes(plan, slots, slot_tokens))
+    return LlamaLaunch(plan, options, served, head, nodes, _notes(plan, options, streams, request_tokens), streams,
+                       max(streams, SLOTS), request_tokens, _kv_bytes(plan, streams, request_tokens))
 
 
 def _check_values(nodes: tuple[LlamaNode, ...]) -> None:
@@ -159,15 +166,16 @@ def _worker(options: ExportOptions, rank: int) -> LlamaNode:
                      (("--host", address), ("--port", str(RPC_PORT)), ("--cache",)))
 
 
-def _slots(plan: Plan) -> tuple[int, int | None]:
-    """One slot a stream, each holding the context the plan serves; refused when they outgrow the KV pool."""
-    slots, tokens = max(1, plan.workload.streams), max_model_len(plan)[0]
+def _streams(plan: Plan) -> tuple[int, int | None]:
+    """(streams, the plan's context): the KV cache holds that many requests of that length; refused when they
+    outgrow the KV pool."""
+    streams, tokens = max(1, plan.workload.streams), max_model_len(plan)[0]
     pool = plan.kv_pool_tokens
-    if tokens is not None and pool is not None and slots * tokens > pool:
-        raise ExportError(f"{plural(slots, 'slot')} of {tokens:,} tokens need {slots * tokens:,} tokens of KV "
-                          f"cache, more than the {fmt_tokens(pool)}-token pool this plan leaves; export it with "
-                          f"fewer --streams or a --max-model-len of {int(pool) // slots // 1024 * 1024:,} or less")
-    return slots, tokens
+    if tokens is not None and pool is not None and streams * tokens > pool:
+        raise ExportError(f"{plural(streams, 'stream')} of {tokens:,} tokens need {streams * tokens:,} tokens of "
+                          f"KV cache, more than the {fmt_tokens(pool)}-token pool this plan leaves; export it with "
+                          f"fewer --streams or a --max-model-len of {int(pool) // streams // 1024 * 1024:,} or less")
+    return streams, tokens
 
 
 def _kv_type(plan: Plan) -> str | None:
@@ -185,14 +193,15 @@ def batch_tokens(plan: Plan) -> int:
     return inputs.batched_tokens if inputs.batched_set else UBATCH_TOKENS
 
 
-def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int, slot_tokens: int | None,
+def _server_options(plan: Plan, options: ExportOptions, served: str, streams: int, request_tokens: int | None,
                     workers: tuple[LlamaNode, ...]) -> tuple[Option, ...]:
     batch = str(batch_tokens(plan))
     groups: list[Option] = [("--hf-repo", hf_repo_arg(plan)), ("--no-mmproj",), ("--alias", served),
                             ("--host", "0.0.0.0"), ("--port", str(options.port))]
-    if slot_tokens is not None:
-        groups.append(("--ctx-size", str(slots * slot_tokens)))
-    groups += [("--parallel", str(slots)), ("--n-gpu-layers", ALL_LAYERS), ("--load-mode", LOAD_MODE),
+    if request_tokens is not None:
+        groups.append(("--ctx-size", str(streams * request_tokens)))
+    groups += [("--parallel", str(max(streams, SLOTS))), ("--kv-unified",), ("--n-gpu-layers", ALL_LAYERS),
+               ("--load-mode", LOAD_MODE),
                ("--batch-size", batch), ("--ubatch-size", batch)]
     if (kv_type := _kv_type(plan)) is not None:
         groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
@@ -203,27 +212,27 @@ def _server_options(plan: Plan, options: ExportOptions, served: str, slots: int,
     return tuple(groups)
 
 
-def _kv_bytes(plan: Plan, slots: int, slot_tokens: int | None) -> float | None:
-    """The slots' KV cache on each node: vLLM's per-request arithmetic for the plan's shape (a window keeps a
-    batch beside it), split over the nodes' layers."""
+def _kv_bytes(plan: Plan, streams: int, request_tokens: int | None) -> float | None:
+    """The KV cache on each node: `streams` requests by vLLM's per-request arithmetic for the plan's shape (a
+    window keeps a batch beside it), split over the nodes' layers."""
     shape = plan.pool.shape
-    if shape is None or slot_tokens is None:
+    if shape is None or request_tokens is None:
         return None
-    return slots * shape.request_bytes(slot_tokens, None, batch_tokens(plan))
+    return streams * shape.request_bytes(request_tokens, None, batch_tokens(plan))
 
 
-def _notes(plan: Plan, options: ExportOptions, slots: int, slot_tokens: int | None) -> tuple[Note, ...]:
+def _notes(plan: Plan, options: ExportOptions, streams: int, request_tokens: int | None) -> tuple[Note, ...]:
     notes = caveat_notes(plan) + ruled_out(plan)
     if not plan.build.format.startswith("gguf-"):
         notes.append(Note(f"{plan.build.format} names no GGUF quant tag: llama-server takes the repo's Q4_K_M "
                           "file (or Q8_0), else its first one; check that is the file the catalog sized", False,
                           "export"))
-    if slot_tokens is None:
+    if request_tokens is None:
         notes.append(Note("the model's context window is unknown: no --ctx-size is written, so llama-server "
                           "takes the context from the GGUF", False, "export"))
-    elif slots > 1:
-        notes.append(Note(f"{plural(slots, 'slot')} of {slot_tokens:,} tokens each: llama-server divides "
-                          "--ctx-size among its slots", False, "export"))
+    elif streams > 1:
+        notes.append(Note(f"a KV cache of {streams} x {request_tokens:,} tokens, shared by the slots (--kv-unified): "
+                          f"{streams} requests of the full context at once", False, "export"))
     if plan.cluster.nodes > 1:
         notes.append(Note("llama.cpp's RPC backend is a proof of concept, fragile and insecure (its README): "
                           "rpc-server listens on each node's own address only; never expose it on an open "
@@ -245,7 +254,7 @@ def llama_json(launch: LlamaLaunch) -> dict[str, object]:
               "argv": [resolve(a) for a in n.argv]} for n in launch.nodes]
     return {"engine": ENGINE, "build": launch.plan.build.id,
             "recipe": launch.plan.recipe.id if launch.plan.recipe else None, "served_model_name": launch.served_name,
-            "slots": launch.slots, "slot_tokens": launch.slot_tokens,
+            "streams": launch.streams, "slots": launch.slots, "request_tokens": launch.request_tokens,
             "kv_gib_per_node": None if launch.kv_bytes_per_node is None else round(launch.kv_bytes_per_node / GiB, 2),
             "nodes": nodes, "notes": [n.text for n in launch.notes]}
 

@@ -95,7 +95,11 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
     if flag == "--hf-repo":
         why = next((n.text for n in launch.notes if n.text.startswith(f"{launch.plan.build.format} names no")), "")
     elif flag == "--ctx-size":
-        why = f"--ctx-size: {launch.slots} x {launch.slot_tokens:,} tokens, divided among the --parallel slots."
+        why = (f"--ctx-size: {launch.streams} x {launch.request_tokens:,} tokens, one KV cache the --parallel slots "
+               "share (--kv-unified); each request may use all of it, up to the model's training context.")
+    elif flag == "--parallel":
+        why = (f"--parallel {launch.slots}: llama-server's own default is 4 slots; a second request (a subagent, a "
+               "concurrent call) takes a free slot, so the conversation's slot keeps its cached prompt.")
     elif flag == "--n-gpu-layers":
         why = "--n-gpu-layers: every layer on the GPU (a number past any model's layer count)."
     elif flag == "--load-mode":

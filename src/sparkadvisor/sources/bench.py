@@ -124,8 +124,8 @@ def check_fits(info: ServerInfo, spec: BenchSpec) -> None:
     if limit is not None and needed > limit:
         llama = served.engine == "llama.cpp"
         length = served.length_text if llama else f"max_model_len of {limit:,}"
-        restart = ("restart llama-server with a larger --ctx-size (it divides that among its --parallel slots)"
-                   if llama else "restart vLLM with a larger --max-model-len")
+        restart = ("restart llama-server with a larger --ctx-size (without --kv-unified it divides that among its "
+                   "--parallel slots)" if llama else "restart vLLM with a larger --max-model-len")
         raise ContextTooLong(
             f"a {spec.context_tokens:,}-token prompt plus {spec.output_tokens:,} output tokens exceeds the "
             f"{length} that {served.server} serves {served.id} with; pass --context "

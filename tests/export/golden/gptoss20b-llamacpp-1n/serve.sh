@@ -43,9 +43,13 @@ LLAMA_ARGS=(
   --alias gpt-oss-20b-gguf-ggml
   --host 0.0.0.0
   --port 8000
-  # --ctx-size: 1 x 131,072 tokens, divided among the --parallel slots.
+  # --ctx-size: 1 x 131,072 tokens, one KV cache the --parallel slots share (--kv-unified); each request may use
+  # all of it, up to the model's training context.
   --ctx-size 131072
-  --parallel 1
+  # --parallel 4: llama-server's own default is 4 slots; a second request (a subagent, a concurrent call) takes
+  # a free slot, so the conversation's slot keeps its cached prompt.
+  --parallel 4
+  --kv-unified
   # --n-gpu-layers: every layer on the GPU (a number past any model's layer count).
   --n-gpu-layers 999
   # --load-mode none: read the weights rather than map the file; on a DGX Spark mmap loads about ten times
@@ -80,7 +84,7 @@ if ! command -v "$LLAMA_SERVER" >/dev/null; then
   fail "no llama-server at $LLAMA_SERVER: build llama.cpp (git clone https://github.com/ggml-org/llama.cpp && cd llama.cpp; cmake -B build -DGGML_CUDA=ON -DGGML_RPC=ON && cmake --build build --config Release -j) and run with LLAMA_SERVER=build/bin/llama-server"
 fi
 help="$("$LLAMA_SERVER" --help 2>&1 || true)"
-for flag in --hf-repo --no-mmproj --alias --host --port --ctx-size --parallel --n-gpu-layers --load-mode --batch-size --ubatch-size --jinja --metrics; do
+for flag in --hf-repo --no-mmproj --alias --host --port --ctx-size --parallel --kv-unified --n-gpu-layers --load-mode --batch-size --ubatch-size --jinja --metrics; do
   if ! grep -qF -- "$flag" <<<"$help"; then fail "this llama-server does not know $flag: build a newer llama.cpp"; fi
 done
 if ! "$LLAMA_SERVER" --list-devices 2>&1 | grep -q CUDA; then
