@@ -113,6 +113,14 @@ def hf_repo_arg(plan: Plan) -> str:
     return f"{plan.build.repo}:{fmt.removeprefix('gguf-').upper()}" if fmt.startswith("gguf-") else plan.build.repo
 
 
+def untagged_note(plan: Plan) -> str | None:
+    """What --hf-repo picks when the build's format names no GGUF quant tag; None when it names one."""
+    if plan.build.format.startswith("gguf-"):
+        return None
+    return (f"{plan.build.format} names no GGUF quant tag: llama-server takes the repo's Q4_K_M file (or Q8_0), "
+            "else its first one; check that is the file the catalog sized")
+
+
 def build_llama_launch(plan: Plan, options: ExportOptions) -> LlamaLaunch:
     """The llama.cpp launch for a plan, or ExportError (ExportRefused when the plan cannot run)."""
     if options.launcher != "native" and plan.cluster.nodes > 1:
@@ -132,15 +140,16 @@ def build_llama_launch(plan: Plan, options: ExportOptions) -> LlamaLaunch:
         raise ExportError("llama.cpp's --rpc names each worker as host:port: give the workers' IPv4 addresses or "
                           "host names")
     streams, request_tokens = _streams(plan)
+    slots = max(streams, SLOTS)
     head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
     workers = tuple(_worker(options, rank) for rank in range(1, plan.cluster.nodes))
     served = served_model_name(plan).replace(",", "-")  # --alias takes a comma-separated list of names
     nodes = (LlamaNode(0, "head", _head_hint(options), head, "llama-server",
-                       _server_options(plan, options, served, streams, request_tokens, workers)),
+                       _server_options(plan, options, served, streams, slots, request_tokens, workers)),
              *workers)
     _check_values(nodes)
     return LlamaLaunch(plan, options, served, head, nodes, _notes(plan, options, streams, request_tokens), streams,
-                       max(streams, SLOTS), request_tokens, _kv_bytes(plan, streams, request_tokens))
+                       slots, request_tokens, _kv_bytes(plan, streams, request_tokens))
 
 
 def _check_values(nodes: tuple[LlamaNode, ...]) -> None:
@@ -193,16 +202,15 @@ def batch_tokens(plan: Plan) -> int:
     return inputs.batched_tokens if inputs.batched_set else UBATCH_TOKENS
 
 
-def _server_options(plan: Plan, options: ExportOptions, served: str, streams: int, request_tokens: int | None,
-                    workers: tuple[LlamaNode, ...]) -> tuple[Option, ...]:
+def _server_options(plan: Plan, options: ExportOptions, served: str, streams: int, slots: int,
+                    request_tokens: int | None, workers: tuple[LlamaNode, ...]) -> tuple[Option, ...]:
     batch = str(batch_tokens(plan))
     groups: list[Option] = [("--hf-repo", hf_repo_arg(plan)), ("--no-mmproj",), ("--alias", served),
                             ("--host", "0.0.0.0"), ("--port", str(options.port))]
     if request_tokens is not None:
         groups.append(("--ctx-size", str(streams * request_tokens)))
-    groups += [("--parallel", str(max(streams, SLOTS))), ("--kv-unified",), ("--n-gpu-layers", ALL_LAYERS),
-               ("--load-mode", LOAD_MODE),
-               ("--batch-size", batch), ("--ubatch-size", batch)]
+    groups += [("--parallel", str(slots)), ("--kv-unified",), ("--n-gpu-layers", ALL_LAYERS),
+               ("--load-mode", LOAD_MODE), ("--batch-size", batch), ("--ubatch-size", batch)]
     if (kv_type := _kv_type(plan)) is not None:
         groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
     groups += [("--jinja",), ("--metrics",)]
@@ -223,10 +231,8 @@ def _kv_bytes(plan: Plan, streams: int, request_tokens: int | None) -> float | N
 
 def _notes(plan: Plan, options: ExportOptions, streams: int, request_tokens: int | None) -> tuple[Note, ...]:
     notes = caveat_notes(plan) + ruled_out(plan)
-    if not plan.build.format.startswith("gguf-"):
-        notes.append(Note(f"{plan.build.format} names no GGUF quant tag: llama-server takes the repo's Q4_K_M "
-                          "file (or Q8_0), else its first one; check that is the file the catalog sized", False,
-                          "export"))
+    if (untagged := untagged_note(plan)) is not None:
+        notes.append(Note(untagged, False, "export"))
     if request_tokens is None:
         notes.append(Note("the model's context window is unknown: no --ctx-size is written, so llama-server "
                           "takes the context from the GGUF", False, "export"))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, resolve
-from sparkadvisor.export.llamacpp import BUILD_COMMANDS, RPC_PORT, LlamaLaunch, LlamaNode, placeholder_workers
+from sparkadvisor.export.llamacpp import (BUILD_COMMANDS, RPC_PORT, LlamaLaunch, LlamaNode, placeholder_workers,
+                                         untagged_note)
 from sparkadvisor.export.shell import FUNCTIONS, page_cache_drop, plan_summary, swap_checks
 from sparkadvisor.export.spec import ExportFile, is_placeholder
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
@@ -93,7 +94,7 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
     """The option's line in the argument array, under a comment where the value needs one."""
     flag, why = resolve(option[0]), ""
     if flag == "--hf-repo":
-        why = next((n.text for n in launch.notes if n.text.startswith(f"{launch.plan.build.format} names no")), "")
+        why = untagged_note(launch.plan) or ""
     elif flag == "--ctx-size":
         why = (f"--ctx-size: {launch.streams} x {launch.request_tokens:,} tokens, one KV cache the --parallel slots "
                "share (--kv-unified); each request may use all of it, up to the model's training context.")
