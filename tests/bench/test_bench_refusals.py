@@ -35,8 +35,9 @@ def test_a_server_that_is_down(capsys):
     url = closed_port_url()
     code, out, err = bench(capsys, "--vllm", url, "--record", *FAST)
     assert code == 1 and out == ""
-    assert one_sentence(err) == (f"sparkadvisor: vLLM is down: nothing answers at {url}/health (connection refused "
-                                 "or host unreachable); start it, or pass --vllm URL; nothing was recorded")
+    assert one_sentence(err) == (f"sparkadvisor: the model server is down: nothing answers at {url}/health (connection "
+                                 "refused or host unreachable); start vLLM or llama-server, or pass --vllm URL; "
+                                 "nothing was recorded")
     assert not paths.user_catalog_path().exists()
 
 

@@ -77,7 +77,7 @@ async def test_a_server_that_is_down_says_so_in_the_dialog(monkeypatch):
         assert [k.description for k in footer.items()] == ["Close"]
         await pilot.click("#bench-run")
         status = app.screen.query_one("#bench-status", Static)
-        await until(pilot, lambda: "vLLM is down" in str(status.render()))
+        await until(pilot, lambda: "the model server is down" in str(status.render()))
         assert app.screen.query_one("#bench-record", Button).disabled
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, BenchScreen))

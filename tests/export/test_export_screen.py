@@ -133,6 +133,8 @@ async def test_a_llama_cpp_plan_offers_its_own_formats_and_no_vllm_only_controls
         for vllm_only in ("yaml", "compose"):
             with pytest.raises(InvalidSelectValueError):
                 formats.value = vllm_only
+        sh = next(label for label, value in formats._options if value == "sh")
+        assert "llama-server" in str(sh) and "vLLM" not in str(sh)
         assert screen.query_one("#export-launcher", Select).disabled and screen.query_one("#export-nic").disabled
         text = screen.query_one("#export-text", TextArea)
         assert "==> node0-head.sh <==" in text.text and "==> node1-worker.sh <==" in text.text

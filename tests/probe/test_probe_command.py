@@ -85,8 +85,8 @@ def test_vllm_down_is_one_clear_sentence_and_exit_1(capsys, settings_file) -> No
     url = closed_port_url()
     code, data = probe_json(capsys, "--vllm", url, "--claude-settings", str(settings_file({"ANTHROPIC_BASE_URL": url})))
     assert code == 1 and data["vllm_up"] is False and data["served_model"] is None
-    assert texts(data, "critical")[0] == (f"vLLM is down: nothing answers at {url}/health (connection refused or host "
-                                          "unreachable); start it, or pass --vllm URL")
+    assert texts(data, "critical")[0] == (f"the model server is down: nothing answers at {url}/health (connection "
+                                          "refused or host unreachable); start vLLM or llama-server, or pass --vllm URL")
     assert (f"Claude Code points at vLLM directly ({url}), which is down: every agent request fails"
             in texts(data, "critical"))
 
@@ -100,7 +100,7 @@ def test_a_stalled_server_ends_within_the_timeout(capsys, settings_file) -> None
         server.close()
     assert time.monotonic() - started < 3.0, "a 0.3 s timeout, not the server's 30 s stall (slack for a loaded CI box)"
     assert code == 1
-    assert f"vLLM is down: {server.url}/health did not answer within 0.3 s: the server is hung" in out
+    assert f"the model server is down: {server.url}/health did not answer within 0.3 s: the server is hung" in out
 
 
 def test_a_stalled_gateway_ends_within_the_timeout(capsys, vllm, settings_file) -> None:
@@ -228,8 +228,9 @@ def test_claude_code_is_never_told_to_use_a_dead_vllm(capsys, settings_file) -> 
     assert code == 1 and data["claude_code_target"] == "cloud"
     cloud = [t for t in texts(data, "critical") if t.startswith("Claude Code goes to the cloud")]
     assert cloud == [f"Claude Code goes to the cloud: no ANTHROPIC_BASE_URL in {settings_file({})} or the "
-                     f"environment; nothing local answers to point it at yet: vLLM at {url} is down; start vLLM, "
-                     "or pass --vllm URL where it runs, and probe again for the address to give Claude Code"]
+                     f"environment; nothing local answers to point it at yet: the model server at {url} is down; "
+                     "start vLLM or llama-server, or pass --vllm URL where it runs, and probe again for the address to "
+                     "give Claude Code"]
 
 
 def test_claude_code_is_told_the_address_that_answers(capsys, vllm, gateway, settings_file) -> None:
@@ -343,8 +344,8 @@ def test_a_port_that_does_not_speak_http(capsys, settings_file) -> None:
     finally:
         server.close()
     assert code == 1 and data["vllm_up"] is False
-    assert (f"vLLM is down: {server.url}/health answered with something that is not HTTP, so another service "
-            "may hold this port; start it, or pass --vllm URL") in texts(data, "critical")
+    assert (f"the model server is down: {server.url}/health answered with something that is not HTTP, so another "
+            "service may hold this port; start vLLM or llama-server, or pass --vllm URL") in texts(data, "critical")
 
 
 def test_urls_pasted_with_v1(capsys, vllm, settings_file) -> None:

@@ -57,7 +57,7 @@ async def test_the_bench_progress_bar_stands_still_until_run_and_after_a_refusal
             if "down" in str(status.render()):
                 break
             await pilot.pause(0.05)
-        assert "vLLM is down" in str(status.render()) and bar.total is not None
+        assert "the model server is down" in str(status.render()) and bar.total is not None
 
 
 async def test_the_export_preview_is_readable_at_80_by_24_and_pages_without_a_tab(make_app) -> None:

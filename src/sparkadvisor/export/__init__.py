@@ -25,7 +25,7 @@ from sparkadvisor.export.spec import (
 )
 
 FORMATS: dict[str, str] = {
-    "sh": "one bash script per node: pre-flight checks, then vLLM in its container (or llama-server)",
+    "sh": "one bash script per node: pre-flight checks, then vLLM in its container",
     "yaml": "a vLLM --config file per node",
     "compose": "a docker compose file per node (vLLM)",
     "claude": "Claude Code's settings.json env block and a check that the service answers",
@@ -33,7 +33,12 @@ FORMATS: dict[str, str] = {
     "json": "the plan for automation: each node's role, env and exact argv",
 }
 """Export formats and what each one writes."""
-LLAMA_FORMATS = ("sh", "claude", "md", "json")
+LLAMA_FORMATS: dict[str, str] = {
+    "sh": "one bash script per node: pre-flight checks, then llama-server (an RPC server on each worker)",
+    "claude": FORMATS["claude"],
+    "md": FORMATS["md"],
+    "json": FORMATS["json"],
+}
 """What a llama.cpp plan exports to: it runs from a local build, so there is no vLLM config or container."""
 
 __all__ = ["FORMATS", "ExportError", "ExportFile", "ExportOptions", "ExportRefused", "plan_json", "render"]
@@ -92,7 +97,7 @@ def _render_llama(fmt: str, plan: Plan, options: ExportOptions, ranked: tuple[Ra
     if fmt not in LLAMA_FORMATS:
         raise ExportError(f"--format {fmt} is for vLLM, and {plan.build.id} is planned on llama.cpp, which runs "
                           "from a local build with no container or config file: export it with --format "
-                          f"{', '.join(LLAMA_FORMATS[:-1])} or {LLAMA_FORMATS[-1]}")
+                          f"{', '.join(list(LLAMA_FORMATS)[:-1])} or {list(LLAMA_FORMATS)[-1]}")
     launch = build_llama_launch(plan, options)
     if fmt == "sh":
         return llamash.render_llama_sh(launch)

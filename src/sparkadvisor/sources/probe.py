@@ -158,8 +158,9 @@ async def probe_vllm(config: ProbeConfig) -> VllmState:
     async with _client(config, headers) as client:
         health = await fetch(client, "GET", f"{base}/health", config.timeout_s)
         if not health.reached:
-            return VllmState(base, False, findings=(Finding("critical", f"vLLM is down: {health.problem}; "
-                                                            "start it, or pass --vllm URL"),))
+            # Nothing answered, so nothing says which server belongs there: name both the export starts.
+            down = f"the model server is down: {health.problem}; start vLLM or llama-server, or pass --vllm URL"
+            return VllmState(base, False, findings=(Finding("critical", down),))
         if (page := health.web_page()) is not None:
             return _not_vllm(base, health.url, page)
         version, models, metrics = await asyncio.gather(

@@ -73,7 +73,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
     def compose(self) -> ComposeResult:
         # A llama.cpp plan runs from a local build: no vLLM config or container, no Ray, no NCCL NIC.
         llama = is_llamacpp(self.plan)
-        formats = {k: v for k, v in FORMATS.items() if k in LLAMA_FORMATS} if llama else FORMATS
+        formats = LLAMA_FORMATS if llama else FORMATS
         with Vertical(id="export-box"):
             yield Label(safe_text(f"Export {self.plan.build.id} on {self.plan.cluster.label}"), id="export-title",
                         markup=False)
