@@ -118,7 +118,7 @@ def test_show_names_the_path_and_whose_prefill_rates(index) -> None:
     steps = {s.key: s.text for s in explain(plan)}
     assert "int8 tensor path llama.cpp takes for gguf-q8_0" in steps["ttft"]
     assert "llama.cpp's own, fitted to" in steps["ttft"] and "attention FLOPs" in steps["ttft"]
-    assert "K/V stream" in steps["ttft"] and "read once per 512-token chunk" in steps["ttft"]
+    assert "K/V stream" in steps["ttft"] and "read once per 2,048-token chunk" in steps["ttft"]
     assert "prefill llama.cpp's own rates for int8" in steps["constants"]
 
 
@@ -256,3 +256,47 @@ def test_a_tiny_moe_chunk_reads_only_the_experts_its_tokens_route_to(index) -> N
     plan = evaluate_build(index, glm, Cluster(index.hardware["dgx-spark"], 2), AGENTIC.changed(prefix_reuse=1.0))
     assert plan.uncached_tokens == 1 and plan.ttft_s < 0.05
     assert "first token 0.0 s <= 20 s" in " ".join(t.text for t in plan.targets)
+
+
+@pytest.mark.parametrize(("engine", "nodes", "args", "prompt", "planned", "ubatches"), [
+    ("llama.cpp", 1, (), 5000, True, 0),  # one node: nothing to pipeline
+    ("vllm", 2, (), 5000, False, 0),  # TP: the nodes share every layer
+    ("llama.cpp", 2, (), 5000, False, 4),  # llama.cpp's defaults: -b 2048 over -ub 512
+    ("llama.cpp", 2, ("-b", "2048", "-ub", "512"), 600, False, 2),  # never more ubatches than the prompt fills
+    ("llama.cpp", 2, ("--batch-size", "2048", "--ubatch-size", "2048"), 5000, False, 1),
+    ("llama.cpp", 2, (), 100_000, True, 4),  # the export's launch: 4 ubatches a batch
+    ("ollama", 2, (), 5000, False, 1),  # one num_batch of a sequence per llama_decode call
+])
+def test_a_layer_split_pipelines_the_ubatches_of_one_batch(engine, nodes, args, prompt, planned, ubatches) -> None:
+    from sparkadvisor.core.speed.prefill import pipeline_ubatches
+
+    ubatch = prefill_chunk(engine, args, None, 2048 if planned else None)
+    assert pipeline_ubatches(engine, nodes, args, prompt, ubatch, planned) == ubatches
+
+
+def test_two_nodes_on_a_layer_split_prefill_faster_only_as_far_as_the_pipeline_overlaps(index) -> None:
+    """A batch of M ubatches over P stages takes M + P - 1 stage times: 4 ubatches on 2 nodes run 8/5 = 1.6x one
+    node (a published two-Spark run of llama-bench measured +47% with the pipeline against without it), and a batch
+    of one ubatch runs at one node's pace, its nodes taking turns."""
+    model = index.models["gpt-oss-120b"]
+    p = model.params
+    c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
+
+    def cost(nodes: int, ubatches: int):
+        return prefill_cost(prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
+                                           p.experts_per_token, "mxfp4", model.attention, 5_000, engine="llama.cpp",
+                                           weight_bytes=63.4e9, chunk_tokens=2048, ubatches=ubatches), c)
+
+    one, four, turns = cost(1, 0), cost(2, 4), cost(2, 1)
+    assert one.pipeline_ms == 0
+    assert one.total_ms / (four.total_ms - four.link_ms) == pytest.approx(8 / 5)
+    assert turns.total_ms - turns.link_ms == pytest.approx(one.total_ms)
+    assert four.pipeline_ms == pytest.approx((four.total_ms - four.link_ms - four.pipeline_ms) / 4)
+
+
+def test_show_explains_the_pipeline_of_a_two_node_llama_cpp_plan(index) -> None:
+    plan = evaluate_build(index, index.builds["gpt-oss-120b-gguf-ggml"], Cluster(index.hardware["dgx-spark"], 2),
+                          AGENTIC, Settings(engine="llama.cpp"))
+    assert plan.first.prefill_inputs.ubatches == 3  # 5,000 new tokens fill 3 ubatches of 2,048
+    ttft = {s.key: s.text for s in explain(plan)}["ttft"]
+    assert "pipeline" in ttft and "2 stages over 3 ubatches a batch" in ttft and "1.33x a stage's time" in ttft

@@ -53,11 +53,16 @@ def test_the_chunk_sets_how_often_a_prompt_reads_the_weights(index):
     assert small.cold_ttft_s > own.cold_ttft_s
 
 
-def test_a_llama_cpp_plan_keeps_its_own_chunk(index):
-    # The flag is vLLM's: a build costed on llama.cpp keeps its n_ubatch.
-    p = plan(index, "gemma-4-31b-q4km-unsloth", engine="llama.cpp", batched_tokens=2048)
-    assert p.constants.engine == "llama.cpp"
-    assert p.first.prefill_inputs.chunk_tokens == 512
+def test_a_llama_cpp_plan_is_costed_for_the_ubatch_its_export_launches(index):
+    from sparkadvisor.export import render
+
+    # Without a recipe, a llama.cpp plan is costed for the launch the export writes: --ubatch-size 2,048 (the
+    # benchmarks'), or the user's --max-num-batched-tokens; llama-server's own default would be 512.
+    for batched, chunk in ((None, 2048), (1024, 1024)):
+        p = plan(index, "gemma-4-31b-q4km-unsloth", engine="llama.cpp", batched_tokens=batched)
+        assert p.constants.engine == "llama.cpp" and p.first.prefill_inputs.chunk_tokens == chunk
+        argv = json.loads(render("json", p)[0].text)["nodes"][0]["argv"]
+        assert argv[argv.index("--ubatch-size") + 1] == argv[argv.index("--batch-size") + 1] == str(chunk)
 
 
 def test_the_profile_run_says_it_was_logged_at_another_batch(index):

@@ -14,8 +14,9 @@ from typing import Literal
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, figures
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.speed.decode import estimate_decode
-from sparkadvisor.core.speed.prefill import estimate_prefill, prefill_chunk, prefill_inputs, prefill_range
+from sparkadvisor.core.speed.prefill import estimate_prefill, prefill_inputs, prefill_range
 from sparkadvisor.core.stages.decode import decode_inputs
+from sparkadvisor.core.stages.first_token import prefill_launch
 from sparkadvisor.core.stages.kv_pool import kv_bytes_read
 
 Verdict = Literal["inside", "below", "above", "unknown"]
@@ -59,13 +60,14 @@ def _prefill_rate(plan: Plan, attended: float, prompt: float) -> float | None:
     p = plan.model.params
     if p.active_b is None:
         return None
+    inputs = plan.pool.inputs
+    chunk, ubatches = prefill_launch(plan.constants.engine, plan.recipe, plan.cluster.nodes, prompt,
+                                     inputs.batched_tokens if inputs.batched_set else None)
     point = prefill_inputs(plan.cluster.nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
                            p.experts_per_token, plan.build.format, plan.model.attention, attended,
                            engine=plan.constants.engine, kv_cache_dtype=plan.fit.kv_cache_dtype,
-                           weight_bytes=plan.weights.transformer_bytes,
-                           chunk_tokens=prefill_chunk(plan.constants.engine,
-                                                      plan.recipe.extra_args if plan.recipe else (), prompt),
-                           extra_args=plan.recipe.extra_args if plan.recipe else ())
+                           weight_bytes=plan.weights.transformer_bytes, chunk_tokens=chunk,
+                           extra_args=plan.recipe.extra_args if plan.recipe else (), ubatches=ubatches)
     return estimate_prefill(point, plan.constants)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Final, Literal
 
 from sparkadvisor.core.plan import Plan
+from sparkadvisor.core.speed.prefill import LLAMA_UBATCH_TOKENS, PIPELINE_UBATCHES
 from sparkadvisor.core.units import GiB, fmt_tokens, plural
 from sparkadvisor.export.argv import Arg, EnvRef, Option, flatten, max_model_len
 from sparkadvisor.export.spec import (PLACEHOLDER_HOST, ExportError, ExportOptions, ExportRefused, Launch, Note,
@@ -38,9 +39,6 @@ SLOTS = 4
 server.cpp). With --kv-unified the slots share --ctx-size tokens, each request up to all of them (capped at the
 model's training context), so a second request (a subagent, any concurrent call) takes a free slot and leaves the
 conversation's slot, and its cached prompt, alone; without it llama-server divides --ctx-size among the slots."""
-UBATCH_TOKENS = 2048
-"""The physical batch llama.cpp's DGX Spark benchmarks ran with (llama-bench -ub 2048), which the prefill
-estimate is fitted to; llama-server's own default is 512."""
 KV_TYPES = {"auto": None, "float16": None, "bfloat16": "bf16"}
 """--kv-cache-dtype as llama.cpp's --cache-type-k/-v: f16 is its default (the 2 bytes a value the plan counts for
 auto); llama.cpp has no fp8 or nvfp4 KV cache (its types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)."""
@@ -195,22 +193,29 @@ def _kv_type(plan: Plan) -> str | None:
     return KV_TYPES[dtype]
 
 
-def batch_tokens(plan: Plan) -> int:
-    """--batch-size and --ubatch-size: the user's --max-num-batched-tokens (the tokens a step computes), else the
-    benchmarks' 2,048."""
+def ubatch_tokens(plan: Plan) -> int:
+    """--ubatch-size, as the plan's prefill is costed (`first_token.prefill_launch`): the user's
+    --max-num-batched-tokens (the tokens a step computes), else the benchmarks' `LLAMA_UBATCH_TOKENS`."""
     inputs = plan.pool.inputs
-    return inputs.batched_tokens if inputs.batched_set else UBATCH_TOKENS
+    return inputs.batched_tokens if inputs.batched_set else LLAMA_UBATCH_TOKENS
+
+
+def batch_tokens(plan: Plan) -> int:
+    """--batch-size: one ubatch on one node; on a layer split `PIPELINE_UBATCHES` of them, so that the nodes' stages
+    work on a prompt's ubatches at once instead of taking turns (llama.cpp pipelines a batch's ubatches only)."""
+    ubatch = ubatch_tokens(plan)
+    return ubatch * PIPELINE_UBATCHES if plan.cluster.nodes > 1 else ubatch
 
 
 def _server_options(plan: Plan, options: ExportOptions, served: str, streams: int, slots: int,
                     request_tokens: int | None, workers: tuple[LlamaNode, ...]) -> tuple[Option, ...]:
-    batch = str(batch_tokens(plan))
     groups: list[Option] = [("--hf-repo", hf_repo_arg(plan)), ("--no-mmproj",), ("--alias", served),
                             ("--host", "0.0.0.0"), ("--port", str(options.port))]
     if request_tokens is not None:
         groups.append(("--ctx-size", str(streams * request_tokens)))
     groups += [("--parallel", str(slots)), ("--kv-unified",), ("--n-gpu-layers", ALL_LAYERS),
-               ("--load-mode", LOAD_MODE), ("--batch-size", batch), ("--ubatch-size", batch)]
+               ("--load-mode", LOAD_MODE), ("--batch-size", str(batch_tokens(plan))),
+               ("--ubatch-size", str(ubatch_tokens(plan)))]
     if (kv_type := _kv_type(plan)) is not None:
         groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
     groups += [("--jinja",), ("--metrics",)]
@@ -226,7 +231,7 @@ def _kv_bytes(plan: Plan, streams: int, request_tokens: int | None) -> float | N
     shape = plan.pool.shape
     if shape is None or request_tokens is None:
         return None
-    return streams * shape.request_bytes(request_tokens, None, batch_tokens(plan))
+    return streams * shape.request_bytes(request_tokens, None, ubatch_tokens(plan))
 
 
 def _notes(plan: Plan, options: ExportOptions, streams: int, request_tokens: int | None) -> tuple[Note, ...]:

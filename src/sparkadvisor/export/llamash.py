@@ -9,6 +9,7 @@ shell-quoted.
 
 from __future__ import annotations
 
+from sparkadvisor.core.speed.prefill import PIPELINE_UBATCHES
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, resolve
 from sparkadvisor.export.llamacpp import (BUILD_COMMANDS, RPC_PORT, LlamaLaunch, LlamaNode, placeholder_workers,
@@ -106,6 +107,9 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
     elif flag == "--load-mode":
         why = ("--load-mode none: read the weights rather than map the file; on a DGX Spark mmap loads about ten "
                "times slower (llama.cpp #27742).")
+    elif flag == "--batch-size" and len(launch.nodes) > 1:
+        why = (f"--batch-size: {PIPELINE_UBATCHES} ubatches a batch, which llama.cpp pipelines across the nodes' "
+               "layers; with one ubatch a batch the nodes would take turns.")
     elif flag == "--ubatch-size" and not launch.plan.pool.inputs.batched_set:
         why = "--ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512)."
     elif flag == "--no-mmproj":

@@ -26,6 +26,7 @@ from sparkadvisor.core.speed.prefill import (
     PrefillInputs,
     attention_flops_per_token,
     estimate_prefill,
+    pipeline_ubatches,
     prefill_chunk,
     prefill_indexer,
     prefill_inputs,
@@ -95,7 +96,10 @@ def prefill_point(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Prefil
                           engine=recipe.engine, kv_cache_dtype=recipe.kv_cache_dtype,
                           weight_bytes=w.transformer_bytes,
                           chunk_tokens=prefill_chunk(recipe.engine, recipe.extra_args, m.context_tokens,
-                                                     m.chunk_tokens), extra_args=recipe.extra_args)
+                                                     m.chunk_tokens), extra_args=recipe.extra_args,
+                          ubatches=pipeline_ubatches(recipe.engine, recipe.nodes, recipe.extra_args, m.context_tokens,
+                                                     prefill_chunk(recipe.engine, recipe.extra_args, None,
+                                                                   m.chunk_tokens)))
 
 
 def prefill_points(index: CatalogIndex, recipes: list[Recipe]) -> list[PrefillPoint]:
@@ -169,11 +173,12 @@ def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstant
         p = pt.inputs
         terms = _attention_terms(p)
         gflop = p.gflop_by_precision(c.expert_prefill_factor)
-        rows.append([gflop.get(name, 0.0) for name in sorted(own)]
-                    + [terms[t] for t in ATTENTION_TERMS])
+        stage = p.stage_factor  # a layer split's pipeline stretches every term but the link
+        rows.append([stage * gflop.get(name, 0.0) for name in sorted(own)]
+                    + [stage * terms[t] for t in ATTENTION_TERMS])
         ms = 1e3 / pt.value
         targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s, pt.engine) * 1e3
-                       - terms["weights"] * c.prefill_weight_ms_per_gb)
+                       - stage * terms["weights"] * c.prefill_weight_ms_per_gb)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True)) if rows else {}
     rates: dict[str, float | None] = {name: solution.get(name) or None for name in PRECISIONS}
@@ -211,14 +216,15 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
         p = pt.inputs
         gflop, terms = p.gflop_by_precision(pooled.expert_prefill_factor), _attention_terms(p)
         ms = 1e3 / pt.value
-        fixed = (prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s, pt.engine) * 1e3
-                 + terms["weights"] * pooled.prefill_weight_ms_per_gb)
+        stage = p.stage_factor
         rates = {path: pooled.prefill_ms_per_gflop.get(path) for path in gflop if path not in own}
         if any(rate is None for rate in rates.values()):
             continue
-        fixed += sum(gflop[path] * (rate or 0.0) for path, rate in rates.items())
-        fixed += sum(terms[t] * pooled_rates[t] for t in ATTENTION_TERMS if t not in own_terms)
-        rows.append([gflop.get(name, 0.0) for name in own] + [terms[t] for t in own_terms])
+        staged = (terms["weights"] * pooled.prefill_weight_ms_per_gb
+                  + sum(gflop[path] * (rate or 0.0) for path, rate in rates.items())
+                  + sum(terms[t] * pooled_rates[t] for t in ATTENTION_TERMS if t not in own_terms))
+        fixed = prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s, pt.engine) * 1e3 + stage * staged
+        rows.append([stage * gflop.get(name, 0.0) for name in own] + [stage * terms[t] for t in own_terms])
         targets.append(ms - fixed)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True))

@@ -8,6 +8,7 @@ from sparkadvisor.core.schema import DecodeRead, Measurement
 from sparkadvisor.core.speed.decode import counted_gb_per_pass, counted_parts_gb, drafter_key, weight_class
 from sparkadvisor.core.speed.prefill import (
     GGML_ENGINES,
+    PrefillInputs,
     indexer_keys_per_token,
     prefill_chunk,
     prefill_cost,
@@ -263,7 +264,20 @@ def _prefill_terms(plan: Plan, precision: str, tflops: float) -> str:
         how = "the hidden state handed to the next node's layers" if c.engine in GGML_ENGINES else \
             "two all-reduces per layer"
         terms.append(f"link {cost.link_ms:.3f} ms ({how})")
+    if p.ubatches:
+        terms.append(_pipeline_text(p, cost.pipeline_ms, c.engine))
     return f"per prompt token {cost.total_ms:.3f} ms = " + " + ".join(terms)
+
+
+def _pipeline_text(p: PrefillInputs, pipeline_ms: float, engine: str) -> str:
+    """The layer split's fill and drain: how many ubatches a batch keeps in flight over how many stages."""
+    stages = p.nodes
+    if p.ubatches == 1:
+        why = "Ollama hands llama.cpp one ubatch of a prompt at a time" if engine == "ollama" else \
+            "a batch holds one ubatch"
+        return f"pipeline {pipeline_ms:.3f} ms ({why}, so the {stages} nodes take turns: one node's pace)"
+    return (f"pipeline {pipeline_ms:.3f} ms ({stages} stages over {p.ubatches} ubatches a batch: each batch fills and "
+            f"drains the pipeline, (ubatches + stages - 1) / ubatches = {p.stage_factor:.2f}x a stage's time)")
 
 
 def _chunks(m: Measurement, plan: Plan) -> str:

@@ -4,11 +4,13 @@ for the build (`prefill_precision`: llama.cpp's quantized matmuls are int8 whate
 type; vLLM's NVFP4 runs FP4 CUTLASS kernels, its W4A16 formats bf16 Marlin), plus attention
 that grows with the context the token attends to: its FLOPs at their own rate, and the cached
 K/V it streams (a flash-attention kernel reads the whole cache once per tile of queries, so
-each prompt token pays the attended K/V bytes over the tile), plus the link's share under TP.
+each prompt token pays the attended K/V bytes over the tile), plus the link's share, plus, under
+a layer split, the stages' wait while each batch fills and drains the pipeline.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from sparkadvisor.core.formats import FORMATS
@@ -33,6 +35,18 @@ DefaultOptions); vLLM: max_num_batched_tokens 8192 for `vllm serve` on a GPU wit
 
 CHUNK_FLAGS = ("--max-num-batched-tokens", "--chunked-prefill-size", "--ubatch-size", "-ub")
 """Launch flags that set the prefill chunk (vLLM, SGLang, llama.cpp)."""
+
+LLAMA_UBATCH_TOKENS = 2048
+"""The physical batch (--ubatch-size) a llama.cpp plan without a recipe is launched with, the export's: llama.cpp's
+DGX Spark benchmarks ran at -ub 2048, which its prefill rates are fitted to (llama-server's own default is 512)."""
+LLAMA_BATCH_TOKENS = 2048
+"""llama.cpp's logical batch (n_batch, common/common.h) unless --batch-size sets it: the tokens one llama_decode call
+takes, cut into ubatches of the prefill chunk."""
+BATCH_FLAGS = ("--batch-size", "-b")
+PIPELINE_UBATCHES = 4
+"""Ubatches per --batch-size the export gives a layer split: ggml's scheduler keeps 4 copies of a graph's inputs in
+flight when it pipelines (GGML_SCHED_MAX_COPIES, ggml-backend.cpp), and both published two-Spark measurements of
+the pipeline ran 4 (-b 2048 -ub 512)."""
 
 
 @record(kw_only=False)
@@ -60,6 +74,14 @@ class PrefillInputs:
     expert_precision: str | None = None
     """The routed experts' tensor path when the MoE backend differs from the dense GEMMs' (vLLM
     `--moe-backend marlin`: W4A16, bf16 MMA); None: `precision`."""
+    ubatches: int = 0
+    """Ubatches one batch puts through a layer split's stages together (`pipeline_ubatches`); 0 where the
+    nodes share every layer (TP) or there is one node."""
+
+    @property
+    def stage_factor(self) -> float:
+        """What a layer split's pipeline multiplies a stage's time by: 1 + (stages - 1) / ubatches (1 without)."""
+        return 1 + (self.nodes - 1) / self.ubatches if self.ubatches else 1.0
 
     def gflop_by_precision(self, expert_factor: float) -> dict[str, float]:
         """Dense-equivalent GFLOP of GEMM per node per prompt token, by tensor path."""
@@ -102,15 +124,16 @@ def prefill_inputs(nodes: int, active_params: float, total_params: float, routed
                    experts_per_token: int | None, weight_format: str, attention: Attention | None,
                    attended_tokens: float, *, engine: str, kv_cache_dtype: str = "auto",
                    weight_bytes: float = 0.0, chunk_tokens: int | None = None,
-                   extra_args: tuple[str, ...] = ()) -> PrefillInputs:
+                   extra_args: tuple[str, ...] = (), ubatches: int = 0) -> PrefillInputs:
     """Split the active parameters into dense and routed-expert parts, from the expert counts,
     for the tensor path `engine` takes with `weight_format`; the K/V attended at the cache's dtype;
-    the weights (`weight_bytes` across the cluster) streamed once per chunk of `chunk_tokens`."""
+    the weights (`weight_bytes` across the cluster) streamed once per chunk of `chunk_tokens`; `ubatches`
+    through a layer split's stages together (`pipeline_ubatches`)."""
     dense, expert = dense_and_expert_params(active_params, total_params, routed_experts, experts_per_token)
     kv_gb = once(("prefill kv", id(attention), attended_tokens, nodes, kv_cache_dtype), prefill_kv_gb,
                  attention, attended_tokens, nodes, kv_cache_dtype)
     share = chunk_read_share(total_params, dense, expert, routed_experts, experts_per_token, chunk_tokens)
-    return inputs_for_weights(nodes, dense, expert, attention, attended_tokens, kv_gb, chunk_tokens, share,
+    return inputs_for_weights(nodes, dense, expert, attention, attended_tokens, kv_gb, chunk_tokens, share, ubatches,
                               weight_format, engine, weight_bytes, extra_args)
 
 
@@ -137,7 +160,7 @@ def chunk_read_share(total_params: float, dense_params: float, expert_params: fl
 
 def inputs_for_weights(nodes: int, dense_params: float, expert_params: float, attention: Attention | None,
                        attended_tokens: float, kv_gb: float, chunk_tokens: int | None, read_share: float,
-                       weight_format: str, engine: str, weight_bytes: float,
+                       ubatches: int, weight_format: str, engine: str, weight_bytes: float,
                        extra_args: tuple[str, ...]) -> PrefillInputs:
     """`prefill_inputs` for weights of their own format and size, with the model's figures already
     worked out: every build of a model shares them at one depth, so a ranking makes them once
@@ -145,7 +168,7 @@ def inputs_for_weights(nodes: int, dense_params: float, expert_params: float, at
     weight_gb = weight_bytes * read_share / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
     return PrefillInputs(nodes, dense_params, expert_params, prefill_precision(weight_format, engine), attention,
                          attended_tokens, kv_gb, weight_gb, chunk_tokens,
-                         expert_precision(weight_format, engine, extra_args) if expert_params else None)
+                         expert_precision(weight_format, engine, extra_args) if expert_params else None, ubatches)
 
 
 def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
@@ -156,6 +179,24 @@ def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float
     if chunk is None:
         return None
     return max(1, round(min(chunk, prompt_tokens))) if prompt_tokens else chunk
+
+
+def pipeline_ubatches(engine: str, nodes: int, extra_args: tuple[str, ...], prompt_tokens: float | None,
+                      ubatch: int | None, planned: bool = False) -> int:
+    """Ubatches one batch sends through a layer split's stages together (0 without a layer split).
+
+    ggml's scheduler pipelines the ubatches of one llama_decode call across devices (llama-context.cpp,
+    pipeline_parallel; RPC devices since llama.cpp #18626 gave them async compute and events), so a batch of M
+    ubatches over P stages takes M + P - 1 stage times, not M x P. llama.cpp's batch is --batch-size (the export's
+    `PIPELINE_UBATCHES` ubatches when `planned`), never more ubatches than the prompt fills; Ollama's runner hands
+    llama_decode one num_batch of a sequence, which is also its ubatch (llama/llama.go), so its stages take turns."""
+    if nodes <= 1 or engine not in GGML_ENGINES:
+        return 0
+    if engine != "llama.cpp" or not ubatch:
+        return 1
+    batch = ubatch * PIPELINE_UBATCHES if planned else _flag_value(extra_args, BATCH_FLAGS) or LLAMA_BATCH_TOKENS
+    per_call = max(1, batch // ubatch)
+    return min(per_call, math.ceil(prompt_tokens / ubatch)) if prompt_tokens else per_call
 
 
 def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
@@ -289,7 +330,7 @@ per node (`attention_terms`)."""
 @record(kw_only=False)
 class PrefillCost:
     """Where one prompt token's time goes, in ms (the nodes work in parallel, so this is per
-    token of the cluster's throughput)."""
+    token of the cluster's throughput; under a layer split, less the pipeline's fill and drain)."""
 
     gemm_gflop: float
     """Dense-equivalent GFLOP of GEMM per node (experts at their cost factor)."""
@@ -312,11 +353,14 @@ class PrefillCost:
     """Those logits at the read-test bandwidth."""
     indexer_unknown: bool = False
     """The model has an indexer whose head count is unpublished: its scoring is not counted."""
+    pipeline_ms: float = 0.0
+    """A layer split's stages waiting while each batch fills and drains the pipeline: (stages - 1) / ubatches of a
+    stage's own time (`PrefillInputs.ubatches`)."""
 
     @property
     def total_ms(self) -> float:
         return (self.gemm_ms + self.attention_ms + self.kv_ms + self.weights_ms + self.link_ms + self.indexer_ms
-                + self.logits_ms)
+                + self.logits_ms + self.pipeline_ms)
 
 
 def prefill_cost(p: PrefillInputs, c: SpeedConstants,
@@ -335,10 +379,12 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants,
         terms = once(("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s, c.engine),
                      attention_terms, p.attention, p.attended_tokens, p.nodes, c.link_gb_s, c.engine)
     attention, indexer, logits_gb, unknown, link_ms = terms
-    return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention * c.prefill_attention_ms_per_gflop,
-                       p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb, link_ms,
-                       indexer, indexer * c.prefill_attention_ms_per_gflop, logits_gb,
-                       logits_gb * c.prefill_weight_ms_per_gb, unknown)
+    attention_ms, indexer_ms = attention * c.prefill_attention_ms_per_gflop, indexer * c.prefill_attention_ms_per_gflop
+    kv_ms, weights_ms = p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb
+    logits_ms = logits_gb * c.prefill_weight_ms_per_gb
+    pipeline_ms = (gemm_ms + attention_ms + kv_ms + weights_ms + indexer_ms + logits_ms) * (p.stage_factor - 1)
+    return PrefillCost(sum(by_path.values()), gemm_ms, attention, attention_ms, kv_ms, weights_ms, link_ms,
+                       indexer, indexer_ms, logits_gb, logits_ms, unknown, pipeline_ms)
 
 
 def attention_terms(attention: Attention | None, attended_tokens: float, nodes: int,

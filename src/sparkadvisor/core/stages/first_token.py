@@ -12,6 +12,7 @@ from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Measurement, Model, Recipe
 from sparkadvisor.core.speed.constants import SpeedConstants
 from sparkadvisor.core.speed.prefill import (
+    LLAMA_UBATCH_TOKENS,
     AttentionTerms,
     PrefillInputs,
     attention_terms,
@@ -19,6 +20,7 @@ from sparkadvisor.core.speed.prefill import (
     dense_and_expert_params,
     estimate_prefill,
     inputs_for_weights,
+    pipeline_ubatches,
     prefill_chunk,
     prefill_inputs,
     prefill_kv_gb,
@@ -103,9 +105,8 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     measurement = _nearest_prefill(recipe, attended)
     if measurement is not None:
         depth = measured_attended(measurement)
-        there = None if depth is None else _prefill_point(model, nodes, depth, prefill_chunk(
-            constants.engine, extra, measurement.context_tokens, measurement.chunk_tokens), constants, weight_format,
-            weight_bytes, kv_cache_dtype, extra)
+        there = None if depth is None else _prefill_point(model, nodes, depth, measurement, constants, weight_format,
+                                                          weight_bytes, kv_cache_dtype, extra)
         scale = _depth_scale(point, there, constants)
         if scale is None:
             return measurement.value, "measured", measurement, point
@@ -116,9 +117,9 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     return rate, ("estimated" if rate else "unknown"), None, point
 
 
-PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None, float]
-"""(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens, chunk read share):
-the leading arguments of `inputs_for_weights`."""
+PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None, float, int]
+"""(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens, chunk read share,
+ubatches through a layer split's stages together): the leading arguments of `inputs_for_weights`."""
 ModelPrefill = tuple[float, PrefillFigures | None, AttentionTerms | None]
 """(attended tokens, `PrefillFigures`, `attention_terms`): `prefill_shared`."""
 
@@ -133,27 +134,47 @@ def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_toke
     attended = context_tokens - uncached / 2
     if p.active_b is None:
         return attended, None, None
-    chunk = prefill_chunk(constants.engine, recipe.extra_args if recipe else (), uncached,
-                          batched if constants.engine == ENGINE else None)
+    chunk, ubatches = prefill_launch(constants.engine, recipe, nodes, uncached, batched)
     dense, expert = dense_and_expert_params(p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token)
     kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype)
     share = chunk_read_share(p.total_b * 1e9, dense, expert, p.routed_experts, p.experts_per_token, chunk)
-    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk, share)
+    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk, share, ubatches)
     return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s,
                                                      constants.engine)
 
 
-def _prefill_point(model: Model, nodes: int, attended: float, chunk: int | None, constants: SpeedConstants,
+def prefill_launch(engine: str, recipe: Recipe | None, nodes: int, prompt_tokens: float | None,
+                   batched: int | None = None) -> tuple[int | None, int]:
+    """(prompt tokens per forward pass, ubatches through a layer split's stages together) of the launch a plan
+    is costed for: the recipe's flags; without a recipe on llama.cpp, the launch the export writes (`batched`, the
+    user's --max-num-batched-tokens, else `LLAMA_UBATCH_TOKENS`, in batches of `PIPELINE_UBATCHES` on a layer
+    split); else the engine's defaults, `batched` setting vLLM's chunk."""
+    extra = recipe.extra_args if recipe else ()
+    planned = recipe is None and engine == "llama.cpp"
+    stated = batched if engine == ENGINE or planned else None
+    if planned and stated is None:
+        stated = LLAMA_UBATCH_TOKENS
+    chunk = prefill_chunk(engine, extra, prompt_tokens, stated)
+    return chunk, pipeline_ubatches(engine, nodes, extra, prompt_tokens, prefill_chunk(engine, extra, None, stated),
+                                    planned)
+
+
+def _prefill_point(model: Model, nodes: int, attended: float, m: Measurement, constants: SpeedConstants,
                    weight_format: str, weight_bytes: float, kv_cache_dtype: str,
                    extra: tuple[str, ...]) -> PrefillInputs | None:
-    """What one prompt token computes at `attended` depth for this build, None without active parameters."""
+    """What one prompt token of prefill measurement `m` computed at `attended` depth for this build, None
+    without active parameters."""
     p = model.params
     if p.active_b is None:
         return None
+    engine = constants.engine
+    ubatch = prefill_chunk(engine, extra, None, m.chunk_tokens)
     return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
-                          weight_format, model.attention, attended, engine=constants.engine,
-                          kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes, chunk_tokens=chunk,
-                          extra_args=extra)
+                          weight_format, model.attention, attended, engine=engine,
+                          kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes,
+                          chunk_tokens=prefill_chunk(engine, extra, m.context_tokens, m.chunk_tokens),
+                          extra_args=extra,
+                          ubatches=pipeline_ubatches(engine, nodes, extra, m.context_tokens, ubatch))
 
 
 def measured_attended(m: Measurement) -> float | None:

@@ -12,16 +12,16 @@
 #   86.48 GiB / 3.191 GiB per 131,072-token context = 3.55M tokens, by vLLM's per-request rule as a stand-in
 #   (llama.cpp allocates its KV cache for --ctx-size tokens, shared by its --parallel slots). At 100,000
 #   tokens per session, 37 concurrent sessions fit.
-#   5,000 tokens / estimated prefill 1,265 tok/s (range 1,017-1,683: an 80% range: split-conformal from the
+#   5,000 tokens / estimated prefill 1,400 tok/s (range 1,125-1,863: an 80% range: split-conformal from the
 #   errors on 43 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
-#   prompt token 0.791 ms = GEMM 0.285 ms (12.2 GFLOP, experts at 2x the cost, at 43 TFLOPS on the int8 tensor
+#   prompt token 0.714 ms = GEMM 0.285 ms (12.2 GFLOP, experts at 2x the cost, at 43 TFLOPS on the int8 tensor
 #   path llama.cpp takes for mxfp4: llama.cpp's own, fitted to 25 prefill measurements of 5 recipes) +
 #   attention FLOPs 0.295 ms (19.19 GFLOP attending to ~97,500 tokens, at 65 TFLOPS: llama.cpp's own, fitted
 #   to 25 prefill measurements) + K/V stream 0.109 ms (2.40 GB attended, read once per tile of queries, at
-#   0.045 ms/GB: llama.cpp's own, fitted to 25 prefill measurements) + weights 0.102 ms (12.1 GB read once per
-#   512-token chunk, at 4.30 ms/GB: the published read test)) = 4.0 s to the first token. Uncached (a cold
-#   100,000-token prompt): 59 s.
-#   4.0 s + 200 tokens / 40.3 tok/s = 8.9 s per turn.
+#   0.045 ms/GB: llama.cpp's own, fitted to 25 prefill measurements) + weights 0.025 ms (12.1 GB read once per
+#   2,048-token chunk, at 4.30 ms/GB: the published read test)) = 3.6 s to the first token. Uncached (a cold
+#   100,000-token prompt): 52 s.
+#   3.6 s + 200 tokens / 40.3 tok/s = 8.5 s per turn.
 #
 # llama.cpp runs from a local build with CUDA, as its own DGX Spark benchmarks were run. Build it once on
 # every node:
