@@ -258,20 +258,23 @@ def test_a_tiny_moe_chunk_reads_only_the_experts_its_tokens_route_to(index) -> N
     assert "first token 0.0 s <= 20 s" in " ".join(t.text for t in plan.targets)
 
 
-@pytest.mark.parametrize(("engine", "nodes", "args", "prompt", "planned", "ubatches"), [
-    ("llama.cpp", 1, (), 5000, True, 0),  # one node: nothing to pipeline
-    ("vllm", 2, (), 5000, False, 0),  # TP: the nodes share every layer
+@pytest.mark.parametrize(("engine", "stages", "args", "prompt", "planned", "ubatches"), [
+    ("llama.cpp", 1, (), 5000, True, 0),  # one stage: nothing to pipeline
+    ("vllm", 1, (), 5000, False, 0),  # TP: the nodes share every layer
+    ("vllm", 2, (), 5000, False, 1),  # PP: a prompt of one chunk passes the stages in turn
+    ("vllm", 2, (), 100_000, False, 13),  # ... and 13 chunks of 8,192 flow through them like micro-batches
+    ("sglang", 2, (), 5000, False, 0),  # not known here: counted as overlapping
     ("llama.cpp", 2, (), 5000, False, 4),  # llama.cpp's defaults: -b 2048 over -ub 512
     ("llama.cpp", 2, ("-b", "2048", "-ub", "512"), 600, False, 2),  # never more ubatches than the prompt fills
     ("llama.cpp", 2, ("--batch-size", "2048", "--ubatch-size", "2048"), 5000, False, 1),
     ("llama.cpp", 2, (), 100_000, True, 4),  # the export's launch: 4 ubatches a batch
     ("ollama", 2, (), 5000, False, 1),  # one num_batch of a sequence per llama_decode call
 ])
-def test_a_layer_split_pipelines_the_ubatches_of_one_batch(engine, nodes, args, prompt, planned, ubatches) -> None:
+def test_a_layer_split_pipelines_the_ubatches_of_one_batch(engine, stages, args, prompt, planned, ubatches) -> None:
     from sparkadvisor.core.speed.prefill import pipeline_ubatches
 
     ubatch = prefill_chunk(engine, args, None, 2048 if planned else None)
-    assert pipeline_ubatches(engine, nodes, args, prompt, ubatch, planned) == ubatches
+    assert pipeline_ubatches(engine, stages, args, prompt, ubatch, planned) == ubatches
 
 
 def test_two_nodes_on_a_layer_split_prefill_faster_only_as_far_as_the_pipeline_overlaps(index) -> None:
@@ -285,7 +288,8 @@ def test_two_nodes_on_a_layer_split_prefill_faster_only_as_far_as_the_pipeline_o
     def cost(nodes: int, ubatches: int):
         return prefill_cost(prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
                                            p.experts_per_token, "mxfp4", model.attention, 5_000, engine="llama.cpp",
-                                           weight_bytes=63.4e9, chunk_tokens=2048, ubatches=ubatches), c)
+                                           weight_bytes=63.4e9, chunk_tokens=2048, ubatches=ubatches,
+                                           stages=nodes), c)
 
     one, four, turns = cost(1, 0), cost(2, 4), cost(2, 1)
     assert one.pipeline_ms == 0
@@ -300,3 +304,22 @@ def test_show_explains_the_pipeline_of_a_two_node_llama_cpp_plan(index) -> None:
     assert plan.first.prefill_inputs.ubatches == 3  # 5,000 new tokens fill 3 ubatches of 2,048
     ttft = {s.key: s.text for s in explain(plan)}["ttft"]
     assert "pipeline" in ttft and "2 stages over 3 ubatches a batch" in ttft and "1.33x a stage's time" in ttft
+
+
+def test_vllm_pipeline_stages_take_turns_on_a_prompt_of_one_chunk(index) -> None:
+    """Three Sparks cannot split Qwen3.6-35B-A3B's heads, so vLLM splits its layers (PP=3). A turn's 5,000 new tokens
+    are one chunk, which passes the stages one after another: prefill runs at one node's pace, not three times it.
+    A cold 100,000-token prompt is 13 chunks, which flow through the stages like micro-batches (vllm #38726)."""
+    build = index.builds["qwen3.6-35b-a3b-nvfp4-redhat"]
+
+    def plan(nodes: int):
+        return evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], nodes), AGENTIC, Settings())
+
+    one, three = plan(1), plan(3)
+    assert (three.fit.tp, three.fit.pp) == (1, 3) and three.first.prefill_inputs.ubatches == 1
+    assert three.prefill_tok_s == pytest.approx(one.prefill_tok_s, rel=0.02)
+    ttft = {s.key: s.text for s in explain(three)}["ttft"]
+    assert "the new tokens fill one chunk, so the 3 stages take turns" in ttft
+    assert "the hidden state handed to the next stage's layers" in ttft and "all-reduce" not in ttft
+    cold_one, cold_three = 100_000 / one.cold_ttft_s, 100_000 / three.cold_ttft_s
+    assert cold_three / cold_one == pytest.approx(3 * 13 / (13 + 2), rel=0.05)

@@ -107,7 +107,7 @@ def test_a_layer_split_prefill_hands_the_hidden_state_on_and_pays_no_all_reduce(
     attention = gguf.model.attention
     handed = attention.hidden_size * 2 / (gguf.constants.link_gb_s * 1e9) * 1e3  # bf16, one boundary, ms
     prefill = next(s for s in explain(gguf) if s.key == "ttft").text
-    assert f"link {handed:.3f} ms (the hidden state handed to the next node's layers)" in prefill
+    assert f"link {handed:.3f} ms (the hidden state handed to the next stage's layers)" in prefill
     assert "all-reduce" not in prefill
     assert "(two all-reduces per layer)" in next(s for s in explain(tp) if s.key == "ttft").text
 

@@ -61,13 +61,14 @@ def _prefill_rate(plan: Plan, attended: float, prompt: float) -> float | None:
     if p.active_b is None:
         return None
     inputs = plan.pool.inputs
-    chunk, ubatches = prefill_launch(plan.constants.engine, plan.recipe, plan.cluster.nodes, prompt,
+    chunk, ubatches = prefill_launch(plan.constants.engine, plan.recipe, plan.pp, prompt,
                                      inputs.batched_tokens if inputs.batched_set else None)
     point = prefill_inputs(plan.cluster.nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts,
                            p.experts_per_token, plan.build.format, plan.model.attention, attended,
                            engine=plan.constants.engine, kv_cache_dtype=plan.fit.kv_cache_dtype,
                            weight_bytes=plan.weights.transformer_bytes, chunk_tokens=chunk,
-                           extra_args=plan.recipe.extra_args if plan.recipe else (), ubatches=ubatches)
+                           extra_args=plan.recipe.extra_args if plan.recipe else (), ubatches=ubatches,
+                           stages=plan.pp)
     return estimate_prefill(point, plan.constants)
 
 

@@ -162,7 +162,7 @@ class Plan:
         inputs = self.pool.inputs
         rate, _, _, _ = prefill(self.model, self.recipe, self.cluster.nodes, context, context, self.constants,
                                 self.build.format, self.weights.transformer_bytes, self.fit.kv_cache_dtype,
-                                batched=inputs.batched_tokens if inputs.batched_set else None)
+                                batched=inputs.batched_tokens if inputs.batched_set else None, stages=self.pp)
         return context / rate if rate else None
 
     @property
@@ -232,7 +232,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
                         constants=constants, weight_format=build.format,
                         weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype,
-                        model_prefill=shared.prefill, batched=settings.batched_tokens)
+                        model_prefill=shared.prefill, batched=settings.batched_tokens, stages=fit.pp)
     # A ranking makes several records a build, so they are made positionally, in their fields' order: a
     # keyword call to a class packs the keywords into a dict first, which doubles what making one costs.
     # build, model, cluster, workload, recipe, weights, fit, pool, speed, first, caveats, disqualified_by,

@@ -65,4 +65,4 @@ def _model_figures(facts: BuildFacts, hardware: Hardware, nodes: int, recipe: Re
                                 decode_mode(recipe, settings.enforce_eager), constants) if shape is not None else None)
     return ModelFigures(split, per_request, pass_terms, prefill_shared(
         facts.model, recipe, nodes, context, uncached_tokens(workload, prefix[0]), kv_cache_dtype, constants,
-        settings.batched_tokens))
+        settings.batched_tokens, pp))

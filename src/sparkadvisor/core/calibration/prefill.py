@@ -97,9 +97,9 @@ def prefill_point(index: CatalogIndex, recipe: Recipe, m: Measurement) -> Prefil
                           weight_bytes=w.transformer_bytes,
                           chunk_tokens=prefill_chunk(recipe.engine, recipe.extra_args, m.context_tokens,
                                                      m.chunk_tokens), extra_args=recipe.extra_args,
-                          ubatches=pipeline_ubatches(recipe.engine, recipe.nodes, recipe.extra_args, m.context_tokens,
+                          ubatches=pipeline_ubatches(recipe.engine, recipe.pp, recipe.extra_args, m.context_tokens,
                                                      prefill_chunk(recipe.engine, recipe.extra_args, None,
-                                                                   m.chunk_tokens)))
+                                                                   m.chunk_tokens)), stages=recipe.pp)
 
 
 def prefill_points(index: CatalogIndex, recipes: list[Recipe]) -> list[PrefillPoint]:
@@ -177,7 +177,7 @@ def _fit_prefill(points: list[PrefillPoint], c: SpeedConstants) -> SpeedConstant
         rows.append([stage * gflop.get(name, 0.0) for name in sorted(own)]
                     + [stage * terms[t] for t in ATTENTION_TERMS])
         ms = 1e3 / pt.value
-        targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s, pt.engine) * 1e3
+        targets.append(ms - prefill_link_s_per_token(p.nodes, p.attention, c.link_gb_s, p.stages) * 1e3
                        - stage * terms["weights"] * c.prefill_weight_ms_per_gb)
         weights.append(1 / ms ** 2)
     solution = dict(zip(columns, nnls(rows, targets, weights), strict=True)) if rows else {}
@@ -223,7 +223,7 @@ def _fit_engine(engine: str, points: list[PrefillPoint], pooled: SpeedConstants)
         staged = (terms["weights"] * pooled.prefill_weight_ms_per_gb
                   + sum(gflop[path] * (rate or 0.0) for path, rate in rates.items())
                   + sum(terms[t] * pooled_rates[t] for t in ATTENTION_TERMS if t not in own_terms))
-        fixed = prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s, pt.engine) * 1e3 + stage * staged
+        fixed = prefill_link_s_per_token(p.nodes, p.attention, pooled.link_gb_s, p.stages) * 1e3 + stage * staged
         rows.append([stage * gflop.get(name, 0.0) for name in own] + [stage * terms[t] for t in own_terms])
         targets.append(ms - fixed)
         weights.append(1 / ms ** 2)

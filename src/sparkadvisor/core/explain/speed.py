@@ -7,7 +7,6 @@ from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.schema import DecodeRead, Measurement
 from sparkadvisor.core.speed.decode import counted_gb_per_pass, counted_parts_gb, drafter_key, weight_class
 from sparkadvisor.core.speed.prefill import (
-    GGML_ENGINES,
     PrefillInputs,
     indexer_keys_per_token,
     prefill_chunk,
@@ -261,22 +260,25 @@ def _prefill_terms(plan: Plan, precision: str, tflops: float) -> str:
     else:
         terms.append("weights per chunk not counted (the engine's prefill chunk is unknown)")
     if cost.link_ms:
-        how = "the hidden state handed to the next node's layers" if c.engine in GGML_ENGINES else \
-            "two all-reduces per layer"
-        terms.append(f"link {cost.link_ms:.3f} ms ({how})")
+        hows = ["two all-reduces per layer"] if p.nodes > p.stages else []
+        if p.stages > 1:
+            hows.append("the hidden state handed to the next stage's layers")
+        terms.append(f"link {cost.link_ms:.3f} ms ({' and '.join(hows)})")
     if p.ubatches:
         terms.append(_pipeline_text(p, cost.pipeline_ms, c.engine))
     return f"per prompt token {cost.total_ms:.3f} ms = " + " + ".join(terms)
 
 
 def _pipeline_text(p: PrefillInputs, pipeline_ms: float, engine: str) -> str:
-    """The layer split's fill and drain: how many ubatches a batch keeps in flight over how many stages."""
-    stages = p.nodes
+    """The pipeline's fill and drain: how many ubatches a batch keeps in flight over how many stages."""
+    stages = p.stages
     if p.ubatches == 1:
-        why = "Ollama hands llama.cpp one ubatch of a prompt at a time" if engine == "ollama" else \
-            "a batch holds one ubatch"
-        return f"pipeline {pipeline_ms:.3f} ms ({why}, so the {stages} nodes take turns: one node's pace)"
-    return (f"pipeline {pipeline_ms:.3f} ms ({stages} stages over {p.ubatches} ubatches a batch: each batch fills and "
+        why = {"ollama": "Ollama hands llama.cpp one ubatch of a prompt at a time",
+               "vllm": "the new tokens fill one chunk"}
+        return (f"pipeline {pipeline_ms:.3f} ms ({why.get(engine, 'a batch holds one ubatch')}, so the {stages} "
+                "stages take turns: one stage's pace)")
+    unit = "chunks of the prompt (vllm #38726)" if engine == "vllm" else "ubatches a batch"
+    return (f"pipeline {pipeline_ms:.3f} ms ({stages} stages over {p.ubatches} {unit}: each batch fills and "
             f"drains the pipeline, (ubatches + stages - 1) / ubatches = {p.stage_factor:.2f}x a stage's time)")
 
 

@@ -75,13 +75,15 @@ class PrefillInputs:
     """The routed experts' tensor path when the MoE backend differs from the dense GEMMs' (vLLM
     `--moe-backend marlin`: W4A16, bf16 MMA); None: `precision`."""
     ubatches: int = 0
-    """Ubatches one batch puts through a layer split's stages together (`pipeline_ubatches`); 0 where the
-    nodes share every layer (TP) or there is one node."""
+    """Ubatches one batch puts through the pipeline's stages together (`pipeline_ubatches`); 0 where nothing
+    pipelines (the nodes share every layer, TP, or there is one node)."""
+    stages: int = 1
+    """Pipeline stages each ubatch passes in turn: --pipeline-parallel-size, a layer split's nodes."""
 
     @property
     def stage_factor(self) -> float:
-        """What a layer split's pipeline multiplies a stage's time by: 1 + (stages - 1) / ubatches (1 without)."""
-        return 1 + (self.nodes - 1) / self.ubatches if self.ubatches else 1.0
+        """What a pipeline multiplies a stage's time by: 1 + (stages - 1) / ubatches (1 without)."""
+        return 1 + (self.stages - 1) / self.ubatches if self.ubatches else 1.0
 
     def gflop_by_precision(self, expert_factor: float) -> dict[str, float]:
         """Dense-equivalent GFLOP of GEMM per node per prompt token, by tensor path."""
@@ -124,17 +126,17 @@ def prefill_inputs(nodes: int, active_params: float, total_params: float, routed
                    experts_per_token: int | None, weight_format: str, attention: Attention | None,
                    attended_tokens: float, *, engine: str, kv_cache_dtype: str = "auto",
                    weight_bytes: float = 0.0, chunk_tokens: int | None = None,
-                   extra_args: tuple[str, ...] = (), ubatches: int = 0) -> PrefillInputs:
+                   extra_args: tuple[str, ...] = (), ubatches: int = 0, stages: int = 1) -> PrefillInputs:
     """Split the active parameters into dense and routed-expert parts, from the expert counts,
     for the tensor path `engine` takes with `weight_format`; the K/V attended at the cache's dtype;
     the weights (`weight_bytes` across the cluster) streamed once per chunk of `chunk_tokens`; `ubatches`
-    through a layer split's stages together (`pipeline_ubatches`)."""
+    through the pipeline's `stages` together (`pipeline_ubatches`)."""
     dense, expert = dense_and_expert_params(active_params, total_params, routed_experts, experts_per_token)
-    kv_gb = once(("prefill kv", id(attention), attended_tokens, nodes, kv_cache_dtype), prefill_kv_gb,
-                 attention, attended_tokens, nodes, kv_cache_dtype)
+    kv_gb = once(("prefill kv", id(attention), attended_tokens, nodes, kv_cache_dtype, stages), prefill_kv_gb,
+                 attention, attended_tokens, nodes, kv_cache_dtype, stages)
     share = chunk_read_share(total_params, dense, expert, routed_experts, experts_per_token, chunk_tokens)
-    return inputs_for_weights(nodes, dense, expert, attention, attended_tokens, kv_gb, chunk_tokens, share, ubatches,
-                              weight_format, engine, weight_bytes, extra_args)
+    return inputs_for_weights(nodes, dense, expert, attention, attended_tokens, kv_gb, chunk_tokens, share,
+                              (ubatches, stages), weight_format, engine, weight_bytes, extra_args)
 
 
 def dense_and_expert_params(active_params: float, total_params: float, routed_experts: int | None,
@@ -160,15 +162,15 @@ def chunk_read_share(total_params: float, dense_params: float, expert_params: fl
 
 def inputs_for_weights(nodes: int, dense_params: float, expert_params: float, attention: Attention | None,
                        attended_tokens: float, kv_gb: float, chunk_tokens: int | None, read_share: float,
-                       ubatches: int, weight_format: str, engine: str, weight_bytes: float,
+                       pipeline: tuple[int, int], weight_format: str, engine: str, weight_bytes: float,
                        extra_args: tuple[str, ...]) -> PrefillInputs:
     """`prefill_inputs` for weights of their own format and size, with the model's figures already
     worked out: every build of a model shares them at one depth, so a ranking makes them once
-    (`read_share`: `chunk_read_share`)."""
+    (`read_share`: `chunk_read_share`; `pipeline`: (ubatches, stages), `PrefillInputs.ubatches`)."""
     weight_gb = weight_bytes * read_share / nodes / 1e9 / chunk_tokens if chunk_tokens else 0.0
     return PrefillInputs(nodes, dense_params, expert_params, prefill_precision(weight_format, engine), attention,
                          attended_tokens, kv_gb, weight_gb, chunk_tokens,
-                         expert_precision(weight_format, engine, extra_args) if expert_params else None, ubatches)
+                         expert_precision(weight_format, engine, extra_args) if expert_params else None, *pipeline)
 
 
 def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
@@ -181,17 +183,22 @@ def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float
     return max(1, round(min(chunk, prompt_tokens))) if prompt_tokens else chunk
 
 
-def pipeline_ubatches(engine: str, nodes: int, extra_args: tuple[str, ...], prompt_tokens: float | None,
+def pipeline_ubatches(engine: str, stages: int, extra_args: tuple[str, ...], prompt_tokens: float | None,
                       ubatch: int | None, planned: bool = False) -> int:
-    """Ubatches one batch sends through a layer split's stages together (0 without a layer split).
+    """Ubatches of one prompt that pass `stages` pipeline stages together (0: one stage, nothing to pipeline).
 
     ggml's scheduler pipelines the ubatches of one llama_decode call across devices (llama-context.cpp,
     pipeline_parallel; RPC devices since llama.cpp #18626 gave them async compute and events), so a batch of M
     ubatches over P stages takes M + P - 1 stage times, not M x P. llama.cpp's batch is --batch-size (the export's
     `PIPELINE_UBATCHES` ubatches when `planned`), never more ubatches than the prompt fills; Ollama's runner hands
-    llama_decode one num_batch of a sequence, which is also its ubatch (llama/llama.go), so its stages take turns."""
-    if nodes <= 1 or engine not in GGML_ENGINES:
+    llama_decode one num_batch of a sequence, which is also its ubatch (llama/llama.go), so its stages take turns.
+    vLLM's scheduler counts a chunk computed when it schedules it, so every chunk of a prompt (of
+    --max-num-batched-tokens) flows through the stages like a micro-batch (chunked pipeline parallelism, vllm
+    #38726). SGLang's and TensorRT-LLM's pipelines are not known here: their stages are counted as overlapping."""
+    if stages <= 1 or (engine not in GGML_ENGINES and engine != "vllm"):
         return 0
+    if engine == "vllm" and ubatch and prompt_tokens:
+        return max(1, math.ceil(prompt_tokens / ubatch))
     if engine != "llama.cpp" or not ubatch:
         return 1
     batch = ubatch * PIPELINE_UBATCHES if planned else _flag_value(extra_args, BATCH_FLAGS) or LLAMA_BATCH_TOKENS
@@ -221,10 +228,13 @@ def _flag_name(name: str) -> str:
     return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
 
 
-def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: int, kv_cache_dtype: str) -> float:
-    """GB of cached K/V (or latent and indexer keys) `attended_tokens` occupy on one rank under TP,
-    as a decode step would read them (windows, top-k and compression bound it); no linear state."""
-    shape = shape_for(attention, kv_cache_dtype, nodes, 1) if attention is not None else None
+def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: int, kv_cache_dtype: str,
+                  stages: int = 1) -> float:
+    """GB of cached K/V (or latent and indexer keys) `attended_tokens` occupy on one rank of `nodes` in `stages`
+    pipeline stages (TP within a stage), as a decode step would read them (windows, top-k and compression bound
+    it); no linear state."""
+    tp = max(1, nodes // max(stages, 1))
+    shape = shape_for(attention, kv_cache_dtype, tp, nodes // tp) if attention is not None else None
     if shape is None:
         return 0.0
     return (shape.bytes_read(round(attended_tokens)) - shape.state_bytes_per_sequence) / 1e9
@@ -310,16 +320,16 @@ def prefill_flops_per_token(active_params: float, attention: Attention | None, a
 
 
 def prefill_link_s_per_token(nodes: int, attention: Attention | None, link_gb_s: float | None,
-                             engine: str = "vllm") -> float:
-    """Seconds of link time per prompt token: under TP two all-reduces per layer, each moving
-    2 (n-1)/n x the token's hidden state (bf16); where the engine splits by layers (`GGML_ENGINES`),
-    the hidden state handed once to each next node."""
+                             stages: int = 1) -> float:
+    """Seconds of link time per prompt token on `nodes` split into `stages` pipeline stages: tensor parallelism's two
+    all-reduces per layer among each stage's n nodes, each moving 2 (n-1)/n x the token's hidden state (bf16), and
+    the hidden state handed once to each next stage (a layer split: llama.cpp's RPC, --pipeline-parallel-size)."""
     if nodes <= 1 or not link_gb_s or attention is None or not attention.hidden_size:
         return 0.0
-    if engine in GGML_ENGINES:
-        return (nodes - 1) * attention.hidden_size * ACTIVATION_BYTES / (link_gb_s * 1e9)
-    moved = 2 * attention.layers * 2 * (nodes - 1) / nodes * attention.hidden_size * ACTIVATION_BYTES
-    return moved / (link_gb_s * 1e9)
+    tp = max(1, nodes // max(stages, 1))
+    handed = (stages - 1) * attention.hidden_size * ACTIVATION_BYTES
+    reduced = 2 * attention.layers * 2 * (tp - 1) / tp * attention.hidden_size * ACTIVATION_BYTES
+    return (handed + reduced) / (link_gb_s * 1e9)
 
 
 AttentionTerms = tuple[float, float, float, bool, float]
@@ -354,8 +364,8 @@ class PrefillCost:
     indexer_unknown: bool = False
     """The model has an indexer whose head count is unpublished: its scoring is not counted."""
     pipeline_ms: float = 0.0
-    """A layer split's stages waiting while each batch fills and drains the pipeline: (stages - 1) / ubatches of a
-    stage's own time (`PrefillInputs.ubatches`)."""
+    """Pipeline stages waiting while each batch fills and drains the pipeline: (stages - 1) / ubatches of a stage's
+    own time (`PrefillInputs.stage_factor`)."""
 
     @property
     def total_ms(self) -> float:
@@ -376,8 +386,8 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants,
             return None
         gemm_ms += gflop * rate
     if terms is None:
-        terms = once(("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s, c.engine),
-                     attention_terms, p.attention, p.attended_tokens, p.nodes, c.link_gb_s, c.engine)
+        terms = once(("prefill attention", id(p.attention), p.attended_tokens, p.nodes, c.link_gb_s, p.stages),
+                     attention_terms, p.attention, p.attended_tokens, p.nodes, c.link_gb_s, p.stages)
     attention, indexer, logits_gb, unknown, link_ms = terms
     attention_ms, indexer_ms = attention * c.prefill_attention_ms_per_gflop, indexer * c.prefill_attention_ms_per_gflop
     kv_ms, weights_ms = p.kv_gb * c.prefill_kv_ms_per_gb, p.weight_gb * c.prefill_weight_ms_per_gb
@@ -388,12 +398,12 @@ def prefill_cost(p: PrefillInputs, c: SpeedConstants,
 
 
 def attention_terms(attention: Attention | None, attended_tokens: float, nodes: int,
-                    link_gb_s: float | None, engine: str = "vllm") -> AttentionTerms:
+                    link_gb_s: float | None, stages: int = 1) -> AttentionTerms:
     """(attention GFLOP, indexer GFLOP, indexer logits GB, indexer heads unknown, link ms) of one prompt
     token per node: the terms the model's attention decides whatever the build's format."""
     indexer, logits_gb, unknown = _indexer_terms(attention, attended_tokens)
     return (attention_flops_per_token(attention, attended_tokens) / nodes / 1e9, indexer, logits_gb, unknown,
-            prefill_link_s_per_token(nodes, attention, link_gb_s, engine) * 1e3)
+            prefill_link_s_per_token(nodes, attention, link_gb_s, stages) * 1e3)
 
 
 def prefill_indexer(p: PrefillInputs) -> tuple[float, float, bool]:

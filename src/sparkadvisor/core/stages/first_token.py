@@ -58,13 +58,15 @@ class FirstToken:
 def first_token(*, model: Model, recipe: Recipe | None, nodes: int, caveats: tuple[Caveat, ...],
                 workload: Workload, constants: SpeedConstants, weight_format: str = "bf16",
                 weight_bytes: float = 0.0, kv_cache_dtype: str = "auto",
-                model_prefill: ModelPrefill | None = None, batched: int | None = None) -> FirstToken:
+                model_prefill: ModelPrefill | None = None, batched: int | None = None, stages: int = 1) -> FirstToken:
     """The first token of a turn of this workload (`model_prefill`: the model's `prefill_shared` at
-    this turn's uncached tokens, when already worked out; `batched`: the user's --max-num-batched-tokens)."""
+    this turn's uncached tokens, when already worked out; `batched`: the user's --max-num-batched-tokens;
+    `stages`: the pipeline stages, pp)."""
     prefix_on, note = prefix_caching(recipe, caveats)
     uncached = uncached_tokens(workload, prefix_on)
     rate, basis, measurement, point = prefill(model, recipe, nodes, workload.context_tokens, uncached, constants,
-                                              weight_format, weight_bytes, kv_cache_dtype, model_prefill, batched)
+                                              weight_format, weight_bytes, kv_cache_dtype, model_prefill, batched,
+                                              stages)
     ttft = measured_ttft(recipe, workload.context_tokens, uncached)
     # Positional (see plan.evaluate): prefix_caching, prefix_caching_note, uncached_tokens, prefill_tok_s,
     # prefill_basis, prefill_measured, prefill_inputs, ttft_s, ttft_measured.
@@ -84,7 +86,7 @@ def uncached_tokens(workload: Workload, prefix_on: bool) -> int:
 def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
             constants: SpeedConstants, weight_format: str = "bf16", weight_bytes: float = 0.0,
             kv_cache_dtype: str = "auto", shared: ModelPrefill | None = None, batched: int | None = None,
-            ) -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
+            stages: int = 1) -> tuple[float | None, str, Measurement | None, PrefillInputs | None]:
     """(prompt tok/s, basis, measurement, inputs) for `uncached` new tokens on top of a cached prefix, the
     transformer's `weight_bytes` streamed once per prefill chunk (vLLM's: the user's --max-num-batched-tokens
     `batched`, else the recipe's).
@@ -97,16 +99,16 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     extra = recipe.extra_args if recipe else ()
     # What every build of the model shares here: once per model, recipe and depth in a ranking.
     attended, figures, terms = shared or once(("prefill", id(model), id(recipe), nodes, context_tokens, uncached,
-                                               kv_cache_dtype, id(constants), batched), prefill_shared, model,
-                                              recipe, nodes, context_tokens, uncached, kv_cache_dtype, constants,
-                                              batched)
+                                               kv_cache_dtype, id(constants), batched, stages), prefill_shared,
+                                              model, recipe, nodes, context_tokens, uncached, kv_cache_dtype,
+                                              constants, batched, stages)
     point = None if figures is None else inputs_for_weights(*figures, weight_format, constants.engine, weight_bytes,
                                                             extra)
     measurement = _nearest_prefill(recipe, attended)
     if measurement is not None:
         depth = measured_attended(measurement)
-        there = None if depth is None else _prefill_point(model, nodes, depth, measurement, constants, weight_format,
-                                                          weight_bytes, kv_cache_dtype, extra)
+        there = None if depth is None else _prefill_point(model, (nodes, stages), depth, measurement, constants,
+                                                          weight_format, weight_bytes, kv_cache_dtype, extra)
         scale = _depth_scale(point, there, constants)
         if scale is None:
             return measurement.value, "measured", measurement, point
@@ -117,35 +119,35 @@ def prefill(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int
     return rate, ("estimated" if rate else "unknown"), None, point
 
 
-PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None, float, int]
+PrefillFigures = tuple[int, float, float, Attention | None, float, float, int | None, float, tuple[int, int]]
 """(nodes, dense params, expert params, attention, attended tokens, K/V GB, chunk tokens, chunk read share,
-ubatches through a layer split's stages together): the leading arguments of `inputs_for_weights`."""
+(ubatches, stages) of the pipeline): the leading arguments of `inputs_for_weights`."""
 ModelPrefill = tuple[float, PrefillFigures | None, AttentionTerms | None]
 """(attended tokens, `PrefillFigures`, `attention_terms`): `prefill_shared`."""
 
 
 def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_tokens: int, uncached: int,
-                   kv_cache_dtype: str, constants: SpeedConstants, batched: int | None = None) -> ModelPrefill:
+                   kv_cache_dtype: str, constants: SpeedConstants, batched: int | None = None,
+                   stages: int = 1) -> ModelPrefill:
     """(attended tokens, the leading arguments of `inputs_for_weights`, `attention_terms`) of `prefill`:
     what the model, the recipe and the depth decide whatever the build's format (None without active
-    parameters; `batched`: the user's --max-num-batched-tokens, which sets vLLM's chunk)."""
+    parameters; `batched`: the user's --max-num-batched-tokens, which sets vLLM's chunk; `stages`: pp)."""
     p = model.params
     # New tokens attend to the cached prefix plus, on average, half of themselves.
     attended = context_tokens - uncached / 2
     if p.active_b is None:
         return attended, None, None
-    chunk, ubatches = prefill_launch(constants.engine, recipe, nodes, uncached, batched)
+    chunk, ubatches = prefill_launch(constants.engine, recipe, stages, uncached, batched)
     dense, expert = dense_and_expert_params(p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token)
-    kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype)
+    kv_gb = prefill_kv_gb(model.attention, attended, nodes, kv_cache_dtype, stages)
     share = chunk_read_share(p.total_b * 1e9, dense, expert, p.routed_experts, p.experts_per_token, chunk)
-    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk, share, ubatches)
-    return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s,
-                                                     constants.engine)
+    figures = (nodes, dense, expert, model.attention, attended, kv_gb, chunk, share, (ubatches, stages))
+    return attended, figures, attention_terms(model.attention, attended, nodes, constants.link_gb_s, stages)
 
 
-def prefill_launch(engine: str, recipe: Recipe | None, nodes: int, prompt_tokens: float | None,
+def prefill_launch(engine: str, recipe: Recipe | None, stages: int, prompt_tokens: float | None,
                    batched: int | None = None) -> tuple[int | None, int]:
-    """(prompt tokens per forward pass, ubatches through a layer split's stages together) of the launch a plan
+    """(prompt tokens per forward pass, ubatches through the `stages` of a pipeline together) of the launch a plan
     is costed for: the recipe's flags; without a recipe on llama.cpp, the launch the export writes (`batched`, the
     user's --max-num-batched-tokens, else `LLAMA_UBATCH_TOKENS`, in batches of `PIPELINE_UBATCHES` on a layer
     split); else the engine's defaults, `batched` setting vLLM's chunk."""
@@ -155,26 +157,26 @@ def prefill_launch(engine: str, recipe: Recipe | None, nodes: int, prompt_tokens
     if planned and stated is None:
         stated = LLAMA_UBATCH_TOKENS
     chunk = prefill_chunk(engine, extra, prompt_tokens, stated)
-    return chunk, pipeline_ubatches(engine, nodes, extra, prompt_tokens, prefill_chunk(engine, extra, None, stated),
+    return chunk, pipeline_ubatches(engine, stages, extra, prompt_tokens, prefill_chunk(engine, extra, None, stated),
                                     planned)
 
 
-def _prefill_point(model: Model, nodes: int, attended: float, m: Measurement, constants: SpeedConstants,
+def _prefill_point(model: Model, split: tuple[int, int], attended: float, m: Measurement, constants: SpeedConstants,
                    weight_format: str, weight_bytes: float, kv_cache_dtype: str,
                    extra: tuple[str, ...]) -> PrefillInputs | None:
-    """What one prompt token of prefill measurement `m` computed at `attended` depth for this build, None
-    without active parameters."""
+    """What one prompt token of prefill measurement `m` computed at `attended` depth for this build on (nodes,
+    pipeline stages) `split`, None without active parameters."""
     p = model.params
     if p.active_b is None:
         return None
-    engine = constants.engine
+    engine, (nodes, stages) = constants.engine, split
     ubatch = prefill_chunk(engine, extra, None, m.chunk_tokens)
     return prefill_inputs(nodes, p.active_b * 1e9, p.total_b * 1e9, p.routed_experts, p.experts_per_token,
                           weight_format, model.attention, attended, engine=engine,
                           kv_cache_dtype=kv_cache_dtype, weight_bytes=weight_bytes,
                           chunk_tokens=prefill_chunk(engine, extra, m.context_tokens, m.chunk_tokens),
                           extra_args=extra,
-                          ubatches=pipeline_ubatches(engine, nodes, extra, m.context_tokens, ubatch))
+                          ubatches=pipeline_ubatches(engine, stages, extra, m.context_tokens, ubatch), stages=stages)
 
 
 def measured_attended(m: Measurement) -> float | None:

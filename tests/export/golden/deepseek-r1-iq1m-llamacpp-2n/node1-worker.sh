@@ -16,18 +16,18 @@
 #   24.18 GiB / 5.449 GiB per 163,840-token context = 727k tokens, by vLLM's per-request rule as a stand-in
 #   (llama.cpp allocates its KV cache for --ctx-size tokens, shared by its --parallel slots). At 100,000
 #   tokens per session, 7 concurrent sessions fit.
-#   5,000 tokens / estimated prefill 156 tok/s (range 125-207: an 80% range: split-conformal from the errors
+#   5,000 tokens / estimated prefill 161 tok/s (range 129-214: an 80% range: split-conformal from the errors
 #   on 43 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per prompt
-#   token 6.425 ms = GEMM 1.343 ms (57.5 GFLOP per node, experts at 2x the cost, at 43 TFLOPS on the int8
+#   token 6.217 ms = GEMM 1.343 ms (57.5 GFLOP per node, experts at 2x the cost, at 43 TFLOPS on the int8
 #   tensor path llama.cpp takes for gguf-ud-iq1_m: llama.cpp's own, fitted to 25 prefill measurements of 5
 #   recipes) + attention FLOPs 2.998 ms (194.89 GFLOP attending to ~97,500 tokens, at 65 TFLOPS: llama.cpp's
-#   own, fitted to 25 prefill measurements) + K/V stream 0.312 ms (6.85 GB attended, read once per tile of
+#   own, fitted to 25 prefill measurements) + K/V stream 0.156 ms (3.43 GB attended, read once per tile of
 #   queries, at 0.045 ms/GB: llama.cpp's own, fitted to 25 prefill measurements) + weights 0.166 ms (79.0 GB
 #   per node read once per 2,048-token chunk, at 4.30 ms/GB: the published read test) + link 0.001 ms (the
-#   hidden state handed to the next node's layers) + pipeline 1.606 ms (2 stages over 3 ubatches a batch: each
-#   batch fills and drains the pipeline, (ubatches + stages - 1) / ubatches = 1.33x a stage's time)) = 32 s to
-#   the first token. Uncached (a cold 100,000-token prompt): 6 min 41 s.
-#   32 s + 200 tokens / 12.9 tok/s = 48 s per turn.
+#   hidden state handed to the next stage's layers) + pipeline 1.554 ms (2 stages over 3 ubatches a batch:
+#   each batch fills and drains the pipeline, (ubatches + stages - 1) / ubatches = 1.33x a stage's time)) = 31
+#   s to the first token. Uncached (a cold 100,000-token prompt): 6 min 31 s.
+#   31 s + 200 tokens / 12.9 tok/s = 47 s per turn.
 #
 # llama.cpp runs from a local build with CUDA and its RPC backend, as its own DGX Spark benchmarks were run.
 # Build it once on every node:
