@@ -29,7 +29,7 @@
 #   ms/GB: pooled over engines, fitted to 43 prefill measurements) + weights 0.044 ms (50.8 GB read once per
 #   5,000-token chunk, at 4.30 ms/GB: the published read test)) = 3.2 s to the first token. Uncached (a cold
 #   100,000-token prompt): 42 s.
-#   3.2 s + 200 tokens / 34.1 tok/s = 9.0 s per turn.
+#   3.2 s + 200 tokens / 34.0 tok/s = 9.0 s per turn.
 #
 # Override any setting below from the environment, e.g. HF_HOME=/data/hf ./serve.sh
 
