@@ -86,7 +86,8 @@ def test_vllm_down_is_one_clear_sentence_and_exit_1(capsys, settings_file) -> No
     code, data = probe_json(capsys, "--vllm", url, "--claude-settings", str(settings_file({"ANTHROPIC_BASE_URL": url})))
     assert code == 1 and data["vllm_up"] is False and data["served_model"] is None
     assert texts(data, "critical")[0] == (f"the model server is down: nothing answers at {url}/health (connection "
-                                          "refused or host unreachable); start vLLM or llama-server, or pass --vllm URL")
+                                          "refused or host unreachable); start vLLM or llama-server, or pass "
+                                          "--vllm URL")
     assert (f"Claude Code points at vLLM directly ({url}), which is down: every agent request fails"
             in texts(data, "critical"))
 

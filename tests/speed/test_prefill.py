@@ -12,12 +12,12 @@ from sparkadvisor.core.calibration import calibrate
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.speed.chunks import prefill_chunk
 from sparkadvisor.core.speed.prefill import (
     attention_flops_per_token,
     dense_and_expert_params,
     indexer_flops_per_token,
     indexer_keys_per_token,
-    prefill_chunk,
     prefill_cost,
     prefill_inputs,
     prefill_precision,
@@ -235,7 +235,7 @@ def test_the_measurement_nearest_the_depth_is_the_one_scaled(index) -> None:
 
 def test_a_launch_flag_of_superscript_digits_is_no_chunk_size():
     # "²".isdigit() is True but int("²") fails: a hostile recipe argument must fall back, not raise.
-    from sparkadvisor.core.speed.prefill import prefill_chunk
+    from sparkadvisor.core.speed.chunks import prefill_chunk
 
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=²",), 100_000) == 8192
     assert prefill_chunk("vllm", ("--max-num-batched-tokens=4096",), 100_000) == 4096
@@ -271,7 +271,7 @@ def test_a_tiny_moe_chunk_reads_only_the_experts_its_tokens_route_to(index) -> N
     ("ollama", 2, (), 5000, False, 1),  # one num_batch of a sequence per llama_decode call
 ])
 def test_a_layer_split_pipelines_the_ubatches_of_one_batch(engine, stages, args, prompt, planned, ubatches) -> None:
-    from sparkadvisor.core.speed.prefill import pipeline_ubatches
+    from sparkadvisor.core.speed.chunks import pipeline_ubatches
 
     ubatch = prefill_chunk(engine, args, None, 2048 if planned else None)
     assert pipeline_ubatches(engine, stages, args, prompt, ubatch, planned) == ubatches

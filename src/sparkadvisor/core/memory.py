@@ -13,7 +13,7 @@ from functools import lru_cache
 from sparkadvisor.core.formats import FORMATS
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Hardware, LoggedReserve, Model, Recipe
-from sparkadvisor.core.speed.prefill import GGML_ENGINES
+from sparkadvisor.core.speed.chunks import GGML_ENGINES
 from sparkadvisor.core.units import GiB, to_bytes
 
 PROFILE_PEAK_GIB = 3.62

@@ -15,12 +15,23 @@ from dataclasses import dataclass
 from typing import ClassVar, Final, Literal
 
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.speed.prefill import LLAMA_UBATCH_TOKENS, PIPELINE_UBATCHES
+from sparkadvisor.core.speed.chunks import LLAMA_UBATCH_TOKENS, PIPELINE_UBATCHES
 from sparkadvisor.core.units import GiB, fmt_tokens, plural
 from sparkadvisor.export.argv import Arg, EnvRef, Option, flatten, max_model_len
-from sparkadvisor.export.spec import (PLACEHOLDER_HOST, ExportError, ExportOptions, ExportRefused, Launch, Note,
-                                      caveat_notes, check_runs, is_placeholder, ruled_out, served_model_name,
-                                      worker_placeholder)
+from sparkadvisor.export.spec import (
+    PLACEHOLDER_HOST,
+    ExportError,
+    ExportOptions,
+    ExportRefused,
+    Launch,
+    Note,
+    caveat_notes,
+    check_runs,
+    is_placeholder,
+    ruled_out,
+    served_model_name,
+    worker_placeholder,
+)
 
 ENGINE = "llama.cpp"
 RPC_PROGRAM: Final = "ggml-rpc-server"

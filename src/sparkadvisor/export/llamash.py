@@ -9,11 +9,17 @@ shell-quoted.
 
 from __future__ import annotations
 
-from sparkadvisor.core.speed.prefill import PIPELINE_UBATCHES
+from sparkadvisor.core.speed.chunks import PIPELINE_UBATCHES
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, resolve
-from sparkadvisor.export.llamacpp import (BUILD_COMMANDS, RPC_PORT, LlamaLaunch, LlamaNode, placeholder_workers,
-                                         untagged_note)
+from sparkadvisor.export.llamacpp import (
+    BUILD_COMMANDS,
+    RPC_PORT,
+    LlamaLaunch,
+    LlamaNode,
+    placeholder_workers,
+    untagged_note,
+)
 from sparkadvisor.export.shell import FUNCTIONS, page_cache_drop, plan_summary, swap_checks
 from sparkadvisor.export.spec import ExportFile, is_placeholder
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words

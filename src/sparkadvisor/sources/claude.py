@@ -126,9 +126,10 @@ def _where_to_point(settings: ClaudeSettings, vllm: VllmState, gateway: GatewayS
     local = gateway.url if gateway.up else vllm.url if vllm.up else None
     if local:
         return f"add \"ANTHROPIC_BASE_URL\": \"{local}\" to the \"env\" of {settings.path}"
-    found = f"{vllm.url} answers with {vllm.other}, not vLLM" if vllm.other else f"the model server at {vllm.url} is down"
-    return (f"nothing local answers to point it at yet: {found}; start vLLM or llama-server, or pass --vllm URL where it runs, "
-            "and probe again for the address to give Claude Code")
+    found = (f"{vllm.url} answers with {vllm.other}, not vLLM" if vllm.other
+             else f"the model server at {vllm.url} is down")
+    return (f"nothing local answers to point it at yet: {found}; start vLLM or llama-server, or pass --vllm URL where "
+            "it runs, and probe again for the address to give Claude Code")
 
 
 def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState) -> list[Finding]:

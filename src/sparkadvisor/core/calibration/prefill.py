@@ -21,13 +21,12 @@ from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.lsq import nnls
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Hardware, Measurement, Recipe
+from sparkadvisor.core.speed.chunks import pipeline_ubatches, prefill_chunk
 from sparkadvisor.core.speed.constants import PRECISIONS, SpeedConstants, default_constants, tensor_peak_flops
 from sparkadvisor.core.speed.prefill import (
     PrefillInputs,
     attention_flops_per_token,
     estimate_prefill,
-    pipeline_ubatches,
-    prefill_chunk,
     prefill_indexer,
     prefill_inputs,
     prefill_link_s_per_token,

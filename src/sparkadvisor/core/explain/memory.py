@@ -14,7 +14,7 @@ from sparkadvisor.core.memory import (
 )
 from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.schema import Attention
-from sparkadvisor.core.speed.prefill import GGML_ENGINES
+from sparkadvisor.core.speed.chunks import GGML_ENGINES
 from sparkadvisor.core.stages.recipe import recipe_batched_tokens
 from sparkadvisor.core.units import GiB, fmt_size, plural
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from sparkadvisor.core.explain.step import Basis, Step, measurement_text, source_text
 from sparkadvisor.core.plan import Plan, default_engine
 from sparkadvisor.core.schema import DecodeRead, Measurement
+from sparkadvisor.core.speed.chunks import prefill_chunk
 from sparkadvisor.core.speed.decode import counted_gb_per_pass, counted_parts_gb, drafter_key, weight_class
 from sparkadvisor.core.speed.prefill import (
     PrefillInputs,
     indexer_keys_per_token,
-    prefill_chunk,
     prefill_cost,
     prefill_precision,
     prefill_range,

@@ -10,7 +10,6 @@ a layer split, the stages' wait while each batch fills and drains the pipeline.
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 
 from sparkadvisor.core.formats import FORMATS
@@ -18,35 +17,12 @@ from sparkadvisor.core.kv import shape_for
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention
+from sparkadvisor.core.speed.chunks import GGML_ENGINES, launch_flag
 from sparkadvisor.core.speed.constants import ACTIVATION_BYTES, SpeedConstants
 from sparkadvisor.core.speed.decode import experts_touched
 
-GGML_ENGINES = frozenset({"llama.cpp", "ollama"})
-"""Engines whose GEMMs are ggml's CUDA kernels (Ollama runs ggml too)."""
-
 GGML_FLOAT_FORMATS = frozenset({"bf16", "fp16", "f16", "f32"})
 """Weight formats ggml multiplies with cuBLAS in floating point rather than with its quantized kernels."""
-
-PREFILL_CHUNK_TOKENS = {"llama.cpp": 512, "ollama": 512, "vllm": 8192}
-"""Prompt tokens an engine computes per forward pass unless told otherwise; each pass reads every
-weight once. llama.cpp: n_ubatch 512 (common/common.h); Ollama: num_batch 512 (api/types.go,
-DefaultOptions); vLLM: max_num_batched_tokens 8192 for `vllm serve` on a GPU with >= 70 GiB
-(engine/arg_utils.py, get_batch_defaults). Others unknown."""
-
-CHUNK_FLAGS = ("--max-num-batched-tokens", "--chunked-prefill-size", "--ubatch-size", "-ub")
-"""Launch flags that set the prefill chunk (vLLM, SGLang, llama.cpp)."""
-
-LLAMA_UBATCH_TOKENS = 2048
-"""The physical batch (--ubatch-size) a llama.cpp plan without a recipe is launched with, the export's: llama.cpp's
-DGX Spark benchmarks ran at -ub 2048, which its prefill rates are fitted to (llama-server's own default is 512)."""
-LLAMA_BATCH_TOKENS = 2048
-"""llama.cpp's logical batch (n_batch, common/common.h) unless --batch-size sets it: the tokens one llama_decode call
-takes, cut into ubatches of the prefill chunk."""
-BATCH_FLAGS = ("--batch-size", "-b")
-PIPELINE_UBATCHES = 4
-"""Ubatches per --batch-size the export gives a layer split: ggml's scheduler keeps 4 copies of a graph's inputs in
-flight when it pipelines (GGML_SCHED_MAX_COPIES, ggml-backend.cpp), and both published two-Spark measurements of
-the pipeline ran 4 (-b 2048 -ub 512)."""
 
 
 @record(kw_only=False)
@@ -171,61 +147,6 @@ def inputs_for_weights(nodes: int, dense_params: float, expert_params: float, at
     return PrefillInputs(nodes, dense_params, expert_params, prefill_precision(weight_format, engine), attention,
                          attended_tokens, kv_gb, weight_gb, chunk_tokens,
                          expert_precision(weight_format, engine, extra_args) if expert_params else None, *pipeline)
-
-
-def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
-                  stated: int | None = None) -> int | None:
-    """Prompt tokens per forward pass: as stated, else as the launch flags set it, else the engine's
-    default (PREFILL_CHUNK_TOKENS); never more than the prompt. None when unknown."""
-    chunk = stated or _flag_value(extra_args, CHUNK_FLAGS) or PREFILL_CHUNK_TOKENS.get(engine)
-    if chunk is None:
-        return None
-    return max(1, round(min(chunk, prompt_tokens))) if prompt_tokens else chunk
-
-
-def pipeline_ubatches(engine: str, stages: int, extra_args: tuple[str, ...], prompt_tokens: float | None,
-                      ubatch: int | None, planned: bool = False) -> int:
-    """Ubatches of one prompt that pass `stages` pipeline stages together (0: one stage, nothing to pipeline).
-
-    ggml's scheduler pipelines the ubatches of one llama_decode call across devices (llama-context.cpp,
-    pipeline_parallel; RPC devices since llama.cpp #18626 gave them async compute and events), so a batch of M
-    ubatches over P stages takes M + P - 1 stage times, not M x P. llama.cpp's batch is --batch-size (the export's
-    `PIPELINE_UBATCHES` ubatches when `planned`), never more ubatches than the prompt fills; Ollama's runner hands
-    llama_decode one num_batch of a sequence, which is also its ubatch (llama/llama.go), so its stages take turns.
-    vLLM's scheduler counts a chunk computed when it schedules it, so every chunk of a prompt (of
-    --max-num-batched-tokens) flows through the stages like a micro-batch (chunked pipeline parallelism, vllm
-    #38726). SGLang's and TensorRT-LLM's pipelines are not known here: their stages are counted as overlapping."""
-    if stages <= 1 or (engine not in GGML_ENGINES and engine != "vllm"):
-        return 0
-    if engine == "vllm" and ubatch and prompt_tokens:
-        return max(1, math.ceil(prompt_tokens / ubatch))
-    if engine != "llama.cpp" or not ubatch:
-        return 1
-    batch = ubatch * PIPELINE_UBATCHES if planned else _flag_value(extra_args, BATCH_FLAGS) or LLAMA_BATCH_TOKENS
-    per_call = max(1, batch // ubatch)
-    return min(per_call, math.ceil(prompt_tokens / ubatch)) if prompt_tokens else per_call
-
-
-def _flag_value(args: tuple[str, ...], names: tuple[str, ...]) -> int | None:
-    value = launch_flag(args, names)
-    return int(value) if value and value.isdecimal() else None
-
-
-def launch_flag(args: tuple[str, ...], names: tuple[str, ...]) -> str | None:
-    """The value launch arguments give the first of `names` they set (`--flag v` or `--flag=v`; a
-    long flag's dashes and underscores alike, as vLLM reads them), or None."""
-    if not args:
-        return None  # most builds have no recipe, so no arguments: skip spelling out the names
-    wanted = {_flag_name(name) for name in names}
-    for i, arg in enumerate(args):
-        name, eq, value = arg.partition("=")
-        if _flag_name(name) in wanted:
-            return value if eq else (args[i + 1] if i + 1 < len(args) else None)
-    return None
-
-
-def _flag_name(name: str) -> str:
-    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
 
 
 def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: int, kv_cache_dtype: str,

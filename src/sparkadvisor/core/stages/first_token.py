@@ -10,9 +10,9 @@ from sparkadvisor.core.index import ENGINE
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Measurement, Model, Recipe
+from sparkadvisor.core.speed.chunks import LLAMA_UBATCH_TOKENS, pipeline_ubatches, prefill_chunk
 from sparkadvisor.core.speed.constants import SpeedConstants
 from sparkadvisor.core.speed.prefill import (
-    LLAMA_UBATCH_TOKENS,
     AttentionTerms,
     PrefillInputs,
     attention_terms,
@@ -20,8 +20,6 @@ from sparkadvisor.core.speed.prefill import (
     dense_and_expert_params,
     estimate_prefill,
     inputs_for_weights,
-    pipeline_ubatches,
-    prefill_chunk,
     prefill_inputs,
     prefill_kv_gb,
 )

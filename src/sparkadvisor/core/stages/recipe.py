@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sparkadvisor.core.schema import Caveat, Hardware, Measurement, Recipe
-from sparkadvisor.core.speed.prefill import launch_flag
+from sparkadvisor.core.speed.chunks import launch_flag
 from sparkadvisor.core.targets import usable_context
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from textual.content import Content
 
 from sparkadvisor.core.memory import Budget
-from sparkadvisor.core.speed.prefill import GGML_ENGINES
+from sparkadvisor.core.speed.chunks import GGML_ENGINES
 from sparkadvisor.core.units import GiB
 
 
