@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from sparkadvisor.core.caveats import by_severity
 from sparkadvisor.core.advisor import show_steps
+from sparkadvisor.core.caveats import by_severity
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.ranking import Ranked

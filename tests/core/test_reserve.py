@@ -70,7 +70,8 @@ def test_a_recipe_with_its_own_logged_boot_is_reserved_by_it(index):
     assert r.graph_bytes == pytest.approx(0.40 * GiB) and r.draft_graph_bytes == 0
     assert "tonyd2wild-qwen-kv-ledger" in p.source_ids() and "tonyd2wild-glm" not in r.source_ids
     text = step(p, "budget")
-    assert "this recipe's own logged boot at 8,192 batched tokens, where the recipe runs 4,096 (which needs less" in text
+    assert ("this recipe's own logged boot at 8,192 batched tokens, where the recipe runs 4,096 (which needs less"
+            in text)
     assert "ledger row 12" in text
     # --eager drops its graphs and keeps its profile run.
     eager = plan(index, "qwen3.8-flash-next-nvfp4", 2, Settings(enforce_eager=True)).budget.reserve

@@ -20,8 +20,8 @@ HELP = " ".join(["--hf-repo", "--no-mmproj", "--alias", "--host", "--port", "--c
 """What the llama-server stand-in prints for --help: every flag the export passes."""
 
 
-def _json(index, build, nodes, options=ExportOptions()):
-    return json.loads(render("json", plan_for(index, build, nodes), options)[0].text)
+def _json(index, build, nodes, options=None):
+    return json.loads(render("json", plan_for(index, build, nodes), options or ExportOptions())[0].text)
 
 
 def test_the_quant_tag_llama_server_picks_the_file_by(index):

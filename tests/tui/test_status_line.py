@@ -9,9 +9,10 @@ from sparkadvisor.sources.probe import QuickCheck
 from sparkadvisor.tui.widgets.probe_status import status_line
 
 
-def _low_hit_rate(rate: float = 0.15, config: ServedConfig = ServedConfig()) -> MetricsWindow:
+def _low_hit_rate(rate: float = 0.15, config: ServedConfig | None = None) -> MetricsWindow:
     none = Latency(None, None, None, 0, "none")
-    return MetricsWindow(5.0, rate, 0.5, 1000.0, 0.3, 1.0, 0.0, none, none, None, None, None, True, config=config)
+    return MetricsWindow(5.0, rate, 0.5, 1000.0, 0.3, 1.0, 0.0, none, none, None, None, None, True,
+                         config=config or ServedConfig())
 
 
 async def test_the_screens_plans_give_the_first_token_cost_of_a_low_hit_rate(make_app) -> None:

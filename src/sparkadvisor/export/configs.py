@@ -14,8 +14,15 @@ from typing import Any
 
 from sparkadvisor.export.argv import Arg, EnvRef, Option, resolve
 from sparkadvisor.export.flags import long_name, option_name
-from sparkadvisor.export.spec import (CONTAINER_HF_HOME, CONTAINER_VLLM_CACHE, ExportError, ExportFile, Launch,
-                                      NodeLaunch, is_placeholder)
+from sparkadvisor.export.spec import (
+    CONTAINER_HF_HOME,
+    CONTAINER_VLLM_CACHE,
+    ExportError,
+    ExportFile,
+    Launch,
+    NodeLaunch,
+    is_placeholder,
+)
 from sparkadvisor.export.text import comment
 from sparkadvisor.export.yamlout import dump
 

@@ -14,8 +14,16 @@ from sparkadvisor.core.stages.recipe import recipe_batched_tokens
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
 from sparkadvisor.export.llamacpp import AnyLaunch
-from sparkadvisor.export.spec import (CONTAINER_HF_HOME, CONTAINER_VLLM_CACHE, ExportFile, Launch, NodeLaunch, Note,
-                                      PatchUse, is_placeholder)
+from sparkadvisor.export.spec import (
+    CONTAINER_HF_HOME,
+    CONTAINER_VLLM_CACHE,
+    ExportFile,
+    Launch,
+    NodeLaunch,
+    Note,
+    PatchUse,
+    is_placeholder,
+)
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
 SIZE_TOLERANCE = 0.10

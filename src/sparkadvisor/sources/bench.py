@@ -21,8 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sparkadvisor.core.bench import (BenchSpec, Collected, Sample, Step, StepResult, cache_settings, counters_between,
-                                     with_request_hits)
+from sparkadvisor.core.bench import (
+    BenchSpec,
+    Collected,
+    Sample,
+    Step,
+    StepResult,
+    cache_settings,
+    counters_between,
+    with_request_hits,
+)
 
 if TYPE_CHECKING:
     import httpx

@@ -22,8 +22,7 @@ from typing import Any
 import httpx
 
 from sparkadvisor.core.checkup import Finding, ServedModel, Target, claude_target, same_service
-from sparkadvisor.core.metrics import (MetricsFormatError, MetricsWindow, Scrape, from_llamacpp, parse_prometheus,
-                                       window)
+from sparkadvisor.core.metrics import MetricsFormatError, MetricsWindow, Scrape, from_llamacpp, parse_prometheus, window
 from sparkadvisor.sources.claude import ClaudeSettings, claude_findings, read_claude_settings
 from sparkadvisor.sources.greeting import listen_while_waiting, not_http_sentence, web_page
 from sparkadvisor.urls import redact_urls

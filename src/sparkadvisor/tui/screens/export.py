@@ -16,8 +16,16 @@ from sparkadvisor.core.plan import Plan
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.units import plural
-from sparkadvisor.export import (FORMATS, LLAMA_FORMATS, ExportError, ExportFile, ExportOptions, ExportRefused,
-                                 addresses, render)
+from sparkadvisor.export import (
+    FORMATS,
+    LLAMA_FORMATS,
+    ExportError,
+    ExportFile,
+    ExportOptions,
+    ExportRefused,
+    addresses,
+    render,
+)
 from sparkadvisor.export.llamacpp import is_llamacpp
 from sparkadvisor.export.placeholders import left_out
 from sparkadvisor.export.spec import CX7_NETDEV
