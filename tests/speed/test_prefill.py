@@ -216,21 +216,20 @@ def test_a_measured_prefill_rate_holds_at_its_own_depth_and_is_scaled_by_the_mod
 
 
 def test_the_measurement_nearest_the_depth_is_the_one_scaled(index) -> None:
-    """llama-bench measured pp2048 at depths 0 to 32,768 with -ub 2048: a prompt at a measured depth
-    takes that row, scaled only by the chunk (llama-server's default n_ubatch 512 reads every weight
-    four times as often per prompt token)."""
+    """llama-bench measured pp2048 at depths 0 to 32,768 with -ub 2048, the ubatch a llama.cpp plan is costed
+    and exported with: a prompt at a measured depth takes that row as measured. At a smaller ubatch (the user's
+    --max-num-batched-tokens 512) it is scaled by the chunk: every weight is read four times as often."""
     from sparkadvisor.core.stages.first_token import prefill
 
     recipe = next(r for r in index.catalog.recipes if r.id == "gpt-oss-120b-llamacpp-bench")
     facts = index.facts[recipe.build]
     c = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
     row = next(m for m in recipe.measurements if m.metric == "prefill_tok_s" and m.depth_tokens == 8192)
-    rate, basis, m, _ = prefill(facts.model, recipe, 1, 8192 + 2048, 2048, c, facts.build.format,
-                                facts.weights.transformer_bytes)
-    assert (m, basis) == (row, "scaled") and rate < row.value
-    at_bench_chunk = replace(recipe, extra_args=("-ub", "2048"))
-    assert prefill(facts.model, at_bench_chunk, 1, 8192 + 2048, 2048, c, facts.build.format,
+    assert prefill(facts.model, recipe, 1, 8192 + 2048, 2048, c, facts.build.format,
                    facts.weights.transformer_bytes)[:3] == (row.value, "measured", row)
+    rate, basis, m, _ = prefill(facts.model, recipe, 1, 8192 + 2048, 2048, c, facts.build.format,
+                                facts.weights.transformer_bytes, batched=512)
+    assert (m, basis) == (row, "scaled") and rate < row.value
 
 
 def test_a_launch_flag_of_superscript_digits_is_no_chunk_size():

@@ -146,11 +146,12 @@ def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_toke
 def prefill_launch(engine: str, recipe: Recipe | None, stages: int, prompt_tokens: float | None,
                    batched: int | None = None) -> tuple[int | None, int]:
     """(prompt tokens per forward pass, ubatches through the `stages` of a pipeline together) of the launch a plan
-    is costed for: the recipe's flags; without a recipe on llama.cpp, the launch the export writes (`batched`, the
-    user's --max-num-batched-tokens, else `LLAMA_UBATCH_TOKENS`, in batches of `PIPELINE_UBATCHES` on a layer
-    split); else the engine's defaults, `batched` setting vLLM's chunk."""
+    is costed for. On llama.cpp, the launch the export writes: `batched` (the user's --max-num-batched-tokens), else
+    `LLAMA_UBATCH_TOKENS`, in batches of `PIPELINE_UBATCHES` on a layer split; its recipes are measurements
+    (llama-bench's, a bench run's), whose flags the export does not copy. Elsewhere the recipe's flags, else the
+    engine's defaults, `batched` setting vLLM's chunk."""
     extra = recipe.extra_args if recipe else ()
-    planned = recipe is None and engine == "llama.cpp"
+    planned = engine == "llama.cpp"
     stated = batched if engine == ENGINE or planned else None
     if planned and stated is None:
         stated = LLAMA_UBATCH_TOKENS
