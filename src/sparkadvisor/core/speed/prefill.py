@@ -4,8 +4,8 @@ for the build (`prefill_precision`: llama.cpp's quantized matmuls are int8 whate
 type; vLLM's NVFP4 runs FP4 CUTLASS kernels, its W4A16 formats bf16 Marlin), plus attention
 that grows with the context the token attends to: its FLOPs at their own rate, and the cached
 K/V it streams (a flash-attention kernel reads the whole cache once per tile of queries, so
-each prompt token pays the attended K/V bytes over the tile), plus the link's share, plus, under
-a layer split, the stages' wait while each batch fills and drains the pipeline.
+each prompt token pays the attended K/V bytes over the tile), plus the link's share, plus, where
+the layers are split into pipeline stages, the stages' wait while each batch fills and drains them.
 """
 
 from __future__ import annotations
@@ -154,8 +154,7 @@ def prefill_kv_gb(attention: Attention | None, attended_tokens: float, nodes: in
     """GB of cached K/V (or latent and indexer keys) `attended_tokens` occupy on one rank of `nodes` in `stages`
     pipeline stages (TP within a stage), as a decode step would read them (windows, top-k and compression bound
     it); no linear state."""
-    tp = max(1, nodes // max(stages, 1))
-    shape = shape_for(attention, kv_cache_dtype, tp, nodes // tp) if attention is not None else None
+    shape = shape_for(attention, kv_cache_dtype, max(1, nodes // stages), stages) if attention is not None else None
     if shape is None:
         return 0.0
     return (shape.bytes_read(round(attended_tokens)) - shape.state_bytes_per_sequence) / 1e9
@@ -260,8 +259,8 @@ per node (`attention_terms`)."""
 
 @record(kw_only=False)
 class PrefillCost:
-    """Where one prompt token's time goes, in ms (the nodes work in parallel, so this is per
-    token of the cluster's throughput; under a layer split, less the pipeline's fill and drain)."""
+    """Where one prompt token's time goes, in ms, per token of the cluster's throughput: the nodes work in
+    parallel, except while a pipeline of layer stages fills and drains (`pipeline_ms`)."""
 
     gemm_gflop: float
     """Dense-equivalent GFLOP of GEMM per node (experts at their cost factor)."""
