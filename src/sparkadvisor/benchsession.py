@@ -179,7 +179,14 @@ class BenchSession:
         info = replace(self.info, url=without_credentials(self.info.url))  # the source keeps no password
         pool = served_pool(self.plan, info.config, info.served.max_model_len) if self.plan is not None else None
         return record_bench(self.index, self.match.build, self.options.cluster, info, self.collected, base,
-                            pool=pool)
+                            pool=pool, launch=self._assumed_launch(info))
+
+    def _assumed_launch(self, info: ServerInfo) -> tuple[str, ...]:
+        """llama-server reports no batch sizes: a llama.cpp run is recorded with the ones the export writes, which
+        the plan it was held against assumed (and the source note says so)."""
+        from sparkadvisor.export.llamacpp import batch_args
+
+        return batch_args(self.plan) if info.served.engine == "llama.cpp" and self.plan is not None else ()
 
 
 def spec_text(spec: BenchSpec) -> str:

@@ -324,10 +324,11 @@ class Recorded:
 
 
 def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: Any, base: Any | None,
-                 today: str | None = None, pool: Any | None = None) -> Recorded:
+                 today: str | None = None, pool: Any | None = None, launch: tuple[str, ...] = ()) -> Recorded:
     """Add a bench run as measurements of `build` on `cluster`: to the bench recipe measured with
     the same server settings (never changing what it holds), else to a new one. `pool`, the KV cache
-    vLLM sized (`core.checkup.ServedPool`), is added as well unless that recipe already holds that pool."""
+    vLLM sized (`core.checkup.ServedPool`), is added as well unless that recipe already holds that pool;
+    `launch`, flags the server does not report, is recorded as assumed (a recipe with others is another)."""
     from sparkadvisor.core.bench import figures
     from sparkadvisor.core.benchrecord import (
         bench_measurements,
@@ -344,6 +345,8 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     sources = tables.setdefault("sources", {})
     source_id = _free_id(f"bench-{build.id}-{today}", set(sources) | set(index.catalog.sources))
     settings = server_recipe_settings(info)
+    if launch:
+        settings["extra_args"] = list(launch)
     recipes = tables.setdefault("recipes", [])
     recipe = _bench_recipe(recipes, sources, build, cluster, settings)
     measurements = bench_measurements(figures(collected), collected.spec, source_id, today)
@@ -351,7 +354,7 @@ def record_bench(index: Any, build: Build, cluster: Any, info: Any, collected: A
     if sized is not None and not any(m.get("metric") == "kv_pool_tokens" and m.get("value") == sized["value"]
                                      for m in (recipe or {}).get("measurements", []) if isinstance(m, dict)):
         measurements.append(sized)
-    sources[source_id] = bench_source(info, cluster, collected, base.id if base else None, today)
+    sources[source_id] = bench_source(info, cluster, collected, base.id if base else None, today, launch)
     edit.change(append_table, _toml({"sources": {source_id: sources[source_id]}}))
     if recipe is None:
         taken = {r.get("id") for r in recipes if isinstance(r, dict)} | {r.id for r in index.catalog.recipes}
@@ -417,6 +420,7 @@ def _bench_recipe(recipes: list[Any], sources: dict[str, Any], build: Build, clu
             continue
         same_place = (recipe.get("build"), recipe.get("hardware", "dgx-spark"), recipe.get("nodes")) == \
                      (build.id, cluster.hardware.id, cluster.nodes)
-        if same_place and all(recipe.get(k) == settings.get(k) for k in BENCH_SETTINGS):
+        launch = ("extra_args",) if "extra_args" in settings else ()
+        if same_place and all(recipe.get(k) == settings.get(k) for k in (*BENCH_SETTINGS, *launch)):
             return recipe
     return None

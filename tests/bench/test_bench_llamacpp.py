@@ -4,6 +4,7 @@ from a build of October 2026): the exported llama.cpp launch gets the same live 
 from __future__ import annotations
 
 import json
+import tomllib
 
 import pytest
 from bench_fakes import bench_server
@@ -34,6 +35,10 @@ def test_bench_cuts_prompts_with_llama_servers_tokenize_and_counts_its_own_cache
     text = (tmp_path / "data" / "catalog.toml").read_text(encoding="utf-8")
     assert f'build = "{BUILD}"' in text and 'engine = "llama.cpp"' in text and "pp = 1" in text
     assert "against llama-server serving gpt-oss-20b-gguf-ggml (context 16,384 a slot)" in text
+    # llama-server reports no batch sizes: the run is recorded with the export's, which the plan assumed, and says so.
+    recipe = tomllib.loads(text)["recipes"][0]
+    assert recipe["extra_args"] == ["--batch-size", "2048", "--ubatch-size", "2048"]
+    assert "--batch-size 2048 --ubatch-size 2048 assumed as sparkadvisor's export passes them" in text
 
 
 def test_bench_says_llama_servers_context_and_how_to_raise_it(llama, capsys):
@@ -80,3 +85,13 @@ def test_probe_says_to_start_llama_server_with_metrics(capsys):
         server.close()
     out = capsys.readouterr().out
     assert "/metrics answered HTTP 501" in out and "Start it with `--metrics`" in out
+
+
+def test_a_run_assumed_at_another_batch_is_another_recipe(llama, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    run = ["bench", "--vllm", llama.url, "--context", "2000", "--output-tokens", "20", "--repetitions", "1",
+           "--streams", "1", "--nodes", "1", "--record"]
+    assert main(run) == 0 and main([*run, "--max-num-batched-tokens", "1024"]) == 0
+    recipes = tomllib.loads((tmp_path / "data" / "catalog.toml").read_text(encoding="utf-8"))["recipes"]
+    assert [r["extra_args"] for r in recipes] == [["--batch-size", "2048", "--ubatch-size", "2048"],
+                                                  ["--batch-size", "1024", "--ubatch-size", "1024"]]

@@ -69,8 +69,10 @@ def _split(engine: str, nodes: int) -> dict[str, int]:
     return {"tp": 1, "pp": nodes} if engine == "llama.cpp" else {"tp": nodes}
 
 
-def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, today: str) -> dict[str, Any]:
-    """The source entry of one run: when, which vLLM and served name, and what the server said."""
+def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, today: str,
+                 launch: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The source entry of one run: when, which vLLM and served name, what the server said, and the launch flags
+    assumed where it says nothing of them (`launch`)."""
     from sparkadvisor.core.bench import acceptance
 
     labels = info.labels
@@ -83,6 +85,8 @@ def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, t
     split = "PP" if info.served.engine == "llama.cpp" else "TP"
     rest = (f"parallelism, CUDA graphs and the speculation method as in recipe {base_id} (not readable from "
             "the server)" if base_id is not None else f"{split}={cluster.nodes} assumed (not readable from the server)")
+    if launch:
+        rest += f"; {' '.join(launch)} assumed as sparkadvisor's export passes them (llama-server reports neither)"
     spec = collected.spec
     return {"title": f"sparkadvisor bench of {info.served.id} on {cluster.label}", "kind": "bench",
             "url": info.url,

@@ -218,6 +218,11 @@ def batch_tokens(plan: Plan) -> int:
     return ubatch * PIPELINE_UBATCHES if plan.cluster.nodes > 1 else ubatch
 
 
+def batch_args(plan: Plan) -> tuple[str, ...]:
+    """--batch-size and --ubatch-size as the export passes them, which the plan's prefill is costed for."""
+    return ("--batch-size", str(batch_tokens(plan)), "--ubatch-size", str(ubatch_tokens(plan)))
+
+
 def _server_options(plan: Plan, options: ExportOptions, served: str, streams: int, slots: int,
                     request_tokens: int | None, workers: tuple[LlamaNode, ...]) -> tuple[Option, ...]:
     groups: list[Option] = [("--hf-repo", hf_repo_arg(plan)), ("--no-mmproj",), ("--alias", served),
