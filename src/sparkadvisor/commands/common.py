@@ -87,7 +87,8 @@ def add_scenario_options(parser: argparse.ArgumentParser, output: str = "json", 
                              "and the longest it serves (its recipe's or its model's native context)")
     parser.add_argument("--max-num-batched-tokens", type=token_count, metavar="TOKENS", dest="batched_tokens",
                         help="tokens vLLM computes in one step: the prefill chunk, and what a sliding-window layer "
-                             "keeps per request beside its window (default: each recipe's, else vLLM's 8,192)")
+                             "keeps per request beside its window (default: each recipe's, else vLLM's 8,192); on "
+                             "llama.cpp, the --ubatch-size the export passes (default 2,048)")
     parser.add_argument("--kv-cache-dtype", choices=sorted(KV_DTYPE_BYTES), metavar="DTYPE",
                         help=f"override the KV cache dtype ({', '.join(sorted(KV_DTYPE_BYTES))})")
     parser.add_argument("--engine", metavar="ENGINE",

@@ -88,7 +88,8 @@ FIELDS = (
 )
 """The fields in order, one line each. Memory utilization is vLLM's --gpu-memory-utilization, the max model
 length its --max-model-len (a ceiling: each build serves the smaller of it and its own longest), batched
-tokens its --max-num-batched-tokens (the prefill chunk, and what a sliding window keeps beside it), the mode
+tokens its --max-num-batched-tokens (the prefill chunk, and what a sliding window keeps beside it; llama.cpp's
+--ubatch-size), the mode
 its --enforce-eager (eager) or CUDA graphs, the engine the one a build without a recipe is costed on,
 speculation "off" every recipe without its drafter.
 `min_capability` is a share of the frontier reference score; it hides builds below it and those of
