@@ -30,7 +30,8 @@ BATCH_FLAGS = ("--batch-size", "-b")
 PIPELINE_UBATCHES = 4
 """Ubatches per --batch-size the export gives a layer split: ggml's scheduler keeps 4 copies of a graph's inputs in
 flight when it pipelines (GGML_SCHED_MAX_COPIES, ggml-backend.cpp), and both published two-Spark measurements of
-the pipeline ran 4 (-b 2048 -ub 512)."""
+the pipeline ran 4 (-b 2048 -ub 512: tetherto/qvac-fabric-llm.cpp #202, pp2048 +47% with it; unslothai/llama.cpp
+#181, "multi-node prefill roughly doubles")."""
 
 
 def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float | None,
