@@ -420,7 +420,7 @@ def _bench_recipe(recipes: list[Any], sources: dict[str, Any], build: Build, clu
             continue
         same_place = (recipe.get("build"), recipe.get("hardware", "dgx-spark"), recipe.get("nodes")) == \
                      (build.id, cluster.hardware.id, cluster.nodes)
-        launch = ("extra_args",) if "extra_args" in settings else ()
-        if same_place and all(recipe.get(k) == settings.get(k) for k in (*BENCH_SETTINGS, *launch)):
+        assumed = ("extra_args",) if "extra_args" in settings else ()  # launch flags a llama.cpp run assumed
+        if same_place and all(recipe.get(k) == settings.get(k) for k in (*BENCH_SETTINGS, *assumed)):
             return recipe
     return None
