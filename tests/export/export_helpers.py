@@ -51,6 +51,8 @@ outputs = {{
     "ip": "2: enp1s0f1np1 inet 192.168.100.10/24 brd x\\n",
     "hf": os.environ.get("STANDIN_MODEL_DIR", "/nonexistent") + "\\n",
 }}
+if name == "nvidia-smi" and "--query-gpu=memory.free" in args:
+    outputs[name] = os.environ.get("STANDIN_GPU_FREE_MIB", "97000") + "\\n"
 sys.stdout.write(outputs.get(name, ""))
 if name == "llama-server" and args[:1] == ["--help"]:
     sys.stdout.write(os.environ.get("STANDIN_LLAMA_HELP", ""))

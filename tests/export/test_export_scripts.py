@@ -67,6 +67,30 @@ def test_failed_check_stops_the_script_before_vllm(index, tmp_path):
     assert not any(c[0] == "docker" for c in calls)
 
 
+@pytest.mark.parametrize("build", ["qwen3.6-35b-a3b-nvfp4-redhat", "gpt-oss-20b-gguf-ggml"])
+def test_a_discrete_gpu_checks_its_own_free_memory_not_the_hosts(index, tmp_path, build):
+    """On an RTX PRO 6000 the weights and the KV cache go to the card's 96 GB, not the host's RAM: the script reads
+    the GPU's free memory (the host's told nothing, and stopped a workstation with less RAM than VRAM)."""
+    from sparkadvisor.core.advisor import advise
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+
+    plan = next(r.plan for r in advise(index, Cluster(index.hardware["rtx-pro-6000"], 1), AGENTIC)
+                if r.plan.build.id == build)
+    script = tmp_path / "serve.sh"
+    script.write_text(render("sh", plan)[0].text, encoding="utf-8")
+    text = script.read_text(encoding="utf-8")
+    assert "nvidia-smi --query-gpu=memory.free" in text and "free -k" not in text
+    assert "swap is on" not in text  # a discrete card's overrun is a CUDA OOM, swap or not
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck and subprocess.run([shellcheck, "--severity=style", str(script)]).returncode == 0
+    result, calls = run_with_standins(script, tmp_path, STANDIN_GPU_FREE_MIB="2048", STANDIN_LLAMA_HELP="")
+    assert result.returncode == 1 and "only 2 GiB free on the fullest GPU" in result.stderr
+    assert not any(c[0] in ("docker", "llama-server") and c[1:2] != ["--help"] for c in calls)
+    result, _ = run_with_standins(script, tmp_path, STANDIN_GPU_FREE_MIB="[N/A]", STANDIN_LLAMA_HELP="")
+    assert "nvidia-smi gives no free-memory figure ([N/A]): free GPU memory not checked" in result.stderr
+
+
 def test_worker_is_headless_and_serves_no_api(index):
     launch = build_launch(plan_for(index, "qwen3.8-flash-next-nvfp4", 2))
     worker = plan_json(launch)["nodes"][1]

@@ -20,7 +20,7 @@ from sparkadvisor.export.llamacpp import (
     placeholder_workers,
     untagged_note,
 )
-from sparkadvisor.export.shell import FUNCTIONS, page_cache_drop, plan_summary, swap_checks
+from sparkadvisor.export.shell import FUNCTIONS, memory_check, page_cache_drop, plan_summary, swap_checks
 from sparkadvisor.export.spec import ExportFile, is_placeholder
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
@@ -140,11 +140,7 @@ def _memory(launch: LlamaLaunch, node: LlamaNode) -> list[str]:
     what = f"{'llama.cpp loads' if node.role == 'head' else 'rpc-server holds'} {weights / GiB:.1f} GiB of weights"
     what += f" and {kv / GiB:.1f} GiB of KV cache" if kv is not None else " (its KV cache is unknown)"
     what += " on this node; its compute buffers come on top"
-    need_kib = int((weights + (kv or 0.0)) // 1024) + 1
-    return ["", f"need_kib={need_kib}  # {what}",
-            "avail_kib=\"$(free -k | awk '/^Mem:/ {print $7}')\"",
-            f"if [ \"${{avail_kib:-0}}\" -lt \"$need_kib\" ]; then fail \"only $((${{avail_kib:-0}} / 1048576)) "
-            f"GiB available; {what}\"; fi"]
+    return memory_check(launch, weights + (kv or 0.0), what)
 
 
 def _head_checks(launch: LlamaLaunch, node: LlamaNode) -> list[str]:

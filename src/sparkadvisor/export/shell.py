@@ -176,6 +176,8 @@ def swap_checks(launch: AnyLaunch) -> list[str]:
     plan = launch.plan
     needed = bool(plan.recipe and plan.recipe.requires.swap) or bool(notes_of(launch, "swap-required"))
     swap_on = '"$(swapon --show --noheadings)"'
+    if not needed and not plan.cluster.hardware.unified_memory:
+        return []  # a discrete GPU's memory is its own: an overrun is a CUDA OOM, swap or not
     if not needed:
         return ["", f"if [ -n {swap_on} ]; then warn 'swap is on: an overrun will page for hours instead of "
                     "failing with an honest CUDA OOM'; fi"]
@@ -197,13 +199,30 @@ def page_cache_drop(launch: AnyLaunch) -> list[str]:
 
 def _memory(launch: Launch) -> list[str]:
     b = launch.plan.budget
-    need_kib = int(b.engine_bytes // 1024) + 1
     what = (f"vLLM takes {b.utilization:g} x {b.usable_bytes / GiB:g} GiB = {b.engine_bytes / GiB:.1f} GiB "
             "at start")
-    return ["", f"need_kib={need_kib}  # {what}",
-            "avail_kib=\"$(free -k | awk '/^Mem:/ {print $7}')\"",
-            f"if [ \"${{avail_kib:-0}}\" -lt \"$need_kib\" ]; then fail \"only $((${{avail_kib:-0}} / 1048576)) "
-            f"GiB available; {what}\"; fi"]
+    return memory_check(launch, b.engine_bytes, what)
+
+
+def memory_check(launch: AnyLaunch, need_bytes: float, what: str) -> list[str]:
+    """Stop before the engine starts when what it takes is not free: on unified memory the host's available memory,
+    which the GPU allocates from; on a discrete GPU its own free memory (the fullest GPU's: each holds a node's
+    share), since the host's says nothing of it."""
+    if launch.plan.cluster.hardware.unified_memory:
+        need_kib = int(need_bytes // 1024) + 1
+        return ["", f"need_kib={need_kib}  # {what}",
+                "avail_kib=\"$(free -k | awk '/^Mem:/ {print $7}')\"",
+                f"if [ \"${{avail_kib:-0}}\" -lt \"$need_kib\" ]; then fail \"only $((${{avail_kib:-0}} / 1048576)) "
+                f"GiB available; {what}\"; fi"]
+    need_mib = int(need_bytes // 2**20) + 1
+    return ["", f"need_mib={need_mib}  # {what}",
+            "avail_mib=\"$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | sort -n | head -n 1)\"",
+            'case "$avail_mib" in',
+            "  ''|*[!0-9]*) warn \"nvidia-smi gives no free-memory figure ($avail_mib): free GPU memory not "
+            "checked\" ;;",
+            f"  *) if [ \"$avail_mib\" -lt \"$need_mib\" ]; then fail \"only $((avail_mib / 1024)) GiB free on the "
+            f"fullest GPU; {what}\"; fi ;;",
+            "esac"]
 
 
 def _links(launch: Launch) -> list[str]:
