@@ -51,6 +51,8 @@ outputs = {{
     "ip": "2: enp1s0f1np1 inet 192.168.100.10/24 brd x\\n",
     "hf": os.environ.get("STANDIN_MODEL_DIR", "/nonexistent") + "\\n",
 }}
+if name == "nvidia-smi" and "--query-gpu=name" in args:
+    outputs[name] = outputs[name] * int(os.environ.get("STANDIN_GPUS", "1"))
 if name == "nvidia-smi" and "--query-gpu=memory.free" in args:
     outputs[name] = os.environ.get("STANDIN_GPU_FREE_MIB", "97000") + "\\n"
 sys.stdout.write(outputs.get(name, ""))

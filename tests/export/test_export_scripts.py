@@ -10,7 +10,7 @@ import pytest
 import yaml
 from export_helpers import CASES, GOLDEN, STANDIN_ADDRESS, plan_for, recipe_checkout, run_with_standins
 
-from sparkadvisor.export import ExportOptions, plan_json, render
+from sparkadvisor.export import ExportError, ExportOptions, plan_json, render
 from sparkadvisor.export.spec import build_launch
 
 
@@ -115,3 +115,33 @@ def test_the_script_keeps_vllms_compile_cache_on_the_host(index, tmp_path, cache
     compose = yaml.safe_load(render("compose", plan)[0].text)["services"]["vllm"]
     assert "${VLLM_CACHE_ROOT:-${HOME}/.cache/vllm}:/root/.cache/vllm" in compose["volumes"]
     assert "VLLM_CACHE_ROOT=/root/.cache/vllm" in compose["environment"]
+
+
+@pytest.mark.parametrize("build", ["qwen3.6-35b-a3b-nvfp4-redhat", "gpt-oss-20b-gguf-ggml"])
+def test_discrete_gpus_run_as_one_machine(index, tmp_path, build):
+    """Two RTX PRO 6000s are costed as one workstation's, joined by its PCIe: one script runs vLLM with TP=2 (or one
+    llama-server over both cards), with no worker, no --nnodes, no RPC and no ConnectX-7 setup, and it stops when
+    the machine shows fewer GPUs than the plan spreads the model over."""
+    from sparkadvisor.core.advisor import advise
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+
+    plan = next(r.plan for r in advise(index, Cluster(index.hardware["rtx-pro-6000"], 2), AGENTIC)
+                if r.plan.build.id == build)
+    [script] = render("sh", plan)
+    assert script.name == "serve.sh"
+    nodes = json.loads(render("json", plan)[0].text)["nodes"]
+    assert len(nodes) == 1 and nodes[0]["host_hint"].startswith("this machine, 2 GPUs (head")
+    argv = nodes[0].get("vllm_argv") or nodes[0]["argv"]
+    assert not {"--nnodes", "--headless", "--rpc"} & set(argv)
+    assert ("--tensor-parallel-size" in argv) == (build != "gpt-oss-20b-gguf-ggml")
+    assert "NCCL_SOCKET_IFNAME" not in script.text and "ibdev2netdev" not in script.text
+    path = tmp_path / "serve.sh"
+    path.write_text(script.text, encoding="utf-8")
+    result, calls = run_with_standins(path, tmp_path, STANDIN_GPUS="1", STANDIN_LLAMA_HELP="")
+    assert result.returncode == 1
+    assert "the plan spreads the model over 2 GPUs of this machine, and nvidia-smi lists fewer" in result.stderr
+    result, _ = run_with_standins(path, tmp_path, STANDIN_GPUS="2", STANDIN_LLAMA_HELP="")
+    assert "nvidia-smi lists fewer" not in result.stderr
+    with pytest.raises(ExportError, match="--worker-addrs names other machines, and this plan runs on one"):
+        render("sh", plan, ExportOptions(worker_addrs=("10.0.0.2",)))

@@ -92,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
         code = _to_folder(Path(args.out).expanduser(), files, args.force)
     if code == 0:
         from sparkadvisor.export.llamacpp import is_llamacpp
+        from sparkadvisor.export.spec import machines
 
-        _placeholder_notice(args.fmt, cluster.nodes, options, is_llamacpp(plan))
+        _placeholder_notice(args.fmt, machines(plan), options, is_llamacpp(plan))
     return code
 
 

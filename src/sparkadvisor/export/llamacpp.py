@@ -27,7 +27,9 @@ from sparkadvisor.export.spec import (
     Note,
     caveat_notes,
     check_runs,
+    host_name,
     is_placeholder,
+    machines,
     ruled_out,
     served_model_name,
     worker_placeholder,
@@ -132,7 +134,7 @@ def untagged_note(plan: Plan) -> str | None:
 
 def build_llama_launch(plan: Plan, options: ExportOptions) -> LlamaLaunch:
     """The llama.cpp launch for a plan, or ExportError (ExportRefused when the plan cannot run)."""
-    if options.launcher != "native" and plan.cluster.nodes > 1:
+    if options.launcher != "native" and machines(plan) > 1:
         raise ExportError("llama.cpp reaches the other nodes through its RPC backend, not Ray: export it with "
                           "--launcher native (the default)")
     check_runs(plan, options)
@@ -151,9 +153,9 @@ def build_llama_launch(plan: Plan, options: ExportOptions) -> LlamaLaunch:
     streams, request_tokens = _streams(plan)
     slots = max(streams, SLOTS)
     head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
-    workers = tuple(_worker(options, rank) for rank in range(1, plan.cluster.nodes))
+    workers = tuple(_worker(plan, options, rank) for rank in range(1, machines(plan)))
     served = served_model_name(plan).replace(",", "-")  # --alias takes a comma-separated list of names
-    nodes = (LlamaNode(0, "head", _head_hint(options), head, "llama-server",
+    nodes = (LlamaNode(0, "head", _head_hint(plan, options), head, "llama-server",
                        _server_options(plan, options, served, streams, slots, request_tokens, workers)),
              *workers)
     _check_values(nodes)
@@ -171,16 +173,16 @@ def _check_values(nodes: tuple[LlamaNode, ...]) -> None:
                                       "'-', which llama-server would read as an option, or holds a NUL)")
 
 
-def _head_hint(options: ExportOptions) -> str:
+def _head_hint(plan: Plan, options: ExportOptions) -> str:
     at = f"{options.head_addr}:{options.port}" if options.head_addr else f"port {options.port}"
-    return f"spark-1 (head: llama-server serves the API at {at})"
+    return f"{host_name(plan, 0)} (head: llama-server serves the API at {at})"
 
 
-def _worker(options: ExportOptions, rank: int) -> LlamaNode:
+def _worker(plan: Plan, options: ExportOptions, rank: int) -> LlamaNode:
     given = options.worker_addrs[rank - 1] if len(options.worker_addrs) >= rank else None
     address = EnvRef("NODE_ADDR", given or worker_placeholder(rank))
     own = address.default if given else "at $NODE_ADDR, the address you set"
-    return LlamaNode(rank, "worker", f"spark-{rank + 1} (rpc-server {rank}, {own})", address, RPC_PROGRAM,
+    return LlamaNode(rank, "worker", f"{host_name(plan, rank)} (rpc-server {rank}, {own})", address, RPC_PROGRAM,
                      (("--host", address), ("--port", str(RPC_PORT)), ("--cache",)))
 
 
@@ -260,7 +262,7 @@ def _notes(plan: Plan, options: ExportOptions, streams: int, request_tokens: int
     elif streams > 1:
         notes.append(Note(f"a KV cache of {streams} x {request_tokens:,} tokens, shared by the slots (--kv-unified): "
                           f"{streams} requests of the full context at once", False, "export"))
-    if plan.cluster.nodes > 1:
+    if machines(plan) > 1:
         notes.append(Note("llama.cpp's RPC backend is a proof of concept, fragile and insecure (its README): "
                           "rpc-server listens on each node's own address only; never expose it on an open "
                           "network", True, "export"))

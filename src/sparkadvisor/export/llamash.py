@@ -20,7 +20,7 @@ from sparkadvisor.export.llamacpp import (
     placeholder_workers,
     untagged_note,
 )
-from sparkadvisor.export.shell import FUNCTIONS, memory_check, page_cache_drop, plan_summary, swap_checks
+from sparkadvisor.export.shell import FUNCTIONS, gpu_checks, memory_check, page_cache_drop, plan_summary, swap_checks
 from sparkadvisor.export.spec import ExportFile, is_placeholder
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
 
@@ -113,9 +113,9 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
     elif flag == "--load-mode":
         why = ("--load-mode none: read the weights rather than map the file; on a DGX Spark mmap loads about ten "
                "times slower (llama.cpp #27742).")
-    elif flag == "--batch-size" and len(launch.nodes) > 1:
-        why = (f"--batch-size: {PIPELINE_UBATCHES} ubatches a batch, which llama.cpp pipelines across the nodes' "
-               "layers; with one ubatch a batch the nodes would take turns.")
+    elif flag == "--batch-size" and launch.plan.cluster.nodes > 1:
+        why = (f"--batch-size: {PIPELINE_UBATCHES} ubatches a batch, which llama.cpp pipelines across the devices' "
+               "layers; with one ubatch a batch the devices would take turns.")
     elif flag == "--ubatch-size" and not launch.plan.pool.inputs.batched_set:
         why = "--ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512)."
     elif flag == "--no-mmproj":
@@ -130,7 +130,7 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
 def _common_checks(launch: LlamaLaunch, node: LlamaNode) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
     lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud]
-    lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
+    lines += gpu_checks(launch)
     return lines + swap_checks(launch) + page_cache_drop(launch) + _memory(launch, node)
 
 

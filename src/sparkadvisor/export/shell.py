@@ -167,9 +167,19 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
 def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
     lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud and n.kind != "patch"]
-    lines += ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
+    lines += gpu_checks(launch)
     return (lines + _patches(launch) + swap_checks(launch) + page_cache_drop(launch) + _memory(launch)
             + _links(launch) + _model(launch) + [""])
+
+
+def gpu_checks(launch: AnyLaunch) -> list[str]:
+    """nvidia-smi lists a GPU, and, where one machine runs every GPU of the plan (`spec.machines`), all of them."""
+    lines = ["", "if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi"]
+    gpus = launch.plan.cluster.nodes // len(launch.nodes)
+    if gpus > 1:
+        lines += [f"if [ \"$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)\" -lt {gpus} ]; then fail "
+                  f"'the plan spreads the model over {gpus} GPUs of this machine, and nvidia-smi lists fewer'; fi"]
+    return lines
 
 
 def swap_checks(launch: AnyLaunch) -> list[str]:

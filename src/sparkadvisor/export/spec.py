@@ -180,15 +180,21 @@ def served_model_name(plan: Plan) -> str:
     return plan.build.id.replace("/", "-")
 
 
+def machines(plan: Plan) -> int:
+    """Machines an export launches on: each unified-memory node is a machine of its own (a DGX Spark, cabled to
+    the next); discrete GPUs are costed as one host's, joined by its NVLink or PCIe, so one launch spans them."""
+    return plan.cluster.nodes if plan.cluster.hardware.unified_memory else 1
+
+
 def build_launch(plan: Plan, options: ExportOptions = DEFAULT_OPTIONS) -> Launch:
     """The launch for a plan, or ExportError when the plan cannot run as computed."""
     _check(plan, options)
-    nodes = plan.cluster.nodes
+    nodes = machines(plan)
     head = EnvRef("HEAD_ADDR", options.head_addr or PLACEHOLDER_HOST)
     served = served_model_name(plan)
     common = model_options(plan, served)
     extra, dropped, forked = extra_args(plan, common)
-    launches = tuple(_node(plan, options, rank, head, common + extra) for rank in range(nodes))
+    launches = tuple(_node(plan, options, nodes, rank, head, common + extra) for rank in range(nodes))
     spec = plan.recipe.speculative if plan.recipe else None
     downloads = (plan.build.repo,) + ((spec.draft_repo,) if spec and spec.draft_repo else ())
     image = plan.recipe.image if plan.recipe and plan.recipe.image else DEFAULT_IMAGE
@@ -266,7 +272,7 @@ def check_runs(plan: Plan, options: ExportOptions) -> None:
                           "GPU each")
     if options.launcher not in LAUNCHERS:
         raise ExportError(f"unknown launcher {options.launcher!r}; valid: {', '.join(LAUNCHERS)}")
-    _check_options(options, plan.cluster.nodes)
+    _check_options(options, machines(plan))
 
 
 def _check(plan: Plan, options: ExportOptions) -> None:
@@ -295,6 +301,9 @@ def _check(plan: Plan, options: ExportOptions) -> None:
 
 def _check_options(options: ExportOptions, nodes: int) -> None:
     """Addresses, NIC and gateway through the same checks as the CLI's; one sentence for the first bad one."""
+    if options.worker_addrs and nodes == 1:
+        raise ExportError("--worker-addrs names other machines, and this plan runs on one: export it without "
+                          "--worker-addrs")
     if options.worker_addrs and len(options.worker_addrs) != nodes - 1:
         raise ExportError(f"{plural(len(options.worker_addrs), 'worker address', 'worker addresses')} for "
                           f"{plural(nodes - 1, 'worker')}; give one "
@@ -332,8 +341,8 @@ def _check_values(positional: list[str], launches: tuple[NodeLaunch, ...]) -> No
                                       "would read it as an option of its own, in a script and in a config file")
 
 
-def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: list[Option]) -> NodeLaunch:
-    nodes = plan.cluster.nodes
+def _node(plan: Plan, options: ExportOptions, nodes: int, rank: int, head: EnvRef,
+          common: list[Option]) -> NodeLaunch:
     given = options.head_addr if rank == 0 else _worker_addr(options, rank)
     if given:
         address = EnvRef("NODE_ADDR", given)
@@ -356,9 +365,18 @@ def _node(plan: Plan, options: ExportOptions, rank: int, head: EnvRef, common: l
     at = f"$HEAD_ADDR:{options.port}, the address you set" if options.placeholder_head else \
         f"{head.default}:{options.port}"
     own = "at $NODE_ADDR, the address you set" if is_placeholder(address.default) else address.default
-    hint = (f"spark-{rank + 1} (head: serves the API at {at})" if rank == 0
-            else f"spark-{rank + 1} (worker {rank}, {own})")
+    hint = (f"{host_name(plan, rank)} (head: serves the API at {at})" if rank == 0
+            else f"{host_name(plan, rank)} (worker {rank}, {own})")
     return NodeLaunch(rank, role, hint, address, _env(nodes, ray, head, address, options), serve, ray_argv)
+
+
+def host_name(plan: Plan, rank: int) -> str:
+    """What a script calls its machine: "spark-2" for the second DGX Spark, "this machine, 2 GPUs" for discrete
+    GPUs (`machines`)."""
+    hardware = plan.cluster.hardware
+    if not hardware.unified_memory:
+        return f"this machine, {plural(plan.cluster.nodes, 'GPU')}"
+    return f"spark-{rank + 1}" if hardware.id == "dgx-spark" else f"{hardware.id}-{rank + 1}"
 
 
 def _worker_addr(options: ExportOptions, rank: int) -> str | None:

@@ -28,7 +28,7 @@ from sparkadvisor.export import (
 )
 from sparkadvisor.export.llamacpp import is_llamacpp
 from sparkadvisor.export.placeholders import left_out
-from sparkadvisor.export.spec import CX7_NETDEV
+from sparkadvisor.export.spec import CX7_NETDEV, machines
 from sparkadvisor.tui.screens.early_keys import EarlyKeys
 from sparkadvisor.tui.widgets.footer import KeyFooter
 from sparkadvisor.tui.widgets.tickbox import TickBox
@@ -82,6 +82,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         # A llama.cpp plan runs from a local build: no vLLM config or container, no Ray, no NCCL NIC.
         llama = is_llamacpp(self.plan)
         formats = LLAMA_FORMATS if llama else FORMATS
+        single = machines(self.plan) == 1  # one machine: no workers, no launcher, no NIC between machines
         with Vertical(id="export-box"):
             yield Label(safe_text(f"Export {self.plan.build.id} on {self.plan.cluster.label}"), id="export-title",
                         markup=False)
@@ -90,14 +91,14 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
                 yield Select([(f"{k}: {v}", k) for k, v in formats.items()], value="sh", allow_blank=False,
                              id="export-format", compact=True)
                 yield Select([("native launcher", "native"), ("Ray launcher", "ray")], value="native",
-                             allow_blank=False, id="export-launcher", compact=True, disabled=llama)
+                             allow_blank=False, id="export-launcher", compact=True, disabled=llama or single)
             with Horizontal(id="export-addresses"):
                 yield Input(placeholder="head addr", id="export-head", compact=True,
                             tooltip="The head node's address as Claude Code and the workers reach it "
                                     "(empty: a named placeholder)")
-                yield Input(placeholder="worker addrs", id="export-workers", compact=True,
+                yield Input(placeholder="worker addrs", id="export-workers", compact=True, disabled=single,
                             tooltip="Each worker's ConnectX-7 address, rank 1 first, comma-separated")
-                yield Input(placeholder=f"NIC {CX7_NETDEV}", id="export-nic", compact=True, disabled=llama,
+                yield Input(placeholder=f"NIC {CX7_NETDEV}", id="export-nic", compact=True, disabled=llama or single,
                             tooltip="The ConnectX-7 netdev NCCL uses (the '(Up)' one in ibdev2netdev)")
                 yield Input(placeholder="gateway URL", id="export-gateway", compact=True,
                             tooltip="A gateway Claude Code talks to instead of vLLM")
@@ -159,7 +160,7 @@ class ExportScreen(EarlyKeys, ModalScreen[None]):
         """Which addresses the files name by placeholder, as `sparkadvisor export` says it."""
         label = self.query_one("#export-notice", Label)
         llama = is_llamacpp(self.plan)
-        notice = left_out(fmt, self.plan.cluster.nodes, self.options(), llama) if self.files else None
+        notice = left_out(fmt, machines(self.plan), self.options(), llama) if self.files else None
         label.display = notice is not None
         if notice is not None:
             fields = [name for key, name in FIELD_NAMES.items() if getattr(notice, key)]

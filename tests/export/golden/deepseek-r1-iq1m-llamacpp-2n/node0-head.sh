@@ -61,8 +61,8 @@ LLAMA_ARGS=(
   # --load-mode none: read the weights rather than map the file; on a DGX Spark mmap loads about ten times
   # slower (llama.cpp #27742).
   --load-mode none
-  # --batch-size: 4 ubatches a batch, which llama.cpp pipelines across the nodes' layers; with one ubatch a
-  # batch the nodes would take turns.
+  # --batch-size: 4 ubatches a batch, which llama.cpp pipelines across the devices' layers; with one ubatch a
+  # batch the devices would take turns.
   --batch-size 8192
   # --ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512).
   --ubatch-size 2048
