@@ -142,3 +142,15 @@ async def test_a_llama_cpp_plan_offers_its_own_formats_and_no_vllm_only_controls
         await pilot.pause()
         assert 'RPC_SERVERS="${RPC_SERVERS:-10.0.0.2:50052}"' in text.text
         assert not screen.query_one("#export-notice", Label).display
+
+
+async def test_one_machine_offers_no_worker_launcher_or_nic(index):
+    plan = plan_for(index, "qwen3.6-35b-a3b-nvfp4-redhat", 1)
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ExportScreen(index, plan, ranked_for(index, 1))
+        await app.push_screen(screen)
+        await pilot.pause()
+        assert all(screen.query_one(f"#{field}").disabled for field in ("export-workers", "export-launcher",
+                                                                         "export-nic"))
+        assert not screen.query_one("#export-head").disabled  # Claude Code and the report still name the head
