@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import pytest
 from export_helpers import plan_for, ranked_for
 from textual.app import App
@@ -107,13 +109,19 @@ async def test_a_refused_write_names_the_dialogs_own_controls_and_the_folder(ind
         assert (tmp_path / "taken").read_text(encoding="utf-8") == "a file\n"
 
 
-async def test_a_build_that_does_not_fit_says_why_whole_at_80_columns_in_the_apps_words(index):
-    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 1)
+@asynccontextmanager
+async def one_node_dialog(index, build: str):
+    """The export dialog at 80x24 for `build` on one Spark."""
     app = App()
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = ExportScreen(index, plan, ranked_for(index, 1))
+        screen = ExportScreen(index, plan_for(index, build, 1), ranked_for(index, 1))
         await app.push_screen(screen)
         await pilot.pause()
+        yield screen
+
+
+async def test_a_build_that_does_not_fit_says_why_whole_at_80_columns_in_the_apps_words(index):
+    async with one_node_dialog(index, "glm-5.3-flash-nvfp4-redhat") as screen:
         preview = screen.query_one("#export-text", TextArea)
         assert preview.text == ("Cannot export: glm-5.3-flash-nvfp4-redhat does not fit on 1 x DGX Spark: there is "
                                 "nothing to launch; it needs 2 nodes (close this and press 2)")
@@ -145,12 +153,7 @@ async def test_a_llama_cpp_plan_offers_its_own_formats_and_no_vllm_only_controls
 
 
 async def test_one_machine_offers_no_worker_launcher_or_nic(index):
-    plan = plan_for(index, "qwen3.6-35b-a3b-nvfp4-redhat", 1)
-    app = App()
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = ExportScreen(index, plan, ranked_for(index, 1))
-        await app.push_screen(screen)
-        await pilot.pause()
+    async with one_node_dialog(index, "qwen3.6-35b-a3b-nvfp4-redhat") as screen:
         assert all(screen.query_one(f"#{field}").disabled for field in ("export-workers", "export-launcher",
                                                                          "export-nic"))
         assert not screen.query_one("#export-head").disabled  # Claude Code and the report still name the head
