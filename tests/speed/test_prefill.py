@@ -302,7 +302,7 @@ def test_show_explains_the_pipeline_of_a_two_node_llama_cpp_plan(index) -> None:
                           AGENTIC, Settings(engine="llama.cpp"))
     assert plan.first.prefill_inputs.ubatches == 3  # 5,000 new tokens fill 3 ubatches of 2,048
     ttft = {s.key: s.text for s in explain(plan)}["ttft"]
-    assert "pipeline" in ttft and "2 stages over 3 ubatches a batch" in ttft and "1.33x a stage's time" in ttft
+    assert "pipeline" in ttft and "2 stages, 3 ubatches a batch" in ttft and "1.33x a stage's time" in ttft
 
 
 def test_vllm_pipeline_stages_take_turns_on_a_prompt_of_one_chunk(index) -> None:
@@ -322,3 +322,7 @@ def test_vllm_pipeline_stages_take_turns_on_a_prompt_of_one_chunk(index) -> None
     assert "the hidden state handed to the next stage's layers" in ttft and "all-reduce" not in ttft
     cold_one, cold_three = 100_000 / one.cold_ttft_s, 100_000 / three.cold_ttft_s
     assert cold_three / cold_one == pytest.approx(3 * 13 / (13 + 2), rel=0.05)
+    cold = evaluate_build(index, build, Cluster(index.hardware["dgx-spark"], 3), replace(AGENTIC, prefix_reuse=0.0),
+                          Settings())
+    assert "3 stages, 13 chunks of the prompt flow through them (vllm #38726)" in \
+        {s.key: s.text for s in explain(cold)}["ttft"]

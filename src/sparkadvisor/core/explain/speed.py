@@ -277,9 +277,12 @@ def _pipeline_text(p: PrefillInputs, pipeline_ms: float, engine: str) -> str:
                "vllm": "the new tokens fill one chunk"}
         return (f"pipeline {pipeline_ms:.3f} ms ({why.get(engine, 'a batch holds one ubatch')}, so the {stages} "
                 "stages take turns: one stage's pace)")
-    unit = "chunks of the prompt (vllm #38726)" if engine == "vllm" else "ubatches a batch"
-    return (f"pipeline {pipeline_ms:.3f} ms ({stages} stages over {p.ubatches} {unit}: each batch fills and "
-            f"drains the pipeline, (ubatches + stages - 1) / ubatches = {p.stage_factor:.2f}x a stage's time)")
+    if engine == "vllm":
+        how = f"{p.ubatches} chunks of the prompt flow through them (vllm #38726), which fills and drains them once"
+    else:
+        how = f"{p.ubatches} ubatches a batch, each batch filling and draining them"
+    return (f"pipeline {pipeline_ms:.3f} ms ({stages} stages, {how}: (ubatches + stages - 1) / ubatches = "
+            f"{p.stage_factor:.2f}x a stage's time)")
 
 
 def _chunks(m: Measurement, plan: Plan) -> str:

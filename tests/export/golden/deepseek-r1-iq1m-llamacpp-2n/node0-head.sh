@@ -24,9 +24,9 @@
 #   own, fitted to 25 prefill measurements) + K/V stream 0.156 ms (3.43 GB attended, read once per tile of
 #   queries, at 0.045 ms/GB: llama.cpp's own, fitted to 25 prefill measurements) + weights 0.166 ms (79.0 GB
 #   per node read once per 2,048-token chunk, at 4.30 ms/GB: the published read test) + link 0.001 ms (the
-#   hidden state handed to the next stage's layers) + pipeline 1.554 ms (2 stages over 3 ubatches a batch:
-#   each batch fills and drains the pipeline, (ubatches + stages - 1) / ubatches = 1.33x a stage's time)) = 31
-#   s to the first token. Uncached (a cold 100,000-token prompt): 6 min 31 s.
+#   hidden state handed to the next stage's layers) + pipeline 1.554 ms (2 stages, 3 ubatches a batch, each
+#   batch filling and draining them: (ubatches + stages - 1) / ubatches = 1.33x a stage's time)) = 31 s to the
+#   first token. Uncached (a cold 100,000-token prompt): 6 min 31 s.
 #   31 s + 200 tokens / 12.9 tok/s = 47 s per turn.
 #
 # llama.cpp runs from a local build with CUDA and its RPC backend, as its own DGX Spark benchmarks were run.
