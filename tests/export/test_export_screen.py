@@ -13,6 +13,17 @@ from textual.widgets.select import InvalidSelectValueError
 from sparkadvisor.tui.screens.export import ExportScreen
 
 
+@asynccontextmanager
+async def export_dialog(index, build: str, nodes: int):
+    """(the export dialog for `build` on `nodes` Sparks, its pilot), open at 80x24."""
+    app = App()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ExportScreen(index, plan_for(index, build, nodes), ranked_for(index, nodes))
+        await app.push_screen(screen)
+        await pilot.pause()
+        yield screen, pilot
+
+
 async def test_export_screen_shows_and_writes(index, tmp_path):
     plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
     app = App()
@@ -58,12 +69,7 @@ async def test_address_fields_reach_the_files_and_bad_ones_are_named(index):
 
 
 async def test_the_dialog_says_which_addresses_it_left_out_as_export_does(index, tmp_path):
-    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
-    app = App()
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = ExportScreen(index, plan, ranked_for(index, 2))
-        await app.push_screen(screen)
-        await pilot.pause()
+    async with export_dialog(index, "glm-5.3-flash-nvfp4-redhat", 2) as (screen, pilot):
         notice = screen.query_one("#export-notice", Label)
         assert notice.display and str(notice.render()) == (
             "No head addr or worker addrs: the files name placeholders that never resolve; the scripts "
@@ -76,7 +82,7 @@ async def test_the_dialog_says_which_addresses_it_left_out_as_export_does(index,
         screen.query_one("#export-folder", Input).value = str(tmp_path / "out")
         screen.action_write()
         await pilot.pause()
-        messages = [n.message for n in app._notifications]
+        messages = [n.message for n in screen.app._notifications]
         assert "Wrote 2 files to" in messages[0] and messages[1] == str(notice.render())
         screen.query_one("#export-workers", Input).value = "10.1.2.4"
         await pilot.pause()
@@ -109,19 +115,8 @@ async def test_a_refused_write_names_the_dialogs_own_controls_and_the_folder(ind
         assert (tmp_path / "taken").read_text(encoding="utf-8") == "a file\n"
 
 
-@asynccontextmanager
-async def one_node_dialog(index, build: str):
-    """The export dialog at 80x24 for `build` on one Spark."""
-    app = App()
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = ExportScreen(index, plan_for(index, build, 1), ranked_for(index, 1))
-        await app.push_screen(screen)
-        await pilot.pause()
-        yield screen
-
-
 async def test_a_build_that_does_not_fit_says_why_whole_at_80_columns_in_the_apps_words(index):
-    async with one_node_dialog(index, "glm-5.3-flash-nvfp4-redhat") as screen:
+    async with export_dialog(index, "glm-5.3-flash-nvfp4-redhat", 1) as (screen, _):
         preview = screen.query_one("#export-text", TextArea)
         assert preview.text == ("Cannot export: glm-5.3-flash-nvfp4-redhat does not fit on 1 x DGX Spark: there is "
                                 "nothing to launch; it needs 2 nodes (close this and press 2)")
@@ -131,12 +126,7 @@ async def test_a_build_that_does_not_fit_says_why_whole_at_80_columns_in_the_app
 
 
 async def test_a_llama_cpp_plan_offers_its_own_formats_and_no_vllm_only_controls(index):
-    plan = plan_for(index, "deepseek-r1-ud-iq1m-unsloth", 2)
-    app = App()
-    async with app.run_test(size=(80, 24)) as pilot:
-        screen = ExportScreen(index, plan, ranked_for(index, 2))
-        await app.push_screen(screen)
-        await pilot.pause()
+    async with export_dialog(index, "deepseek-r1-ud-iq1m-unsloth", 2) as (screen, pilot):
         formats = screen.query_one("#export-format", Select)
         for vllm_only in ("yaml", "compose"):
             with pytest.raises(InvalidSelectValueError):
@@ -153,7 +143,7 @@ async def test_a_llama_cpp_plan_offers_its_own_formats_and_no_vllm_only_controls
 
 
 async def test_one_machine_offers_no_worker_launcher_or_nic(index):
-    async with one_node_dialog(index, "qwen3.6-35b-a3b-nvfp4-redhat") as screen:
+    async with export_dialog(index, "qwen3.6-35b-a3b-nvfp4-redhat", 1) as (screen, _):
         assert all(screen.query_one(f"#{field}").disabled for field in ("export-workers", "export-launcher",
                                                                          "export-nic"))
         assert not screen.query_one("#export-head").disabled  # Claude Code and the report still name the head

@@ -20,14 +20,17 @@ from sparkadvisor.export.llamacpp import (
     placeholder_workers,
     untagged_note,
 )
-from sparkadvisor.export.shell import FUNCTIONS, gpu_checks, memory_check, page_cache_drop, plan_summary, swap_checks
+from sparkadvisor.export.shell import (
+    FUNCTIONS,
+    gpu_checks,
+    memory_check,
+    page_cache_drop,
+    plan_summary,
+    script_name,
+    swap_checks,
+)
 from sparkadvisor.export.spec import ExportFile, is_placeholder
 from sparkadvisor.export.text import comment, one_line, sh_arg, sh_words
-
-
-def script_name(launch: LlamaLaunch, node: LlamaNode) -> str:
-    """serve.sh on one node; node0-head.sh, node1-worker.sh, ... on more."""
-    return "serve.sh" if len(launch.nodes) == 1 else f"node{node.rank}-{node.role}.sh"
 
 
 def render_llama_sh(launch: LlamaLaunch) -> tuple[ExportFile, ...]:

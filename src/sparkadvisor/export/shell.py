@@ -13,7 +13,7 @@ from sparkadvisor.core.kv import VLLM_BATCHED_TOKENS
 from sparkadvisor.core.stages.recipe import recipe_batched_tokens
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, max_model_len, resolve
-from sparkadvisor.export.llamacpp import AnyLaunch
+from sparkadvisor.export.llamacpp import AnyLaunch, LlamaNode
 from sparkadvisor.export.spec import (
     CONTAINER_HF_HOME,
     CONTAINER_VLLM_CACHE,
@@ -38,8 +38,8 @@ FUNCTIONS = [
 ]
 
 
-def script_name(launch: Launch, node: NodeLaunch) -> str:
-    """serve.sh on one node; node0-head.sh, node1-worker.sh, ... on more."""
+def script_name(launch: AnyLaunch, node: NodeLaunch | LlamaNode) -> str:
+    """serve.sh on one machine; node0-head.sh, node1-worker.sh, ... on more (vLLM's and llama.cpp's alike)."""
     return "serve.sh" if len(launch.nodes) == 1 else f"node{node.rank}-{node.role}.sh"
 
 
