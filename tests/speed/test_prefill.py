@@ -270,10 +270,10 @@ def test_a_tiny_moe_chunk_reads_only_the_experts_its_tokens_route_to(index) -> N
     ("ollama", 2, (), 5000, False, 1),  # one num_batch of a sequence per llama_decode call
 ])
 def test_a_layer_split_pipelines_the_ubatches_of_one_batch(engine, stages, args, prompt, planned, ubatches) -> None:
-    from sparkadvisor.core.speed.chunks import pipeline_ubatches
+    from sparkadvisor.core.speed.chunks import llama_batches, pipeline_ubatches
 
-    ubatch = prefill_chunk(engine, args, None, 2048 if planned else None)
-    assert pipeline_ubatches(engine, stages, args, prompt, ubatch, planned) == ubatches
+    batch, ubatch = llama_batches(None, stages) if planned else (None, prefill_chunk(engine, args, None))
+    assert pipeline_ubatches(engine, stages, args, prompt, ubatch, batch) == ubatches
 
 
 def test_two_nodes_on_a_layer_split_prefill_faster_only_as_far_as_the_pipeline_overlaps(index) -> None:

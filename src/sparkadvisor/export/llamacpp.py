@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Final, Literal
 
 from sparkadvisor.core.plan import Plan
-from sparkadvisor.core.speed.chunks import LLAMA_UBATCH_TOKENS, PIPELINE_UBATCHES
+from sparkadvisor.core.speed.chunks import llama_batches
 from sparkadvisor.core.units import GiB, fmt_tokens, plural
 from sparkadvisor.export.argv import Arg, EnvRef, Option, flatten, max_model_len
 from sparkadvisor.export.spec import (
@@ -206,23 +206,17 @@ def _kv_type(plan: Plan) -> str | None:
     return KV_TYPES[dtype]
 
 
-def ubatch_tokens(plan: Plan) -> int:
-    """--ubatch-size, as the plan's prefill is costed (`first_token.prefill_launch`): the user's
-    --max-num-batched-tokens (the tokens a step computes), else the benchmarks' `LLAMA_UBATCH_TOKENS`."""
+def launch_batches(plan: Plan) -> tuple[int, int]:
+    """(--batch-size, --ubatch-size): the ones the plan's prefill is costed for (`chunks.llama_batches`), from the
+    user's --max-num-batched-tokens."""
     inputs = plan.pool.inputs
-    return inputs.batched_tokens if inputs.batched_set else LLAMA_UBATCH_TOKENS
-
-
-def batch_tokens(plan: Plan) -> int:
-    """--batch-size: one ubatch on one node; on a layer split `PIPELINE_UBATCHES` of them, so that the nodes' stages
-    work on a prompt's ubatches at once instead of taking turns (llama.cpp pipelines a batch's ubatches only)."""
-    ubatch = ubatch_tokens(plan)
-    return ubatch * PIPELINE_UBATCHES if plan.cluster.nodes > 1 else ubatch
+    return llama_batches(inputs.batched_tokens if inputs.batched_set else None, plan.pp)
 
 
 def batch_args(plan: Plan) -> tuple[str, ...]:
     """--batch-size and --ubatch-size as the export passes them, which the plan's prefill is costed for."""
-    return ("--batch-size", str(batch_tokens(plan)), "--ubatch-size", str(ubatch_tokens(plan)))
+    batch, ubatch = launch_batches(plan)
+    return ("--batch-size", str(batch), "--ubatch-size", str(ubatch))
 
 
 def _server_options(plan: Plan, options: ExportOptions, served: str, streams: int, slots: int,
@@ -231,9 +225,9 @@ def _server_options(plan: Plan, options: ExportOptions, served: str, streams: in
                             ("--host", "0.0.0.0"), ("--port", str(options.port))]
     if request_tokens is not None:
         groups.append(("--ctx-size", str(streams * request_tokens)))
+    batch, ubatch = launch_batches(plan)
     groups += [("--parallel", str(slots)), ("--kv-unified",), ("--n-gpu-layers", ALL_LAYERS),
-               ("--load-mode", LOAD_MODE), ("--batch-size", str(batch_tokens(plan))),
-               ("--ubatch-size", str(ubatch_tokens(plan)))]
+               ("--load-mode", LOAD_MODE), ("--batch-size", str(batch)), ("--ubatch-size", str(ubatch))]
     if (kv_type := _kv_type(plan)) is not None:
         groups += [("--cache-type-k", kv_type), ("--cache-type-v", kv_type)]
     groups += [("--jinja",), ("--metrics",)]
@@ -249,7 +243,7 @@ def _kv_bytes(plan: Plan, streams: int, request_tokens: int | None) -> float | N
     shape = plan.pool.shape
     if shape is None or request_tokens is None:
         return None
-    return streams * shape.request_bytes(request_tokens, None, ubatch_tokens(plan))
+    return streams * shape.request_bytes(request_tokens, None, launch_batches(plan)[1])
 
 
 def _notes(plan: Plan, options: ExportOptions, streams: int, request_tokens: int | None) -> tuple[Note, ...]:

@@ -9,7 +9,6 @@ shell-quoted.
 
 from __future__ import annotations
 
-from sparkadvisor.core.speed.chunks import PIPELINE_UBATCHES
 from sparkadvisor.core.units import GiB
 from sparkadvisor.export.argv import EnvRef, Option, resolve
 from sparkadvisor.export.llamacpp import (
@@ -17,6 +16,7 @@ from sparkadvisor.export.llamacpp import (
     RPC_PORT,
     LlamaLaunch,
     LlamaNode,
+    launch_batches,
     placeholder_workers,
     untagged_note,
 )
@@ -116,9 +116,9 @@ def _flag_comments(launch: LlamaLaunch, option: Option) -> list[str]:
     elif flag == "--load-mode":
         why = ("--load-mode none: read the weights rather than map the file; on a DGX Spark mmap loads about ten "
                "times slower (llama.cpp #27742).")
-    elif flag == "--batch-size" and launch.plan.cluster.nodes > 1:
-        why = (f"--batch-size: {PIPELINE_UBATCHES} ubatches a batch, which llama.cpp pipelines across the devices' "
-               "layers; with one ubatch a batch the devices would take turns.")
+    elif flag == "--batch-size" and (batches := launch_batches(launch.plan))[0] > batches[1]:
+        why = (f"--batch-size: {batches[0] // batches[1]} ubatches a batch, which llama.cpp pipelines across the "
+               "devices' layers; with one ubatch a batch the devices would take turns.")
     elif flag == "--ubatch-size" and not launch.plan.pool.inputs.batched_set:
         why = "--ubatch-size: the batch llama.cpp's DGX Spark benchmarks ran with (its default is 512)."
     elif flag == "--no-mmproj":

@@ -44,14 +44,22 @@ def prefill_chunk(engine: str, extra_args: tuple[str, ...], prompt_tokens: float
     return max(1, round(min(chunk, prompt_tokens))) if prompt_tokens else chunk
 
 
+def llama_batches(batched: int | None, stages: int) -> tuple[int, int]:
+    """(--batch-size, --ubatch-size) of the llama.cpp launch the export writes and a llama.cpp plan is costed for:
+    a ubatch of the user's --max-num-batched-tokens (`batched`), else `LLAMA_UBATCH_TOKENS`; a batch of one
+    ubatch, or `PIPELINE_UBATCHES` of them across pipeline `stages`, so that the stages overlap."""
+    ubatch = batched or LLAMA_UBATCH_TOKENS
+    return (ubatch * PIPELINE_UBATCHES if stages > 1 else ubatch), ubatch
+
+
 def pipeline_ubatches(engine: str, stages: int, extra_args: tuple[str, ...], prompt_tokens: float | None,
-                      ubatch: int | None, planned: bool = False) -> int:
+                      ubatch: int | None, batch: int | None = None) -> int:
     """Ubatches of one prompt that pass `stages` pipeline stages together (0: one stage, nothing to pipeline).
 
     ggml's scheduler pipelines the ubatches of one llama_decode call across devices (llama-context.cpp,
     pipeline_parallel; RPC devices since llama.cpp #18626 gave them async compute and events), so a batch of M
-    ubatches over P stages takes M + P - 1 stage times, not M x P. llama.cpp's batch is --batch-size (the export's
-    `PIPELINE_UBATCHES` ubatches when `planned`), never more ubatches than the prompt fills; Ollama's runner hands
+    ubatches over P stages takes M + P - 1 stage times, not M x P. llama.cpp's batch is `batch` where the launch is
+    known (`llama_batches`), else --batch-size, never more ubatches than the prompt fills; Ollama's runner hands
     llama_decode one num_batch of a sequence, which is also its ubatch (llama/llama.go), so its stages take turns.
     vLLM's scheduler counts a chunk computed when it schedules it, so every chunk of a prompt (of
     --max-num-batched-tokens) flows through the stages like a micro-batch (chunked pipeline parallelism, vllm
@@ -62,7 +70,7 @@ def pipeline_ubatches(engine: str, stages: int, extra_args: tuple[str, ...], pro
         return max(1, math.ceil(prompt_tokens / ubatch))
     if engine != "llama.cpp" or not ubatch:
         return 1
-    batch = ubatch * PIPELINE_UBATCHES if planned else _flag_value(extra_args, BATCH_FLAGS) or LLAMA_BATCH_TOKENS
+    batch = batch or _flag_value(extra_args, BATCH_FLAGS) or LLAMA_BATCH_TOKENS
     per_call = max(1, batch // ubatch)
     return min(per_call, math.ceil(prompt_tokens / ubatch)) if prompt_tokens else per_call
 

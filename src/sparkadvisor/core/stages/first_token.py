@@ -10,7 +10,7 @@ from sparkadvisor.core.index import ENGINE
 from sparkadvisor.core.memo import once
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Attention, Caveat, Measurement, Model, Recipe
-from sparkadvisor.core.speed.chunks import LLAMA_UBATCH_TOKENS, pipeline_ubatches, prefill_chunk
+from sparkadvisor.core.speed.chunks import llama_batches, pipeline_ubatches, prefill_chunk
 from sparkadvisor.core.speed.constants import SpeedConstants
 from sparkadvisor.core.speed.prefill import (
     AttentionTerms,
@@ -146,18 +146,17 @@ def prefill_shared(model: Model, recipe: Recipe | None, nodes: int, context_toke
 def prefill_launch(engine: str, recipe: Recipe | None, stages: int, prompt_tokens: float | None,
                    batched: int | None = None) -> tuple[int | None, int]:
     """(prompt tokens per forward pass, ubatches through the `stages` of a pipeline together) of the launch a plan
-    is costed for. On llama.cpp, the launch the export writes: `batched` (the user's --max-num-batched-tokens), else
-    `LLAMA_UBATCH_TOKENS`, in batches of `PIPELINE_UBATCHES` on a layer split; its recipes are measurements
-    (llama-bench's, a bench run's), whose flags the export does not copy. Elsewhere the recipe's flags, else the
-    engine's defaults, `batched` setting vLLM's chunk."""
+    is costed for. On llama.cpp, the launch the export writes (`llama_batches`, from `batched`, the user's
+    --max-num-batched-tokens); its recipes are measurements (llama-bench's, a bench run's), whose flags the export
+    does not copy. Elsewhere the recipe's flags, else the engine's defaults, `batched` setting vLLM's chunk."""
     extra = recipe.extra_args if recipe else ()
-    planned = engine == "llama.cpp"
-    stated = batched if engine == ENGINE or planned else None
-    if planned and stated is None:
-        stated = LLAMA_UBATCH_TOKENS
+    if engine == "llama.cpp":
+        batch, ubatch = llama_batches(batched, stages)
+        return (prefill_chunk(engine, extra, prompt_tokens, ubatch),
+                pipeline_ubatches(engine, stages, extra, prompt_tokens, ubatch, batch))
+    stated = batched if engine == ENGINE else None
     chunk = prefill_chunk(engine, extra, prompt_tokens, stated)
-    return chunk, pipeline_ubatches(engine, stages, extra, prompt_tokens, prefill_chunk(engine, extra, None, stated),
-                                    planned)
+    return chunk, pipeline_ubatches(engine, stages, extra, prompt_tokens, prefill_chunk(engine, extra, None, stated))
 
 
 def _prefill_point(model: Model, split: tuple[int, int], attended: float, m: Measurement, constants: SpeedConstants,
