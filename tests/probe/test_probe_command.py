@@ -88,8 +88,10 @@ def test_vllm_down_is_one_clear_sentence_and_exit_1(capsys, settings_file) -> No
     assert texts(data, "critical")[0] == (f"the model server is down: nothing answers at {url}/health (connection "
                                           "refused or host unreachable); start vLLM or llama-server, or pass "
                                           "--vllm URL")
-    assert (f"Claude Code points at vLLM directly ({url}), which is down: every agent request fails"
+    assert (f"Claude Code points at the model server directly ({url}), which is down: every agent request fails"
             in texts(data, "critical"))
+    assert main(["probe", "--vllm", url, "--claude-settings", str(settings_file())]) == 1
+    assert capsys.readouterr().out.startswith(f"server      DOWN at {url}")  # nothing answered to name an engine
 
 
 def test_a_stalled_server_ends_within_the_timeout(capsys, settings_file) -> None:

@@ -208,7 +208,8 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -
     vllm, gateway = report.vllm, report.gateway
     served = ", ".join(m.id for m in vllm.models) or "nothing"
     engine = "llama.cpp" if vllm.models and vllm.models[0].engine == "llama.cpp" else "vLLM"
-    lines = [f"{engine:<12}{_state(vllm.up, vllm.other)} at {vllm.url}"
+    shown = engine if vllm.up or vllm.other else "server"  # nothing answered to say which engine belongs there
+    lines = [f"{shown:<12}{_state(vllm.up, vllm.other)} at {vllm.url}"
              + (f" · {vllm.version}" if vllm.version else "") + (f" · serves {served}" if vllm.up else "")
              + (f": {vllm.other} answers there" if vllm.other else "")]
     if gateway.url:

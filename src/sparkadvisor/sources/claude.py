@@ -154,8 +154,10 @@ def _target_up(url: str, target: Target, vllm: VllmState, gateway: GatewayState)
 
 
 def _server(vllm: VllmState) -> str:
-    """"vLLM", or "llama-server" when that is what answered at the URL."""
-    return vllm.models[0].server if vllm.models else "vLLM"
+    """"llama-server" or "vLLM", whichever answered at the URL; "the model server" when nothing did."""
+    if vllm.models:
+        return vllm.models[0].server
+    return "vLLM" if vllm.up or vllm.other else "the model server"
 
 
 def _direct_model_names(settings: ClaudeSettings, vllm: VllmState) -> list[Finding]:
