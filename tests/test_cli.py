@@ -73,10 +73,11 @@ def test_show_follows_the_recipe_named_and_compares_its_own_measurement(capsys):
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (["--recipe", "nope"], "no recipe 'nope' for gpt-oss-120b-mxfp4; its vllm recipes: gpt-oss-120b-cutlass-tp1 "
+    (["--recipe", "nope"], "no recipe 'nope' for gpt-oss-120b-mxfp4; the recipes its plans follow: "
+                           "gpt-oss-120b-cutlass-tp1 "
                            "(1 node), gpt-oss-120b-spark-arena-tp1 (1 node), gpt-oss-120b-eugr-tp2 (2 nodes), "),
-    (["--recipe", "gpt-oss-120b-ollama"], "recipe gpt-oss-120b-ollama serves with ollama, and a plan follows vllm "
-                                          "recipes only"),
+    (["--recipe", "gpt-oss-120b-ollama"], "recipe gpt-oss-120b-ollama serves with ollama, and a plan of "
+                                          "gpt-oss-120b-mxfp4 runs on vllm there"),
     (["--recipe", "deepseek-v4-flash-0731-miaai-tp2"], "no recipe 'deepseek-v4-flash-0731-miaai-tp2' for "
                                                        "gpt-oss-120b-mxfp4"),
     (["--recipe", "gpt-oss-120b-conselara-tp1", "--nodes", "2"], "recipe gpt-oss-120b-conselara-tp1 runs on "

@@ -12,6 +12,11 @@ from typing import TYPE_CHECKING
 from sparkadvisor.core.bench import BenchSpec, Collected, Figure, Rates, Step, schedule
 from sparkadvisor.sources.bench import BenchError
 
+CEILING_SLACK = 1.1
+"""How far above its bandwidth ceiling a single stream without speculation may decode before a run is refused as
+another build's: the ceiling reads active parameters x stored bits at the rated bandwidth, which no catalog
+measurement passes, and 10% leaves room for a build whose stored bits the catalog overstates."""
+
 if TYPE_CHECKING:
     from sparkadvisor.core.benchplan import Prediction
     from sparkadvisor.core.catalog import CatalogIndex
@@ -174,12 +179,36 @@ class BenchSession:
         if self.match is None or self.match.build is None:
             how = self.match.how if self.match else "no catalog build is known"
             raise BenchError(f"{how.split('; pass --build')[0]}; recording needs the catalog build: pass --build ID")
+        beyond = self._beyond_the_ceiling()
+        if beyond is not None:
+            raise BenchError(beyond)
         facts, cluster = self.index.facts.get(self.match.build.id), self.options.cluster
-        base = published_recipe(facts, cluster.hardware, cluster.nodes) if facts else None
+        # What a vLLM server cannot tell comes from the published recipe; llama.cpp's published recipes are
+        # llama-bench runs, not a server's launch, so a llama-server run keeps its own split (`_split`).
+        base = published_recipe(facts, cluster.hardware, cluster.nodes) \
+            if facts and self.info.served.engine == "vllm" else None
         info = replace(self.info, url=without_credentials(self.info.url))  # the source keeps no password
         pool = served_pool(self.plan, info.config, info.served.max_model_len) if self.plan is not None else None
         return record_bench(self.index, self.match.build, self.options.cluster, info, self.collected, base,
                             pool=pool, launch=self._assumed_launch(info))
+
+    def _beyond_the_ceiling(self) -> str | None:
+        """Why the run is not the matched build's, or None: a single stream decoded faster than reading its weights
+        at the rated bandwidth allows, on a server that says it drafts no tokens. Recorded, it would move the fit
+        of every build on this hardware."""
+        from sparkadvisor.core.bench import figures
+
+        plan, info = self.plan, self.info
+        if plan is None or plan.decode is None or info is None or info.config.speculating is not False:
+            return None
+        ceiling = plan.decode.ceiling_tok_s
+        found = next((f for f in figures(self.collected) if f.key == "decode_tok_s" and f.streams == 1), None)
+        if found is None or found.median <= CEILING_SLACK * ceiling:
+            return None
+        return (f"not recorded: one stream decoded {found.median:,.0f} tok/s without speculative decoding, above the "
+                f"{ceiling:,.0f} tok/s that reading {plan.build.id}'s weights at {plan.cluster.label}'s rated "
+                "bandwidth allows, so the server is not serving that build as the catalog describes it; pass --build "
+                "with the build it serves")
 
     def _assumed_launch(self, info: ServerInfo) -> tuple[str, ...]:
         """llama-server reports no batch sizes: a llama.cpp run is recorded with the ones the export writes, which

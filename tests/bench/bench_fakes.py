@@ -49,7 +49,9 @@ class BenchState:
     """The KV cache vLLM sized: 233 block ids of GLM-5.3-Flash on a rank of two, without speculation, hold 5.5 GiB."""
     overhead_s: float = 0.08
     prefill_tok_s: float = 50_000.0
-    decode_tok_s: float = 400.0
+    decode_tok_s: float = 50.0
+    """Per stream, alone: near what two Sparks decode GLM-5.3-Flash at (bench refuses to record a stream faster than
+    the served build's weights can be read)."""
     batch_cost: float = 0.25
     """Each further running stream slows every stream's step by this share."""
     stall_after_tokens: int | None = None
@@ -206,6 +208,9 @@ class _BenchHandler(_Handler):
             return self._send(501, json.dumps({"error": {"code": 501, "message": "This server does not support "
                                                          "metrics endpoint. Start it with `--metrics`",
                                                          "type": "not_supported_error"}}))
+        if self.path == "/slots":  # each slot says whether it drafts, as llama-server b11434 answers
+            slot = {"n_ctx": s.max_model_len, "speculative": s.spec, "is_processing": False}
+            return self._send(200, json.dumps([{"id": i, **slot} for i in range(4)]))
         if self.path == "/tokenize":  # no "content": no tokens, as llama-server answers vLLM's body
             return self._send(200, json.dumps({"tokens": tokenize(self.body.get("content", ""))}))
         if self.path == "/v1/completions":

@@ -4,6 +4,7 @@ from a build of October 2026): the exported llama.cpp launch gets the same live 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 
 import pytest
@@ -18,7 +19,7 @@ BUILD = "gpt-oss-20b-gguf-ggml"
 @pytest.fixture
 def llama():
     server = bench_server(engine="llama.cpp", served=BUILD, max_model_len=16_384, block_size=1, overhead_s=0.05,
-                          prefill_tok_s=40_000.0, decode_tok_s=400.0)
+                          prefill_tok_s=40_000.0, decode_tok_s=100.0)
     yield server
     server.close()
 
@@ -39,6 +40,34 @@ def test_bench_cuts_prompts_with_llama_servers_tokenize_and_counts_its_own_cache
     recipe = tomllib.loads(text)["recipes"][0]
     assert recipe["extra_args"] == ["--batch-size", "2048", "--ubatch-size", "2048"]
     assert "--batch-size 2048 --ubatch-size 2048 assumed as sparkadvisor's export passes them" in text
+    assert "server settings: no speculative decoding;" in text  # each of its /slots says "speculative": false
+    # From then on the build's plan follows the run (README: "show, rank and the app use that recipe").
+    assert main(["show", BUILD, "--nodes", "1", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    steps = {s["key"]: s["text"] for s in shown["steps"]}
+    assert shown["recipe"] == recipe["id"]
+    assert "the newest your own `sparkadvisor bench --record` wrote" in steps["recipe"]
+    run = next(m for m in recipe["measurements"] if m["metric"] == "decode_tok_s")
+    assert shown["decode_measured_tok_s"] == run["value"]
+
+
+def test_a_run_faster_than_the_builds_weights_allow_is_not_recorded(tmp_path, capsys, monkeypatch):
+    """gpt-oss-20b reads 1.8 GB a token: 400 tok/s from one stream without drafting is another model's speed, and
+    would move the fit of every build on the hardware."""
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    server = bench_server(engine="llama.cpp", served=BUILD, max_model_len=16_384, block_size=1, overhead_s=0.05,
+                          prefill_tok_s=40_000.0, decode_tok_s=400.0)
+    try:
+        assert main(["bench", "--vllm", server.url, "--context", "2000", "--output-tokens", "20", "--repetitions",
+                     "1", "--streams", "1", "--nodes", "1", "--record"]) == 1
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    said = re.search(r"not recorded: one stream decoded (\d+) tok/s without speculative decoding, above the 152 "
+                     f"tok/s that reading {BUILD}'s weights at 1 x DGX Spark's rated bandwidth allows", err)
+    assert said and 380 < int(said[1]) < 410
+    assert "pass --build" in err and "Traceback" not in err
+    assert not (tmp_path / "data" / "catalog.toml").exists()
 
 
 def test_bench_says_llama_servers_context_and_how_to_raise_it(llama, capsys):

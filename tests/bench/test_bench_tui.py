@@ -41,7 +41,7 @@ async def open_short_bench(app, pilot) -> BenchScreen:
 
 
 async def test_b_benches_the_served_build_and_record_re_ranks_with_it(monkeypatch):
-    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=400.0)
+    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=50.0)
     monkeypatch.setenv("SPARKADVISOR_VLLM_URL", server.url)
     app = two_spark_app()
     try:
@@ -85,7 +85,7 @@ async def test_a_server_that_is_down_says_so_in_the_dialog(monkeypatch):
 
 
 async def test_a_served_build_that_does_not_fit_the_screens_cluster_is_named_in_the_dialog(monkeypatch):
-    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=400.0)
+    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=50.0)
     monkeypatch.setenv("SPARKADVISOR_VLLM_URL", server.url)
     app = SparkAdvisorApp(load_index(), [], AppState(workload="agentic", hardware="dgx-spark", nodes=1),
                           remember_choices=False)
@@ -105,7 +105,7 @@ async def test_a_served_build_that_does_not_fit_the_screens_cluster_is_named_in_
 
 
 async def test_credentials_in_the_vllm_address_never_reach_the_dialog(monkeypatch):
-    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=400.0)
+    server = bench_server(overhead_s=0.05, prefill_tok_s=40_000.0, decode_tok_s=50.0)
     monkeypatch.setenv("SPARKADVISOR_VLLM_URL", server.url.replace("http://", "http://user:s3cret@"))
     app = two_spark_app()
     try:

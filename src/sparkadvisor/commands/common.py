@@ -161,24 +161,26 @@ def add_recipe_option(parser: argparse.ArgumentParser) -> None:
 
 def recipe_cluster(args: argparse.Namespace, index: CatalogIndex, build_id: str) -> None:
     """Set --hardware and --nodes: as given, else the --recipe's, else dgx-spark and 2. A recipe of another
-    build, another engine than the plans', or on other hardware or node counts than given, is refused in
-    one sentence naming the build's recipes."""
-    from sparkadvisor.core.index import ENGINE
+    build, of another engine than the one the build's plans run on there, or on other hardware or node counts
+    than given, is refused in one sentence naming the build's recipes."""
+    from sparkadvisor.core.index import default_engine, followed_engine
     from sparkadvisor.core.units import plural
 
     if args.recipe is None:
         args.hardware, args.nodes = args.hardware or "dgx-spark", int(args.nodes or 2)
         return
-    own = index.recipes_by_build.get(build_id, ())
+    build, own = index.builds[build_id], index.recipes_by_build.get(build_id, ())
+    follows = {r.id: followed_engine(build, index.hardware.get(r.hardware), r.engine) for r in own}
     where = {r.id: "" if r.hardware == "dgx-spark" else f" of {r.hardware}" for r in own}
-    followable = ", ".join(f"{r.id} ({plural(r.nodes, 'node')}{where[r.id]})"
-                           for r in own if r.engine == ENGINE) or "none"
+    followable = ", ".join(f"{r.id} ({plural(r.nodes, 'node')}{where[r.id]})" for r in own if follows[r.id]) or "none"
     recipe = next((r for r in own if r.id == args.recipe), None)
     if recipe is None:
-        raise UsageError(f"no recipe {args.recipe!r} for {build_id}; its {ENGINE} recipes: {followable}")
-    if recipe.engine != ENGINE:
-        raise UsageError(f"recipe {recipe.id} serves with {recipe.engine}, and a plan follows {ENGINE} recipes only "
-                         f"(its measurements still count in the fit); the {ENGINE} recipes of {build_id}: {followable}")
+        raise UsageError(f"no recipe {args.recipe!r} for {build_id}; the recipes its plans follow: {followable}")
+    if not follows[recipe.id]:
+        engine = default_engine(build, index.hardware.get(recipe.hardware))
+        raise UsageError(f"recipe {recipe.id} serves with {recipe.engine}, and a plan of {build_id} runs on "
+                         f"{engine} there (its measurements still count in the fit); the recipes its plans follow: "
+                         f"{followable}")
     if args.hardware not in (None, recipe.hardware):
         raise UsageError(f"recipe {recipe.id} runs on {recipe.hardware}, not --hardware {args.hardware}")
     if args.nodes not in (None, recipe.nodes):

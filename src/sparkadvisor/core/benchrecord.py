@@ -80,8 +80,10 @@ def bench_source(info: Any, cluster: Any, collected: Any, base_id: str | None, t
                                          "gpu_memory_utilization", "num_gpu_blocks", "kv_cache_memory_bytes")
             if labels.get(k, "None") != "None"]
     share = acceptance(collected)
+    speculating = info.config.speculating
     said.append("speculative decoding on" + (f", {share:.0%} of drafted tokens accepted" if share else "")
-                if info.config.speculating else "no speculative decoding")
+                if speculating else "no speculative decoding" if speculating is False
+                else "speculative decoding not reported")
     split = "PP" if info.served.engine == "llama.cpp" else "TP"
     rest = (f"parallelism, CUDA graphs and the speculation method as in recipe {base_id} (not readable from "
             "the server)" if base_id is not None else f"{split}={cluster.nodes} assumed (not readable from the server)")

@@ -1,8 +1,8 @@
 """The runtime index of a catalog: lookups by id, and what is known once per catalog.
 
 Built once from a `Catalog` and never changed afterwards, so the TUI's worker thread and
-its UI thread can share it. It holds the per-build facts (a build's weights, its vLLM
-recipes on each hardware, its own caveats) and the speed constants calibrated for each
+its UI thread can share it. It holds the per-build facts (a build's weights, the
+recipes its plans follow on each hardware, its own caveats) and the speed constants calibrated for each
 hardware; the per-cluster stages in `core.stages` start from these.
 """
 
@@ -21,7 +21,31 @@ if TYPE_CHECKING:
     from sparkadvisor.core.calibration import Calibration
 
 ENGINE = "vllm"
-"""The serving engine the plans, the speed model and the exported recipes are for."""
+"""The serving engine a plan is costed on wherever it serves the build."""
+
+
+def default_engine(build: Build, hardware: Hardware | None = None) -> str:
+    """vLLM if it serves the build (and runs on `hardware`), else the build's first engine that runs
+    there, else vLLM or the build's first engine (and the plan says no engine serves it there)."""
+    engines = build.engines or (ENGINE,)
+    here = [e for e in engines if hardware is None or runs_on(hardware, e)]
+    ordered = here or list(engines)
+    return ENGINE if ENGINE in ordered else ordered[0]
+
+
+def followed_engine(build: Build, hardware: Hardware | None, engine: str) -> bool:
+    """A plan of `build` on `hardware` follows recipes of `engine`: vLLM's (a vLLM recipe shows vLLM serves the
+    build, whatever its engine list says), and those of the engine it is costed on there by default, such as a
+    GGUF build's llama.cpp ones. Other engines' recipes describe another server; they count in the fit only."""
+    return engine == ENGINE or engine == default_engine(build, hardware)
+
+
+def runs_on(hardware: Hardware, engine: str) -> bool:
+    """`engine` is known to serve models on `hardware`: any engine on an NVIDIA GPU, else the ones
+    the hardware's `serving` names."""
+    if hardware.serving is None:
+        return hardware.cuda
+    return engine in hardware.serving.engines
 
 
 @record
@@ -33,14 +57,15 @@ class BuildFacts:
     weights: Weights
     """Bytes it holds, stated or derived (core.memory)."""
     recipes: dict[str, tuple[Recipe, ...]]
-    """Its vLLM recipes, by hardware id (other engines' figures do not apply to a vLLM plan)."""
+    """The recipes a plan of it follows, by hardware id (`followed_engine`: vLLM's, and a GGUF build's llama.cpp
+    ones)."""
     caveats: tuple[Caveat, ...]
     """The caveats the build carries on every recipe."""
     own_recipes: frozenset[str] = frozenset()
     """Ids of its recipes a `sparkadvisor bench --record` run wrote (their source is kind "bench")."""
 
     def recipes_on(self, hardware: Hardware) -> tuple[Recipe, ...]:
-        """Its vLLM recipes on this hardware."""
+        """The recipes a plan of it follows on this hardware."""
         return self.recipes.get(hardware.id, ())
 
 
@@ -106,7 +131,7 @@ class CatalogIndex:
         model = self.models[build.model]
         by_hardware: dict[str, list[Recipe]] = {}
         for recipe in self.recipes_by_build.get(build.id, ()):
-            if recipe.engine == ENGINE:
+            if followed_engine(build, self.hardware.get(recipe.hardware), recipe.engine):
                 by_hardware.setdefault(recipe.hardware, []).append(recipe)
         own = frozenset(r.id for rs in by_hardware.values() for r in rs if self._measured_here(r))
         return BuildFacts(build=build, model=model, weights=build_weights(build, model, self.size_checks),

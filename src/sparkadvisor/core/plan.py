@@ -8,7 +8,7 @@ shorthands for the figures views read most.
 
 from __future__ import annotations
 
-from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex
+from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex, default_engine, runs_on
 from sparkadvisor.core.memory import LAYER_SPLIT_ENGINES, LAYER_SPLIT_SOURCES, Weights
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Build, Capability, Caveat, DecodeRead, Hardware, Model, Recipe
@@ -261,23 +261,6 @@ def _disqualifier(caveats: tuple[Caveat, ...], workload: Workload) -> Caveat | N
 def _engine(build: Build, settings: Settings, hardware: Hardware) -> str:
     """The engine a build without a recipe is costed on: the setting, else the build's default here."""
     return settings.engine or default_engine(build, hardware)
-
-
-def default_engine(build: Build, hardware: Hardware | None = None) -> str:
-    """vLLM if it serves the build (and runs on `hardware`), else the build's first engine that runs
-    there, else vLLM or the build's first engine (and the plan says no engine serves it there)."""
-    engines = build.engines or (ENGINE,)
-    here = [e for e in engines if hardware is None or runs_on(hardware, e)]
-    ordered = here or list(engines)
-    return ENGINE if ENGINE in ordered else ordered[0]
-
-
-def runs_on(hardware: Hardware, engine: str) -> bool:
-    """`engine` is known to serve models on `hardware`: any engine on an NVIDIA GPU, else the ones
-    the hardware's `serving` names."""
-    if hardware.serving is None:
-        return hardware.cuda
-    return engine in hardware.serving.engines
 
 
 SINGLE_HOST_ENGINES = frozenset({"ollama"})

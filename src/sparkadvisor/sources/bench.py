@@ -18,7 +18,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sparkadvisor.core.bench import (
@@ -109,8 +109,21 @@ async def connect(config: BenchConfig) -> ServerInfo:
     served = _chosen(state.models, config.model, state.url)
     async with _client(config) as client:
         scrape = await _scrape(client, state.url, config.timeout_s)
-    engine = served_config(scrape) if scrape is not None else ServedConfig()
+        engine = served_config(scrape) if scrape is not None else ServedConfig()
+        if served.engine == "llama.cpp" and engine.speculating is None:
+            engine = replace(engine, speculating=await _llama_drafts(client, state.url, config.timeout_s))
     return ServerInfo(state.url, state.version, served, engine, cache_settings(scrape))
+
+
+async def _llama_drafts(client: httpx.AsyncClient, base: str, timeout_s: float) -> bool | None:
+    """Whether llama-server drafts tokens: each of its /slots says "speculative" (its speculation counters are
+    there whether it drafts or not); None where /slots is off (--no-slots) or says nothing of it."""
+    from sparkadvisor.sources.probe import _json, fetch
+
+    answer = await fetch(client, "GET", f"{base}/slots", timeout_s)
+    slots = _json(answer) if answer.ok else None
+    said = {slot.get("speculative") for slot in slots if isinstance(slot, dict)} if isinstance(slots, list) else set()
+    return said.pop() if len(said) == 1 and said <= {True, False} else None
 
 
 def _chosen(models: tuple[ServedModel, ...], wanted: str | None, url: str) -> ServedModel:

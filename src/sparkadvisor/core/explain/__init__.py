@@ -59,7 +59,8 @@ def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step
     tests = [r for r in on_hardware if r.nodes == nodes and r is not followed and r.benchmark]
     elsewhere = [r for r in on_hardware if r.nodes != nodes]
     if followed is None:
-        text = f"No recipe for this build on {plan.cluster.label}: vLLM's defaults size the plan."
+        engine = "vLLM" if plan.constants.engine == "vllm" else plan.constants.engine
+        text = f"No recipe for this build on {plan.cluster.label}: {engine}'s defaults size the plan."
     else:
         if followed.id == named:
             why = "as --recipe names it"
