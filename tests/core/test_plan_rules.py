@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sparkadvisor.catalogs import load_index
@@ -68,3 +70,27 @@ def test_nodes_needed_is_the_smallest_cluster_the_fit_rule_accepts(index, settin
                  for n in range(1, hardware.max_nodes + 1)]
         fitting = [p.cluster.nodes for p in plans if p.fits]
         assert {p.nodes_needed for p in plans} == {min(fitting, default=None)}, build.id
+
+
+def test_a_build_a_caveat_rules_out_does_not_meet_the_targets(index, capsys):
+    """Its figures may all be met, yet the caveat rules it out: scripts filtering on meets_targets never pick it."""
+    ruled_out = [p for p in (evaluate_build(index, b, Cluster(index.hardware["dgx-spark"], 2), AGENTIC)
+                             for b in index.catalog.builds) if p.runs and p.disqualified_by is not None]
+    assert any(set(p.statuses) == {"met"} for p in ruled_out)
+    assert not any(p.meets_targets for p in ruled_out)
+    plan = next(p for p in ruled_out if set(p.statuses) == {"met"})
+    assert main(["show", plan.build.id, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    targets = next(s["text"] for s in data["steps"] if s["key"] == "targets")
+    assert data["meets_targets"] is False and data["disqualified"] is True
+    assert targets.startswith("Its figures meet the agentic targets, but ") and "rules it out for agentic" in targets
+
+
+def test_the_shortfall_is_told_apart_from_the_engines_share(capsys):
+    """Two figures, two meanings: past vLLM's share of the node, and short of the whole node (`short_gb`)."""
+    assert main(["show", "deepseek-r1-fp8", "--nodes", "2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    fit = next(s["text"] for s in data["steps"] if s["key"] == "budget")
+    assert "vLLM takes 0.85 x 121.6 = 103.4 GiB per node; the 312.5 GiB of weights exceed that by 209.1 GiB." in fit
+    short = data["short_gb"]
+    assert f"Even with all 130.6 GB of a node, each of the 2 shares of 335.5 GB is {short:.1f} GB short." in fit

@@ -394,3 +394,18 @@ def test_an_empty_token_variable_name_is_named_as_such(capsys) -> None:
     assert main(["probe", "--token-env", ""]) == 2
     assert capsys.readouterr().err == ("sparkadvisor: --token-env needs the name of an environment variable that "
                                        "holds vLLM's --api-key (got an empty name)\n")
+
+
+def test_a_gateway_given_as_the_model_server_is_named_as_what_answers(capsys, settings_file) -> None:
+    """A gateway answers /health but lists no models: something answers there, so not "server DOWN"."""
+    server = gateway_server()
+    try:
+        code, out, _ = probe(capsys, "--vllm", server.url, "--claude-settings", str(settings_file({})))
+        _, data = probe_json(capsys, "--vllm", server.url, "--claude-settings", str(settings_file({})))
+    finally:
+        server.close()
+    assert code == 1
+    assert (f"vLLM        NOT FOUND at {server.url}: a server with no model list at /v1/models (HTTP 404) answers "
+            "there") in out.splitlines()
+    assert "DOWN" not in out and data["vllm_up"] is False
+    assert data["vllm_answered_by"] == "a server with no model list at /v1/models (HTTP 404)"

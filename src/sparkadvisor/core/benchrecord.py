@@ -114,7 +114,7 @@ def bench_measurements(found: list[Any], spec: Any, source_id: str, today: str) 
             continue
         m: dict[str, Any] = {"metric": metric, "value": _figures4(f.median)}
         if len(f.values) > 1:
-            m.update(low=_figures4(f.low), high=_figures4(f.high), spread=_figures4(f.spread))
+            m.update(low=_figures4(f.low), high=_figures4(f.high), spread=_spread(f.spread))
         if f.streams > 1:
             m["streams"] = f.streams
         m["context_tokens"] = spec.context_tokens
@@ -144,3 +144,8 @@ def pool_measurement(pool: Any, source_id: str, today: str) -> dict[str, Any] | 
 def _figures4(value: float) -> float:
     """Four significant figures: what a timing on a live server supports (59.95 tok/s, 4.312 s)."""
     return float(f"{value:.4g}")
+
+
+def _spread(value: float) -> float:
+    """Two significant figures: a standard deviation over a few runs is known to no better (0.031, 1.2 tok/s)."""
+    return float(f"{value:.2g}")

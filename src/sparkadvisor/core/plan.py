@@ -204,8 +204,9 @@ class Plan:
 
     @property
     def meets_targets(self) -> bool:
-        """Fits, an engine serves it here, and every target is known to be met: an unknown is not a pass."""
-        return self.runs and all(status == "met" for status in self.statuses)
+        """Fits, an engine serves it here, no caveat rules it out for the workload, and every target is known to be
+        met: an unknown is not a pass."""
+        return self.runs and self.disqualified_by is None and all(status == "met" for status in self.statuses)
 
 
 def _refs(source: str | tuple[str, ...]) -> tuple[str, ...]:

@@ -216,9 +216,13 @@ def _vllm_state(base: str, health: Answer, version: Answer, models: Answer,
         else:
             server = f"vLLM {found_version or '(version unknown)'}"
         findings.insert(0, Finding("ok", f"{server} is up at {base}, serving {names}"))
-    # A port that answers /health but not with a model list (nginx, another app) is not vLLM up.
+    # A port that answers /health but not with a model list (nginx, a gateway, another app) is not vLLM up, and
+    # something other than a model server answers there.
     up = health.ok and (bool(served) or models.status in (401, 403))
-    return VllmState(base, up, found_version, served, window_, None, tuple(findings))
+    other = None
+    if health.ok and not up and models.reached:
+        other = "a server with no model list at /v1/models" + ("" if models.ok else f" (HTTP {models.status})")
+    return VllmState(base, up, found_version, served, window_, None, tuple(findings), other=other)
 
 
 def _version(answer: Answer) -> str | None:

@@ -145,6 +145,8 @@ def _targets(plan: Plan) -> Step:
         head = f"Meets the {w.kind} targets"
     elif plan.target_misses:
         head = f"Misses the {w.kind} targets"
+    elif plan.disqualified_by is not None and not plan.unknowns:
+        head = f"Its figures meet the {w.kind} targets, but {badge(plan.disqualified_by)} rules it out for {w.kind}"
     else:
         head = f"The {w.kind} targets are unknown (an unknown is not a pass)"
     return Step("targets", "targets", f"{head}: {parts}.", "unknown" if plan.unknowns else "derived")

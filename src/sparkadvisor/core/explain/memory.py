@@ -202,9 +202,10 @@ def _shortfall(plan: Plan) -> str:
     whole = fmt_size(plan.weights.total_bytes / split, unit)
     usable = fmt_size(plan.budget.usable_bytes, unit)
     short = fmt_size(plan.short_bytes, unit)
+    # Beside the engine's share above: what no gpu-memory-utilization would make room for.
     if split == 1:
-        return f"As a whole the build is {short} short: {whole} against {usable} usable."
-    return f"Split {split} ways, each share is {whole} against {usable} usable: {short} short per node."
+        return f"Even with all {usable} of the node, the {whole} build is {short} short."
+    return f"Even with all {usable} of a node, each of the {split} shares of {whole} is {short} short."
 
 
 def _verdict(plan: Plan) -> str:

@@ -137,10 +137,10 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
     head = (f"Measured {measurement_text(m, lambda v: f'{v:g}')} tok/s ({source_text(m)}) at its own conditions "
             f"({conditions}); ")
     if d.tables:
-        return (head + f"the model's {expected:.0f} there leaves out the {d.tables} table every token reads (its bytes "
-                f"per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor "
-                f"fidelity` lists this row apart, never as a pass; {plan.efficiency:.0%} of the ceiling.")
-    text = (head + f"the model predicts {expected:.0f} there, range {low:.0f}-{high:.0f}: {where} the "
+        return (head + f"the model's {expected:.0f} tok/s there leaves out the {d.tables} table every token reads "
+                f"(its bytes per token are unpublished), so it is a bound, not a prediction: unknown, and "
+                f"`sparkadvisor fidelity` lists this row apart, never as a pass; {plan.efficiency:.0%} of the ceiling.")
+    text = (head + f"the model predicts {expected:.0f} tok/s there, range {low:.0f}-{high:.0f}: {where} the "
             f"predicted range; {plan.efficiency:.0%} of the ceiling.")
     bound = d.read_bound_tok_s
     above = bound is not None and m.streams == 1 and m.value > bound

@@ -17,8 +17,8 @@
 #   shipped one (row 7) with MTP3 on the other node: 0.80 x 121.6 - 76.18 GiB of weights (the README's ~76
 #   GiB) - 14.7 GiB of KV - 1.29 GiB indexer buffer - 1.99 + 0.55 GiB of CUDA graphs (the general figures: no
 #   log splits this model's PIECEWISE graphs from its profile run) = 2.57 GiB; the ledger's other PIECEWISE
-#   boots leave 4.5 to 7.7 GiB beside weights and KV in all, the spread of one boot to the next. As a whole
-#   the build is 2.4 GB short: 133.0 GB against 130.6 GB usable. It fits.
+#   boots leave 4.5 to 7.7 GiB beside weights and KV in all, the spread of one boot to the next. Even with all
+#   130.6 GB of the node, the 133.0 GB build is 2.4 GB short. It fits.
 #   14.70 GiB / 4.044 GiB per request x 262,144 = 953k tokens, the figure vLLM logs as "GPU KV cache size"
 #   (int(max concurrency x max_model_len)). One request: full-attention and indexer rows 14.68 KiB x 157
 #   blocks of 1,680 tokens = 3.692 GiB; linear-attention states 39 layer slots (layers padded to whole
@@ -35,9 +35,9 @@
 #   model's cost per session it holds 8 concurrent sessions of 100,000 tokens.
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
 #   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
-#   the model's 63 there leaves out the PLE table every token reads (its bytes per token are unpublished), so
-#   it is a bound, not a prediction: unknown, and `sparkadvisor fidelity` lists this row apart, never as a
-#   pass; 36% of the ceiling.
+#   the model's 63 tok/s there leaves out the PLE table every token reads (its bytes per token are
+#   unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity` lists this row
+#   apart, never as a pass; 36% of the ceiling.
 #   100,000 tokens / measured prefill 1,643 tok/s (cold prefill of a 113K-token prompt) = 61 s to the first
 #   token.
 #   61 s + 200 tokens / 32.5 tok/s = 67 s per turn.

@@ -36,9 +36,9 @@
 #   against 5.4 GiB here. The table shows the measured pool, and the sessions follow it: at the model's cost
 #   per session it holds 17 concurrent sessions of 100,000 tokens.
 #   Measured 53.7 tok/s (median of 40 prompts, single stream) at its own conditions (2,000 tokens (assumed:
-#   not stated), 1 stream, CUDA graphs); the model's 102 there leaves out the PLE table every token reads (its
-#   bytes per token are unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity`
-#   lists this row apart, never as a pass; 30% of the ceiling.
+#   not stated), 1 stream, CUDA graphs); the model's 102 tok/s there leaves out the PLE table every token
+#   reads (its bytes per token are unpublished), so it is a bound, not a prediction: unknown, and
+#   `sparkadvisor fidelity` lists this row apart, never as a pass; 30% of the ceiling.
 #   100,000 tokens / measured prefill 2,708 tok/s (cold prefill of a 112K-token prompt) = 37 s to the first
 #   token.
 #   37 s + 200 tokens / 53.7 tok/s = 41 s per turn.
