@@ -39,6 +39,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     ("active_b = 8", "active_b = 80", ["active_b 80 is more than total_b 8"]),
     ("spread = 3", "low = 50\nhigh = 60", ["value 40 lies outside low-high"]),
     ("spread = 3", "kv_pinned_gib = 4", ["kv_pinned_gib is for a kv_pool_tokens measurement"]),
+    ('title = "r"\n', 'title = "r"\nimage = "vllm/vllm-openai:latest; touch /tmp/x"\n',
+     ["image: should be a container image reference, [REGISTRY/]NAME[:TAG], e.g. vllm/vllm-openai:v0.28.0 (got "
+      "'vllm/vllm-openai:latest; touch /tmp/x')"]),
 ])
 def test_check_refuses_what_the_core_cannot_compute(tmp_path, capsys, old, new, words):
     path = edited(tmp_path, old, new)

@@ -30,6 +30,11 @@ CONTAINER_PATH = r"^/[A-Za-z0-9._/+-]+$"
 SHORT_ID = r"^[a-z0-9][a-z0-9.-]*$"
 GITHUB_REPO = r"^https://github\.com/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
 COMMIT = r"^[0-9a-f]{40}$"
+_IMAGE_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REF = (r"^(?:(?:[A-Za-z0-9-]+\.)+[A-Za-z0-9-]+(?::[0-9]+)?/|localhost(?::[0-9]+)?/)?"
+             rf"{_IMAGE_PART}(?:/{_IMAGE_PART})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?$")
+"""A container image reference as Docker parses one: [REGISTRY/]NAME[:TAG][@sha256:DIGEST], the registry a host name
+with a dot or a port (or localhost), the name lower-case path components."""
 PATTERN_WORDS = {
     DATE: "a date written YYYY-MM-DD, in quotes",
     MONTH_OR_DATE: "a date written YYYY-MM-DD or YYYY-MM, in quotes",
@@ -38,6 +43,7 @@ PATTERN_WORDS = {
     SHORT_ID: "lower-case letters, digits, dots and dashes, starting with a letter or digit",
     GITHUB_REPO: "a GitHub repository URL, https://github.com/OWNER/NAME",
     COMMIT: "a full commit id: 40 lower-case hex digits",
+    IMAGE_REF: "a container image reference, [REGISTRY/]NAME[:TAG], e.g. vllm/vllm-openai:v0.28.0",
 }
 """What each pattern a field must match is, in words: a problem says these, never the pattern."""
 
@@ -782,7 +788,7 @@ class Recipe:
     """Id of the hardware it was run on."""
     engine: str = "vllm"
     """Serving engine."""
-    image: str | None = None
+    image: str | None = checked(default=None, pattern=IMAGE_REF)
     """Container image."""
     nodes: int = checked(ge=1)
     """Nodes it runs on."""
