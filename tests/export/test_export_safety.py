@@ -12,8 +12,11 @@ from export_helpers import run_with_standins
 from sparkadvisor.cli import main
 
 SHELL_REPO = "evil/$(touch PWNED1) `touch PWNED2` \"q\" 'x'; touch PWNED3\ntouch PWNED4 #"
-"""Refused when the catalog is read (a repo is OWNER/NAME of the hub's characters), so the values
-that reach the exporter below are the id, title, image, parser and arguments, all free text."""
+"""Refused when the catalog is read (a repo is OWNER/NAME of the hub's characters, an image a container reference:
+`test_a_hostile_image_is_refused_when_read`), so the values that reach the exporter below are the id, title, parser
+and arguments, all free text."""
+EVIL_IMAGE = "img:1$(touch PWNED9)"
+IMAGE = "registry.example:5000/evil/vllm:1"
 EVIL_REPO = "evil_/name.with-dots_1"
 EVIL_ID = "ev'il; touch PWNED5 $(touch PWNED6) \"x\"\n--trust-remote-code"
 EVIL_VALUE = "4; touch PWNED7 $HOME"
@@ -41,7 +44,7 @@ source = "article"
 id = "evil-recipe"
 build = {_toml(EVIL_ID)}
 title = {_toml(EVIL_TITLE)}
-image = {_toml("img:1$(touch PWNED9)")}
+image = {_toml(IMAGE)}
 nodes = 1
 tool_call_parser = {_toml("hermes'; touch PWNED10")}
 extra_args = ["--max-num-seqs", {_toml(EVIL_VALUE)}, "--swap-space", "4", "--no-such-flag"]
@@ -74,7 +77,7 @@ def test_hostile_values_arrive_as_single_literal_arguments(hostile, tmp_path):
     assert {c[0] for c in calls} <= {"nvidia-smi", "swapon", "sysctl", "sync", "sudo", "free", "hf", "docker"}
     assert ["hf", "download", EVIL_REPO, "--quiet"] in calls
     serve = calls[-1]
-    assert serve[:2] == ["docker", "run"] and "img:1$(touch PWNED9)" in serve
+    assert serve[:2] == ["docker", "run"] and IMAGE in serve
     argv = serve[serve.index("serve") + 1:]
     assert argv[0] == EVIL_REPO
     assert argv[argv.index("--served-model-name") + 1] == EVIL_ID
@@ -98,7 +101,16 @@ def test_hostile_values_read_back_exactly_from_yaml_and_compose(hostile, tmp_pat
     compose = yaml.safe_load((tmp_path / "compose.yaml").read_text(encoding="utf-8"))["services"]["vllm"]
     command = [word.replace("$$", "$") for word in compose["command"]]
     assert command[1] == EVIL_REPO and EVIL_VALUE in command
-    assert compose["image"].replace("$$", "$") == "img:1$(touch PWNED9)"
+    assert compose["image"] == IMAGE
+
+
+def test_a_hostile_image_is_refused_when_read(tmp_path, capsys):
+    path = tmp_path / "hostile.toml"
+    path.write_text(HOSTILE.replace(_toml(IMAGE), _toml(EVIL_IMAGE)), encoding="utf-8")
+    assert _export(path, tmp_path / "out", "sh") != 0
+    err = capsys.readouterr().err
+    assert "image: should be a container image reference" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists() and not list(tmp_path.rglob("PWNED*"))
 
 
 def test_hostile_text_cannot_leave_a_comment(hostile, tmp_path):
