@@ -8,6 +8,8 @@ shorthands for the figures views read most.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex, default_engine, runs_on
 from sparkadvisor.core.memory import LAYER_SPLIT_ENGINES, LAYER_SPLIT_SOURCES, Weights
 from sparkadvisor.core.records import record
@@ -15,7 +17,7 @@ from sparkadvisor.core.schema import Build, Capability, Caveat, DecodeRead, Hard
 from sparkadvisor.core.shared import model_figures
 from sparkadvisor.core.speed.constants import SpeedConstants
 from sparkadvisor.core.speed.decode import read_under
-from sparkadvisor.core.stages.decode import DecodeSpeed, decode_speed
+from sparkadvisor.core.stages.decode import DecodeSpeed, decode_at, decode_speed
 from sparkadvisor.core.stages.first_token import FirstToken, first_token, prefill
 from sparkadvisor.core.stages.fit import Fit, fit_on, short_bytes
 from sparkadvisor.core.stages.kv_pool import KvPool, kv_pool_for
@@ -123,6 +125,37 @@ class Plan:
     prefill_measured = property(lambda self: self.first.prefill_measured)
     ttft_s = property(lambda self: self.first.ttft_s)
     ttft_measured = property(lambda self: self.first.ttft_measured)
+
+    @property
+    def decode_bound(self) -> bool:
+        """The speed a turn is costed at is an upper bound, not a prediction: no measurement at these streams, and
+        the estimate leaves out a per-token table every token reads whose bytes are unpublished (PLE, Engram). A
+        target it seems to meet is unknown (`core.targets`); one it misses is missed."""
+        d = self.speed.estimate
+        return self.speed.measured is None and d is not None and bool(d.tables)
+
+    @property
+    def measured_against(self) -> tuple[float, float, float] | None:
+        """(expected, low, high) tok/s the model gives at the decode measurement's own context, streams and mode, on
+        the measurement's footing (per stream for a per-stream figure): what `show` and the table's mark hold it
+        against. None without a measurement or an estimate."""
+        m, d = self.speed.measured, self.speed.estimate
+        if m is None or d is None:
+            return None
+        own = decode_at(self.model, self.build.format, self.weights, self.recipe, self.tp, self.pp, self.pool,
+                        self.cluster.hardware, self.constants, m, self.decode_read) or d
+        per = m.streams if m.metric == "decode_tok_s" else 1
+        return own.expected_tok_s / per, own.low_tok_s / per, own.high_tok_s / per
+
+    @property
+    def measured_side(self) -> Literal["inside", "above", "below"] | None:
+        """Where the decode measurement falls against `measured_against`'s range; None without one, or where the
+        model's figure is a bound that leaves out a per-token table (no range to fall outside)."""
+        against, m, d = self.measured_against, self.speed.measured, self.speed.estimate
+        if against is None or m is None or d is None or d.tables:
+            return None
+        _, low, high = against
+        return "above" if m.value > high else "below" if m.value < low else "inside"
 
     @property
     def decode_read(self) -> DecodeRead | None:

@@ -17,6 +17,7 @@ from sparkadvisor.core.workload import DEFAULT_SETTINGS, Settings, Workload
 if TYPE_CHECKING:
     from sparkadvisor.core.plan import Plan
     from sparkadvisor.core.schema import Caveat
+    from sparkadvisor.core.speed.decode import DecodeEstimate
 
 BADGES: dict[str, str] = {kind: info.badge for kind, info in KINDS.items()}
 """Short labels for caveat kinds, as badges in tables."""
@@ -99,16 +100,23 @@ def flags_cell(plan: Plan) -> str:
     return f"{glyphs} {badge(by_severity(plan.caveats)[0])}"
 
 
+def expected_cell(d: DecodeEstimate | None) -> str:
+    """"39 (34-46)": the expected decode speed and its range; "≤98" where it is an upper bound, leaving out a
+    per-token table whose bytes are unpublished (no range: it is not a prediction)."""
+    if d is None:
+        return "unknown"
+    if d.tables:
+        return f"≤{d.expected_tok_s:.0f}"
+    return f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})"
+
+
 def measured_cell(plan: Plan) -> str:
-    """The measured decode speed, marked when it falls outside the predicted range."""
-    measured, d = plan.decode_measured, plan.decode
+    """The measured decode speed, marked when it falls outside the range the model predicts at the measurement's
+    own context, streams and mode (`Plan.measured_side`, the verdict `show` gives)."""
+    measured = plan.decode_measured
     if measured is None:
         return "-"
-    mark = ""
-    if d is not None and measured.value > d.high_tok_s:
-        mark = ABOVE_RANGE
-    elif d is not None and measured.value < d.low_tok_s:
-        mark = BELOW_RANGE
+    mark = {"above": ABOVE_RANGE, "below": BELOW_RANGE}.get(plan.measured_side or "", "")
     return f"{measured.value:g}{mark}"
 
 
@@ -147,11 +155,11 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "fit": fit_cell(ranked),
         "kv_pool": pool_text if plan.runs else "-",
         "ceiling": _speed(d.ceiling_tok_s if d else None) if plan.runs else "-",
-        "expected": ((f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})" if d else "unknown")
-                     if plan.runs else "-"),
+        "expected": expected_cell(d) if plan.runs else "-",
         "measured": measured_cell(plan),
         "ttft": fmt_seconds(plan.ttft_s) if plan.runs else "-",
-        "turn": fmt_seconds(plan.turn_s) if plan.runs else "-",
+        "turn": (("≥" if plan.decode_bound and plan.turn_s is not None else "") + fmt_seconds(plan.turn_s)
+                 if plan.runs else "-"),
         "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
 

@@ -245,18 +245,22 @@ def _turn(plan: Plan) -> Status:
     turn = plan.turn_s
     if turn is None:
         return "unknown"
-    return "missed" if turn > plan.workload.turn_target_s else "met"
+    if turn > plan.workload.turn_target_s:
+        return "missed"  # at a bound on decode, the turn is at least this long
+    return "unknown" if plan.decode_bound else "met"
 
 
 def _turn_text(plan: Plan, status: Status) -> str:
     turn, target = plan.turn_s, plan.workload.turn_target_s
     if not plan.fits:
         return f"no turns: {_not_here(plan)}"
+    if status == "unknown" and turn is not None:
+        return f"turn at least {fmt_seconds(turn)} (decode is a bound): <= {_target(target)} s unknown"
     if status == "unknown":
         return "time per turn unknown"
     if status == "missed":
         value, limit = _past(turn, target, above=True)
-        return f"turn {value} s > {limit} s"
+        return f"turn {'at least ' * plan.decode_bound}{value} s > {limit} s"
     return f"turn {fmt_seconds(turn)} <= {_target(target)} s"
 
 
@@ -265,20 +269,30 @@ def _decode(plan: Plan) -> Status:
     speed = plan.speed.tok_s
     if speed is None:
         return "unknown"
-    return "missed" if speed < plan.workload.decode_target_tok_s else "met"
+    if speed < plan.workload.decode_target_tok_s:
+        return "missed"  # a bound below the target: the speed is lower still
+    return "unknown" if plan.decode_bound else "met"
 
 
 def _decode_text(plan: Plan, status: Status) -> str:
     speed, target = plan.speed.tok_s, plan.workload.decode_target_tok_s
     if not plan.fits:
         return f"no decode: {_not_here(plan)}"
+    if status == "unknown" and speed is not None:
+        return f"decode at most {speed:.0f} tok/s ({_bound_text(plan)}): >= {_target(target)} tok/s unknown"
     if status == "unknown":
         return "decode speed unknown"
     if status == "missed":
         value, limit = _past(speed, target, above=False)
-        return f"decode {value} tok/s < {limit} tok/s"
+        return f"decode {'at most ' * plan.decode_bound}{value} tok/s < {limit} tok/s"
     value, limit = _past(speed, target, above=True, equal=True)
     return f"decode {value} tok/s >= {limit} tok/s"
+
+
+def _bound_text(plan: Plan) -> str:
+    """Why the decode speed is a bound (`Plan.decode_bound`), in a clause."""
+    tables = plan.decode.tables if plan.decode is not None else "per-token"
+    return f"the {tables} table every token reads is left out: its bytes are unpublished"
 
 
 def _sessions(plan: Plan) -> Status:

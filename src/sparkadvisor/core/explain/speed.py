@@ -14,7 +14,7 @@ from sparkadvisor.core.speed.prefill import (
     prefill_precision,
     prefill_range,
 )
-from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT, decode_at
+from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT
 from sparkadvisor.core.stages.first_token import measured_attended
 from sparkadvisor.core.units import fmt_seconds
 
@@ -123,13 +123,10 @@ def _engine_origin(plan: Plan) -> str:
 
 def _measured_text(plan: Plan, m: Measurement) -> str:
     """The measurement beside the model's prediction at the measurement's own context, streams and mode."""
-    d = plan.decode
-    assert d is not None
-    own = decode_at(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, plan.pool,
-                    plan.cluster.hardware, plan.constants, m, plan.decode_read) or d
-    per = m.streams if m.metric == "decode_tok_s" else 1
-    expected, low, high = own.expected_tok_s / per, own.low_tok_s / per, own.high_tok_s / per
-    where = "inside" if low <= m.value <= high else "OUTSIDE"
+    d, against = plan.decode, plan.measured_against
+    assert d is not None and against is not None
+    expected, low, high = against
+    where = "inside" if plan.measured_side == "inside" else "OUTSIDE"
     eager = m.enforce_eager if m.enforce_eager is not None else bool(plan.recipe and plan.recipe.enforce_eager)
     conditions = (f"{m.context_tokens or DEFAULT_DECODE_CONTEXT:,} tokens"
                   f"{'' if m.context_tokens else ' (assumed: not stated)'}, {m.streams} stream"
@@ -162,9 +159,11 @@ def _expected_text(plan: Plan) -> str:
     assert d is not None
     eager = plan.speed.eager
     mode = _mode(plan, "eager")
-    layers = plan.model.attention.layers if plan.model.attention else 0
+    layers = plan.model.attention.layers if plan.model.attention else None
     per_layer = c.layer_ms + (c.eager_ms_per_layer if eager else 0.0)
-    fixed_note = (f"{mode}: {c.fixed_ms:.1f} ms + {layers} layers x {per_layer:.2f} ms, {c.engine} constants "
+    counted = (f"{layers} layers x {per_layer:.2f} ms" if layers is not None
+               else f"the {per_layer:.2f} ms a layer not counted: the layer count is unknown")
+    fixed_note = (f"{mode}: {c.fixed_ms:.1f} ms + {counted}, {c.engine} constants "
                   f"{c.basis.get('fixed_ms')}" + (f"; eager {c.basis.get('eager_ms_per_layer')}" if eager else ""))
     penalty = c.weight_penalty.get(weight_class(plan.build.format), 0.0)
     read = plan.decode_read if d.read_bound_tok_s is not None else None
@@ -195,6 +194,11 @@ def _expected_text(plan: Plan) -> str:
     if d.tokens_per_pass > 1:
         text += f"; it yields {d.tokens_per_pass:.2f} tokens (speculative decoding: {_speculation_text(plan)})"
     shares = ", ".join(f"{name} {ms / d.step_ms:.0%}" for name, ms, _ in shown if ms / d.step_ms >= 0.005)
+    if d.tables:
+        each = f" across {d.streams} streams" if d.streams > 1 else ""
+        return (text + f": at most {d.expected_tok_s:.0f} tok/s{each}, a bound rather than a prediction (the "
+                f"{d.tables} table's read is left out), so no range, and a target it reaches is unknown. Where the "
+                f"counted step goes: {shares}.")
     if d.streams > 1:
         return (text + f": {d.expected_tok_s:.0f} tok/s expected across {d.streams} streams, "
                 f"{d.per_stream_tok_s:.1f} each (range {d.low_tok_s:.0f}-{d.high_tok_s:.0f} in all: "
@@ -358,6 +362,10 @@ def turn_step(plan: Plan) -> Step:
     if plan.turn_s is None or plan.ttft_s is None or not plan.decode_tok_s:
         return Step("turn", "time per turn", "Time per turn is unknown.", "unknown")
     w = plan.workload
+    if plan.decode_bound:
+        return Step("turn", "time per turn",
+                    f"{fmt_seconds(plan.ttft_s)} + {w.output_tokens:,} tokens / at most {plan.decode_tok_s:.1f} tok/s "
+                    f"= at least {fmt_seconds(plan.turn_s)} per turn (the decode speed is a bound).", "derived")
     return Step("turn", "time per turn",
                 f"{fmt_seconds(plan.ttft_s)} + {w.output_tokens:,} tokens / {plan.decode_tok_s:.1f} tok/s = "
                 f"{fmt_seconds(plan.turn_s)} per turn.", "derived")

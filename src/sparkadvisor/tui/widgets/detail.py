@@ -62,15 +62,16 @@ def speed_content(item: Ranked) -> Content:
             f"decode tok/s: none here, it does not fit on {plural(plan.cluster.nodes, 'node')} (the arithmetic "
             "below says what it would be if it did)")])
     d = plan.decode
-    expected = (f"{d.expected_tok_s:.0f}, 80% range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}" if d is not None
-                else cells["expected"])
+    expected = (f"{d.expected_tok_s:.0f}, 80% range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}"
+                if d is not None and not d.tables else cells["expected"])
     parts = [heading("Measured against predicted"), Content(
         f"decode tok/s: ceiling {cells['ceiling']} · expected {expected} · measured {cells['measured']}")]
-    outside = cells["measured"][-1:]
-    if outside in (ABOVE_RANGE, BELOW_RANGE) and plan.decode is not None:
-        side = "above" if outside == ABOVE_RANGE else "below"
-        parts.append(Content.assemble((f"{outside} measured {side} the predicted range "
-                                       f"{plan.decode.low_tok_s:.0f}-{plan.decode.high_tok_s:.0f}", "bold $warning"),
+    side, against, m = plan.measured_side, plan.measured_against, plan.decode_measured
+    if side in ("above", "below") and against is not None and m is not None:
+        mark = ABOVE_RANGE if side == "above" else BELOW_RANGE
+        at = f"{m.context_tokens:,} tokens" if m.context_tokens else "its own context"
+        parts.append(Content.assemble((f"{mark} measured {side} the range {against[1]:.0f}-{against[2]:.0f} predicted "
+                                       f"at its own conditions ({at})", "bold $warning"),
                                       ": the speed model misses this build; trust the measurement."))
     if plan.efficiency is not None:
         parts.append(Content.assemble(("measured / ceiling: ", "bold"), f"{plan.efficiency:.0%}"))
