@@ -78,6 +78,9 @@ async def test_a_server_that_is_down_says_so_in_the_dialog(monkeypatch):
         await pilot.click("#bench-run")
         status = app.screen.query_one("#bench-status", Static)
         await until(pilot, lambda: "the model server is down" in str(status.render()))
+        said = " ".join(str(status.render()).split())
+        # The app has no --vllm: it says how its own user points it at another address.
+        assert "set SPARKADVISOR_VLLM_URL to its address and start sparkadvisor again" in said and "--vllm" not in said
         assert app.screen.query_one("#bench-record", Button).disabled
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, BenchScreen))

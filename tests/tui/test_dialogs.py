@@ -189,3 +189,30 @@ async def test_speculation_off_in_the_assumptions_plans_every_recipe_without_its
         assert "· no speculation" in str(main.query_one(ClusterHeader).render())
         off = main.ranking.by_id["glm-5.3-flash-nvfp4-redhat"].plan
         assert off.drafter_off and off.decode_tok_s < glm.decode_tok_s / 2
+
+
+async def test_a_valid_field_applies_beside_an_invalid_one_and_closing_says_what_stayed(make_app) -> None:
+    from textual.widgets import Input, Label
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.screen
+        await pilot.press("a")
+        await pilot.pause()
+        editor = app.screen
+        editor.query_one("#kv_cache_dtype", Input).value = "foo"
+        editor.query_one("#prefix_reuse", Input).value = "0.5"
+        await pilot.pause()
+        assert main.scenario.workload.prefix_reuse == 0.5  # applied, though another field does not parse
+        error = editor.query_one("#kv_cache_dtype-error", Label)
+        # The whole sentence wraps inside the panel: the valid dtypes are readable.
+        assert error.display and error.region.height >= 2 and error.region.width <= editor.query_one(
+            "#assumptions").region.width
+        assert "use one of auto" in str(error.render())
+        notices = []
+        app.notify = lambda message, **kw: notices.append((message, kw.get("title")))  # type: ignore[method-assign]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is main and main.scenario.settings.kv_cache_dtype is None
+        assert notices and notices[0][1] == "Not applied"
+        assert notices[0][0].startswith("KV cache dtype stays per recipe ('foo' is not a KV dtype; use one of auto")

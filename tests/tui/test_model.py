@@ -22,7 +22,21 @@ def test_column_sort_keeps_excluded_builds_below(index) -> None:
         flags = [r.excluded for r in items]
         assert flags == sorted(flags)
         included = [sort_value(r, "ttft") for r in items if not r.excluded]
-        assert included == sorted(included, reverse=reverse)
+        known = [value for unknown, value in included if not unknown]
+        assert known == sorted(known, reverse=reverse)
+        assert [unknown for unknown, _ in included] == sorted(unknown for unknown, _ in included)
+
+
+def test_builds_with_no_value_stay_last_in_either_direction(index) -> None:
+    """Sorting by the measured speed, highest first, opens on the measured builds, not on pages of -."""
+    ranking = compute_ranking(index, Scenario("dgx-spark", 2, AGENTIC))
+    for reverse in (False, True):
+        order = sorted(ranking.positions("measured", reverse).items(), key=lambda kv: kv[1])
+        included = [ranking.by_id[b] for b, _ in order if not ranking.by_id[b].excluded]
+        measured = [r.plan.decode_measured.value for r in included if r.plan.decode_measured]
+        assert measured and [r.plan.decode_measured is None for r in included] == \
+            [False] * len(measured) + [True] * (len(included) - len(measured))
+        assert measured == sorted(measured, reverse=reverse)
 
 
 def test_toggle_keeps_assumptions_set_for_each_workload(index) -> None:

@@ -207,6 +207,15 @@ def _past(value: float | None, target: float, *, above: bool, equal: bool = Fals
     return f"{value:g}", _target(target)
 
 
+def _seconds_past(value: float | None, target: float) -> tuple[str, str]:
+    """(duration with its unit, target) for a time past its target: as `fmt_seconds` writes it where that reads
+    past the target, else with the decimals `_past` needs ("20.4 s > 20 s")."""
+    if value is not None and value >= 90 and fmt_seconds(value) != fmt_seconds(target):
+        return fmt_seconds(value), _target(target)
+    shown, limit = _past(value, target, above=True)
+    return f"{shown} s", limit
+
+
 def _first_token(plan: Plan) -> Status:
     """For a plan that fits (`judge_targets`)."""
     ttft = plan.first.ttft_s
@@ -227,8 +236,8 @@ def _first_token_text(plan: Plan, status: Status) -> str:
     if status == "unknown":
         return "first token unknown (no prefill figure)"
     if status == "missed":
-        value, limit = _past(ttft, target, above=True)
-        return f"first token {value} s > {limit} s"
+        value, limit = _seconds_past(ttft, target)
+        return f"first token {value} > {limit} s"
     return f"first token {fmt_seconds(ttft)} <= {_target(target)} s"
 
 
@@ -259,8 +268,8 @@ def _turn_text(plan: Plan, status: Status) -> str:
     if status == "unknown":
         return "time per turn unknown"
     if status == "missed":
-        value, limit = _past(turn, target, above=True)
-        return f"turn {'at least ' * plan.decode_bound}{value} s > {limit} s"
+        value, limit = _seconds_past(turn, target)
+        return f"turn {'at least ' * plan.decode_bound}{value} > {limit} s"
     return f"turn {fmt_seconds(turn)} <= {_target(target)} s"
 
 

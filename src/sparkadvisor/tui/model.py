@@ -65,11 +65,12 @@ class Ranking:
 
     def ordered(self, column: str = RANK_COLUMN, reverse: bool = False) -> list[str]:
         """Build ids by the core's ranking, or by a column's `sort_value`.
-        Excluded builds stay below the others in either direction."""
+        Excluded builds stay below the others in either direction, and below them those with no value."""
         if column == RANK_COLUMN and not reverse:
             return list(self.by_id)  # made in ranking order: 5,000 ids without reading 5,000 plans
-        ordered = sorted(self.ranked, key=lambda r: sort_value(r, column), reverse=reverse)
-        ordered.sort(key=lambda r: r.excluded)
+        keys = {id(r): sort_value(r, column) for r in self.ranked}
+        ordered = sorted(self.ranked, key=lambda r: keys[id(r)][1], reverse=reverse)
+        ordered.sort(key=lambda r: (r.excluded, keys[id(r)][0]))  # stable: the column's order within each group
         return [r.plan.build.id for r in ordered]
 
     def positions(self, column: str = RANK_COLUMN, reverse: bool = False) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Edit the workload's assumptions and the cluster-wide settings; every keystroke re-ranks.
 
 The panel sits at the right so the table stays visible behind it. A value that does not
-parse is marked inline with one sentence and changes nothing until it is fixed.
+parse is marked inline with one sentence and keeps its last value until it is fixed; the others apply.
 """
 
 from __future__ import annotations
@@ -94,6 +94,11 @@ its --enforce-eager (eager) or CUDA graphs, the engine the one a build without a
 speculation "off" every recipe without its drafter.
 `min_capability` is a share of the frontier reference score; it hides builds below it and those of
 unknown capability. A label and its hint fit the panel at 80 columns."""
+
+WORKLOAD_KEYS = ("context_tokens", "prefix_reuse", "output_tokens", "streams")
+"""The fields that are the workload's; `SETTINGS_KEYS` are the cluster-wide settings'."""
+SETTINGS_KEYS = ("gpu_memory_utilization", "kv_cache_dtype", "max_model_len", "batched_tokens", "engine",
+                 "enforce_eager", "speculation")
 
 SUGGESTIONS = {"kv_cache_dtype": list(KV_DTYPE_BYTES), "engine": list(ENGINES), "enforce_eager": list(MODES),
                "speculation": ["off"]}
@@ -189,22 +194,31 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
             error = self.query_one(f"#{field.key}-error", Label)
             error.update(safe_text(errors.get(field.key, "")))
             error.display = field.key in errors  # an empty one would take a line that 80x24 needs
-        if errors:
-            return
-        changes = {k: values[k] for k in ("context_tokens", "prefix_reuse", "output_tokens", "streams")}
-        workload = self.workload.changed(**changes)  # type: ignore[arg-type]
-        settings = replace(self.settings, gpu_memory_utilization=cast("float | None", values["gpu_memory_utilization"]),
-                           kv_cache_dtype=cast("str | None", values["kv_cache_dtype"]),
-                           max_model_len=cast("int | None", values["max_model_len"]),
-                           batched_tokens=cast("int | None", values["batched_tokens"]),
-                           engine=cast("str | None", values["engine"]),
-                           enforce_eager=cast("bool | None", values["enforce_eager"]),
-                           speculation=cast("bool | None", values["speculation"]))
-        minimum = cast("float | None", values["min_capability"])
+        # Each valid field applies on its own; one that does not parse keeps its last value until it does (streams
+        # waits with the batched tokens that cannot hold them).
+        held = set(errors) | ({"streams"} if "batched_tokens" in errors else set())
+        valid = {k: v for k, v in values.items() if k not in held}
+        workload = self.workload.changed(**{k: valid[k] for k in WORKLOAD_KEYS if k in valid})  # type: ignore[arg-type]
+        settings = replace(self.settings, **{k: valid[k] for k in SETTINGS_KEYS if k in valid})  # type: ignore[arg-type]
+        minimum = cast("float | None", valid.get("min_capability", self.min_capability))
         if (workload, settings, minimum) != (self.workload, self.settings, self.min_capability):
             self.workload, self.settings, self.min_capability = workload, settings, minimum
             self.on_change(workload, settings, minimum)
             self._show_effect()
 
-    def on_input_submitted(self) -> None:
-        self.dismiss()
+    async def on_input_submitted(self) -> None:
+        await self.action_dismiss()
+
+    async def action_dismiss(self, result: None = None) -> None:
+        """Close; a field left invalid says that its last valid value stays."""
+        texts = {f.key: self.query_one(f"#{f.key}", Input).value for f in FIELDS}
+        _, errors = parse_fields(texts)
+        kept = [f"{f.label} stays {self._current(f.key)} ({errors[f.key]})" for f in FIELDS if f.key in errors]
+        if kept:
+            self.app.notify(safe_text("; ".join(kept)), title="Not applied", severity="warning")
+        await super().action_dismiss(result)
+
+    def _current(self, key: str) -> str:
+        """A field's value in force, in words: the text it opened with now, or what blank means."""
+        return initial_text(self.workload, self.settings, self.min_capability, key) or next(
+            f.hint for f in FIELDS if f.key == key).split(" (")[0]

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, ProgressBar, Static
 
 from sparkadvisor.core.safetext import safe_text
+from sparkadvisor.sources import VLLM_URL_ENV
 from sparkadvisor.tui.widgets.footer import KeyFooter
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class BenchScreen(ModalScreen[str | None]):
                                                                "(1-8 nodes, h hardware)")))
             return
         except BenchError as error:
-            self.post_message(self.Finished([], str(error)))
+            self.post_message(self.Finished([], in_the_app(str(error))))
             return
         report = lines(session, False, None, False)[:-1]
         self.post_message(self.Finished([line for line in report if not line.startswith("prompts of exactly")]))
@@ -160,7 +161,7 @@ class BenchScreen(ModalScreen[str | None]):
         try:
             recorded = self.session.record()
         except (BenchError, UserCatalogError) as error:
-            self._status(str(error), error=True)
+            self._status(in_the_app(str(error)), error=True)
             return
         except CatalogError as error:
             self._status(f"Not recorded: {error.problems[0]}", error=True)
@@ -180,6 +181,19 @@ class BenchScreen(ModalScreen[str | None]):
         status = self.query_one("#bench-status", Static)
         status.update(_shown(text))
         status.set_class(error, "error")
+
+
+CLI_ADVICE = (("pass --vllm URL", f"set {VLLM_URL_ENV} to its address and start sparkadvisor again"),
+              ("pass --build", "run `sparkadvisor bench --build` in a shell"))
+"""What the bench's sentences tell a shell user, and what the app's user can do instead (the dialog takes the
+server's address from the environment and matches the build from what it serves)."""
+
+
+def in_the_app(text: str) -> str:
+    """A bench sentence with its command-line advice said for the app."""
+    for cli, app in CLI_ADVICE:
+        text = text.replace(cli, app)
+    return text
 
 
 def _shown(text: str) -> str:
