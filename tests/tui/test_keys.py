@@ -409,6 +409,23 @@ async def test_r_in_a_build_follows_its_next_recipe_and_the_table_ranks_with_it(
         assert main.scenario.settings.recipe is None and "recipe " not in str(main.query_one("ClusterHeader").visual)
 
 
+async def test_a_followed_recipe_is_dropped_on_a_cluster_it_does_not_run_on(make_app) -> None:
+    """MiaAI's recipe is TP2: on one Spark the header no longer names it, as --recipe sets its own cluster."""
+    build = "deepseek-v4-flash-0731-stack"
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        main = app.screen
+        main.open_build(build)
+        await pilot.pause()
+        await pilot.press("r", "escape")
+        await pilot.pause()
+        assert main.scenario.settings.recipe == "deepseek-v4-flash-0731-miaai-tp2"
+        await pilot.press("1")
+        await pilot.pause()
+        assert main.scenario.nodes == 1 and main.scenario.settings.recipe is None
+        assert "recipe " not in str(main.query_one("ClusterHeader").visual)
+
+
 async def test_r_is_not_offered_for_a_build_with_one_recipe_here(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(200, 50)) as pilot:

@@ -273,14 +273,24 @@ class MainScreen(Screen[None]):
             self.notify(safe_text(f"The catalog sweeps {self.ranking.cluster.hardware.name} up to "
                                   f"{plural(limit, 'node')}."), severity="warning", markup=False)
             return
-        self.apply(replace(self.scenario, nodes=nodes))
+        self.apply(self._on_cluster(hardware_id=self.scenario.hardware_id, nodes=nodes))
 
     def set_hardware(self, hardware_id: str | None) -> None:
         """Switch the node type (None: keep it); the view goes to the top."""
         if hardware_id is None or hardware_id not in self.index.hardware:
             return
         nodes = min(self.scenario.nodes, self.index.hardware[hardware_id].max_nodes)
-        self.apply(replace(self.scenario, hardware_id=hardware_id, nodes=nodes), top=True)
+        self.apply(self._on_cluster(hardware_id=hardware_id, nodes=nodes), top=True)
+
+    def _on_cluster(self, hardware_id: str, nodes: int) -> Scenario:
+        """The scenario on another cluster; a recipe followed with `r` stays followed only where it runs (its
+        hardware and node count), as --recipe sets the cluster, so the header never names one that does not apply."""
+        scenario = replace(self.scenario, hardware_id=hardware_id, nodes=nodes)
+        named = scenario.settings.recipe
+        recipe = next((r for r in self.index.catalog.recipes if r.id == named), None) if named else None
+        if recipe is None or (recipe.hardware, recipe.nodes) == (hardware_id, nodes):
+            return scenario
+        return replace(scenario, settings=replace(scenario.settings, recipe=None))
 
     def set_assumptions(self, workload: Workload, settings: Settings, min_capability: float | None) -> None:
         """New assumptions from the editor; recomputed at once."""
