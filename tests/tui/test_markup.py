@@ -3,6 +3,7 @@ a filter of `[/` or a hardware named `Box [b]x[/b] [/]` shows as typed and crash
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,21 @@ async def test_a_served_model_name_with_brackets_shows_in_the_status_tooltip_as_
             if tooltip.display:
                 break
         assert tooltip.display and "my [/]model[b]" in str(tooltip.render())
+
+
+def test_compare_at_80_columns_wraps_a_long_cell_rather_than_cutting_it() -> None:
+    from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.caveats import badge
+    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.tui.model import Scenario, compute_ranking
+    from sparkadvisor.tui.screens.compare import compare_content
+
+    ranking = compute_ranking(load_index(include_user=False), Scenario("dgx-spark", 2, AGENTIC))
+    items = [ranking.by_id[b] for b in ("glm-5.3-flash-nvfp4-redhat", "glm-5.3-flash-nvfp4-nvidia")]
+    lines = compare_content(items, 80).plain.split("\n")
+    assert all(len(line.rstrip()) <= 80 for line in lines)
+    grid = " ".join(lines)
+    for item in items:
+        for caveat in item.plan.caveats:
+            assert re.search(rf"[ ,]{re.escape(badge(caveat))}[ ,]", f" {grid} "), badge(caveat)  # whole
+    assert any(line.startswith("why") and line.rstrip().endswith("…") for line in lines)  # whole below the grid

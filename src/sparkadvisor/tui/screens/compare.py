@@ -3,6 +3,7 @@ caveats. The same lines as `sparkadvisor compare A B [C]`."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from textual.app import ComposeResult
@@ -23,15 +24,24 @@ from sparkadvisor.tui.widgets.footer import KeyFooter
 LABEL_WIDTH = max(len(label) for _, label in COMPARE_ROWS) + 2
 
 
+CLIPPED_ROWS = ("reason",)
+"""Rows cut to their column rather than wrapped: each build's reason is printed whole below the grid."""
+
+
 def compare_content(items: Sequence[Ranked], width: int) -> Content:
-    """The comparison as lines of label and one cell per build, cut to fit `width`."""
+    """The comparison as lines of label and one cell per build in columns that fit `width`: a long cell (the caveat
+    badges, a fit) wraps onto more lines of its row, the why is cut (it follows whole below)."""
     column = max((width - LABEL_WIDTH) // len(items) - 2, 8)
     cells = [compare_cells(item) for item in items]
     lines = []
     for key, label in COMPARE_ROWS:
         style = "bold" if key in ("model", "rank") else ""
-        lines.append(Content.assemble((label.ljust(LABEL_WIDTH), "bold $primary"),
-                                      *((fit_text(c[key], column) + "  ", style) for c in cells)))
+        wrapped = [[c[key]] if key in CLIPPED_ROWS else textwrap.wrap(c[key], column, break_on_hyphens=False) or [""]
+                   for c in cells]
+        for n in range(max(len(w) for w in wrapped)):
+            head = label.ljust(LABEL_WIDTH) if n == 0 else " " * LABEL_WIDTH
+            lines.append(Content.assemble((head, "bold $primary"), *(
+                (fit_text(w[n] if n < len(w) else "", column) + "  ", style) for w in wrapped)))
     return Content("\n").join(lines)
 
 
