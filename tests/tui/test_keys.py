@@ -535,7 +535,7 @@ async def test_question_mark_opens_help_with_the_legend(make_app) -> None:
         await pilot.pause()
         text = " ".join(" ".join(str(s.render()).split()) for s in app.screen.query("Static"))
         for words in ("Switch between the agentic", "[measured]", "✖", "▲", "•", "679k*", "fits +X GiB",
-                      "57.54↑", "outside the predicted low-high range", "Home End g G",
+                      "57.54↑", "outside the low-high range predicted at its own context", "≤98 ≥18 s", "Home End g G",
                       "[assumed] this project's assumption; the assumptions dialog (key a) edits it",
                       "b Bench Measure the served build on your cluster"):
             assert words in text, words
