@@ -67,7 +67,10 @@ then flags, fit, speed and first token (the decision), then the rest."""
 
 
 def _speed(value: float | None) -> str:
-    return "unknown" if value is None else f"{value:.0f}"
+    """Tokens per second in whole numbers; below 1, two significant figures (a speed is never shown as 0)."""
+    if value is None:
+        return "unknown"
+    return f"{value:.2g}" if value < 0.95 else f"{value:.0f}"
 
 
 def fit_cell(ranked: Ranked) -> str:
@@ -106,8 +109,8 @@ def expected_cell(d: DecodeEstimate | None) -> str:
     if d is None:
         return "unknown"
     if d.tables:
-        return f"≤{d.expected_tok_s:.0f}"
-    return f"{d.expected_tok_s:.0f} ({d.low_tok_s:.0f}-{d.high_tok_s:.0f})"
+        return f"≤{_speed(d.expected_tok_s)}"
+    return f"{_speed(d.expected_tok_s)} ({_speed(d.low_tok_s)}-{_speed(d.high_tok_s)})"
 
 
 def measured_cell(plan: Plan) -> str:
