@@ -164,9 +164,9 @@ def test_linear_state_slots_under_pipeline_parallelism_are_the_most_loaded_stage
     assert main(["show", "glm-5.3-flash-nvfp4-redhat", "--nodes", "3"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "PP=3" in out and "14.6667" not in out
-    # 34 KDA layers padded to 44 slots (groups of 11, the full-attention count); 45 layers make three
-    # stages of 15, so the stage that sizes the pool carries a third of them.
-    assert "linear-attention states 44 layer slots (layers padded to whole KV-cache groups), 14.67 on the " \
+    # 34 KDA layers padded to 44 slots (groups of 11, the full-attention count); over three stages the one
+    # holding most of them has ceil(34 / 3) = 12, so the stage that sizes the pool carries 12/34 of the slots.
+    assert "linear-attention states 44 layer slots (layers padded to whole KV-cache groups), 15.53 on the " \
            "most-loaded of 3 pipeline stages x (4.14 MiB pages" in out
     assert main(["show", "glm-5.3-flash-nvfp4-redhat", "--nodes", "2"]) == 0
     assert "linear-attention states 44 layer slots (layers padded to whole KV-cache groups) x (2.25 MiB" \

@@ -94,3 +94,36 @@ def test_the_shortfall_is_told_apart_from_the_engines_share(capsys):
     assert "vLLM takes 0.85 x 121.6 = 103.4 GiB per node; the 312.5 GiB of weights exceed that by 209.1 GiB." in fit
     short = data["short_gb"]
     assert f"Even with all 130.6 GB of a node, each of the 2 shares of 335.5 GB is {short:.1f} GB short." in fit
+
+
+@pytest.mark.parametrize(("build", "nodes", "layers", "kib"), [
+    ("qwen3.6-35b-a3b-nvfp4-nvidia", 4, 3, 6.0),  # 10 full-attention layers of 40 over 4 stages: 3 on one
+    ("gpt-oss-120b-gguf-ggml", 4, 5, 10.0),  # 18 of 36 over 4 llama.cpp stages: 5 on one
+])
+def test_a_pipeline_stage_holds_whole_layers_and_the_kv_is_theirs(capsys, build, nodes, layers, kib):
+    """The KV per token is what the layers `show` names cost: never half a layer's."""
+    assert main(["show", build, "--nodes", str(nodes), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    kv = next(s["text"] for s in data["steps"] if s["key"] == "kv")
+    assert f"on {layers} full-attention layers per rank = {kib:.2f} KiB per token per node" in kv
+    assert data["kv_bytes_per_token"] == kib * 1024
+
+
+def test_the_measured_speed_is_a_run_in_the_plans_own_mode(index):
+    """conselara's gpt-oss-120b recipe lists its CUDA-graph run (~59 tok/s) and, after it, an eager one (26): the
+    plan runs with CUDA graphs, so its turn is costed at 59; with --eager, at 26."""
+    build, cluster = index.builds["gpt-oss-120b-mxfp4"], Cluster(index.hardware["dgx-spark"], 1)
+    graphs = evaluate_build(index, build, cluster, AGENTIC)
+    eager = evaluate_build(index, build, cluster, AGENTIC, Settings(enforce_eager=True))
+    assert graphs.recipe is not None and graphs.recipe.id == "gpt-oss-120b-conselara-tp1"
+    assert (graphs.decode_tok_s, eager.decode_tok_s) == (59.0, 26.0)
+    assert graphs.decode_measured.enforce_eager is not True and eager.decode_measured.enforce_eager is True
+
+
+def test_a_prompt_the_context_refuses_opens_no_session(capsys):
+    assert main(["show", "qwen3-32b-fp8", "--nodes", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    statuses = {t["key"]: t["status"] for t in data["targets"]}
+    assert statuses["context"] == "missed" and statuses["sessions"] == "missed"
+    assert any(t.startswith("no 100,000-token session: the context refuses its prompt, though the KV pool would hold")
+               for t in data["target_misses"])

@@ -36,9 +36,9 @@ stages of L // pp, the remainder one more each on the stages before the last (ge
 the most-loaded stage holds ceil(L / pp). Each stage sizes its own pool from its own layers, and
 vLLM then cuts every rank to the smallest block count among them (kv_cache_utils.py
 get_kv_cache_configs: "Change the num_blocks of each rank to the smallest among all ranks"), so the
-pool follows the most-loaded stage: its share ceil(L / pp) / L of every layer type (the layer types
-taken as spread evenly over the stages). A decode step still reads each stage's own KV in turn
-(the per-stage average, `full_layer_share`, times pp).
+pool follows the most-loaded stage: of each layer type of n layers, ceil(n / pp) (the layer types taken
+as spread evenly over the stages, so the bound is the stage holding most of each). A decode step still
+reads each stage's own KV in turn (the per-stage average, `full_layer_share`, times pp).
 
 What one request costs in vLLM's pool (`request_bytes`, the divisor of the "GPU KV cache size"
 log line, which is int(max concurrency x max_model_len)) follows kv_cache_interface.py: a
@@ -160,8 +160,8 @@ class KvShape:
     packed: PackedLayout | None = None
     """DeepSeek-V4's caches as vLLM packs them (`kvpacked`): a request's bytes follow its layout."""
     stage_over_average: float = 1.0
-    """Layers on the most-loaded pipeline stage (what the pool is sized by) over the stages' average
-    (what a decode step reads per stage); 1 without pipeline parallelism."""
+    """Linear layers on the pipeline stage holding most of them (what the pool is sized by) over the stages'
+    average (what a decode step reads per stage); 1 without pipeline parallelism."""
     conv_step_bytes: float = 0.0
     """One step of one linear layer's convolution state on this rank: vLLM widens the state by one step
     per speculative token (mamba_utils.py: conv width conv_kernel_size - 1 + num_spec)."""
@@ -330,11 +330,15 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
     stage = stage_share(attention.layers, pp)
     compressed_per_token = sum(c.layers * stage / c.ratio * (per_layer + (indexer if c.indexed else 0.0))
                                for c in attention.compressed)
+    # Each layer type on the stage that holds most of it: ceil(n / pp) of its n layers, the count `show` prints.
+    full_stage, sliding_stage, linear_stage = (stage_share(n, pp) for n in (full_layers, attention.sliding_layers,
+                                                                             linear_layers))
     return KvShape(
-        bytes_per_token=full_layers * (full_row + indexer / attention.indexer_pool) * stage + compressed_per_token,
-        window_bytes_per_token=attention.sliding_layers * per_layer * stage,
+        bytes_per_token=full_layers * (full_row + indexer / attention.indexer_pool) * full_stage
+        + compressed_per_token,
+        window_bytes_per_token=attention.sliding_layers * per_layer * sliding_stage,
         window_tokens=window,
-        state_bytes_per_sequence=linear_layers * state * stage,
+        state_bytes_per_sequence=linear_layers * state * linear_stage,
         full_layers=math.ceil(full_layers / pp),
         sliding_layers=math.ceil(attention.sliding_layers / pp),
         linear_layers=math.ceil(linear_layers / pp),
@@ -350,12 +354,12 @@ def kv_shape(attention: Attention, kv_cache_dtype: str, tp: int, pp: int,
         sliding_layer_share=attention.sliding_layers / pp,
         compressed=compressed,
         state_bytes_per_layer=state,
-        linear_slots=linear_layers * linear_pad * stage,
+        linear_slots=linear_layers * linear_pad * linear_stage,
         full_pad=full_pad,
         sliding_pad=sliding_pad,
         compressed_bytes_per_token=compressed_per_token,
         packed=packed,
-        stage_over_average=stage * pp,
+        stage_over_average=(linear_stage if linear_layers else stage) * pp,
         conv_step_bytes=conv_step,
         slot_indexer_bytes_per_token=slot_indexer,
         tail_groups=tails,

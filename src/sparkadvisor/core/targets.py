@@ -135,9 +135,12 @@ def context_needed(workload: Workload) -> int:
 def judge_targets(plan: Plan) -> tuple[Status, ...]:
     """The status of each target (`TARGET_KEYS` order): all the ranking reads. A ranking judges
     thousands of plans and a view shows a few, so the sentences wait for `check_targets`."""
+    context = _context(plan)
     if not plan.fit.fits:  # a build that cannot load on these nodes has no first token, turn, speed or session
-        return (_context(plan), "missed", "missed", "missed", "missed")
-    return (_context(plan), _first_token(plan), _turn(plan), _decode(plan), _sessions(plan))
+        return (context, "missed", "missed", "missed", "missed")
+    # A prompt the context refuses opens no session, however many the KV pool would hold.
+    return (context, _first_token(plan), _turn(plan), _decode(plan), "missed" if context == "missed" else
+            _sessions(plan))
 
 
 def check_targets(plan: Plan) -> tuple[TargetCheck, ...]:
@@ -232,7 +235,7 @@ def _first_token_text(plan: Plan, status: Status) -> str:
         return f"no first token: {_not_here(plan)}"
     if _recomputes_every_turn(plan):
         return (f"first token {fmt_seconds(ttft)}: prefix caching is off ({prefix_off_cite(plan)}), every turn "
-                f"recomputes {plan.first.uncached_tokens:,} tokens")
+                f"recomputes {plan.first.uncached_tokens:,} tokens, a miss for an agent whatever the first token")
     if status == "unknown":
         return "first token unknown (no prefill figure)"
     if status == "missed":
@@ -318,6 +321,9 @@ def _sessions_text(plan: Plan, status: Status) -> str:
         return f"no room for one {tokens:,}-token session: {_not_here(plan)}"
     if status == "unknown":
         return f"room for a {tokens:,}-token session unknown (KV size unknown)"
+    if status == "missed" and sessions:
+        return (f"no {tokens:,}-token session: the context refuses its prompt, though the KV pool would hold "
+                f"{plural(sessions, 'session')}")
     if status == "missed":
         return f"no room for one {tokens:,}-token session"
     return f"{plural(sessions or 0, 'session')} of {tokens:,} tokens fit"

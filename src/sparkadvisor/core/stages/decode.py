@@ -84,10 +84,9 @@ def decode_speed(*, facts: BuildFacts, hardware: Hardware, recipe: Recipe | None
     estimate = None
     if inputs is not None and cost is not None:
         estimate = _estimate_for_build(facts, recipe, inputs, cost, hardware.memory_bandwidth_gb_s, constants)
-    same_mode = eager is None or recipe is None or eager == recipe.enforce_eager
-    found = (measured(recipe, "decode_tok_s") if streams == 1 else measured(recipe, "aggregate_tok_s", streams))
-    if not same_mode:
-        found = None
+    # The measurement of a run in the plan's own mode: a recipe may list an eager run beside its CUDA-graph one.
+    found = (measured(recipe, "decode_tok_s", eager=mode) if streams == 1
+             else measured(recipe, "aggregate_tok_s", streams, eager=mode))
     active_gb = (facts.model.params.active_b or 0) * facts.weights.stored_bits / 8 / fit.tp
     # Positional (see plan.evaluate): estimate, measured, tok_s, eager, streams, active_gb_per_node.
     return DecodeSpeed(estimate, found, stream_speed(estimate, found, streams), mode, streams, active_gb)

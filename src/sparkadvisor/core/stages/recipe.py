@@ -19,12 +19,19 @@ PREFIX_OFF_KINDS = ("prefix-caching-disabled",)
 """Caveat kinds that force prefix caching off, whatever the recipe says."""
 
 
-def measured(recipe: Recipe | None, metric: str, streams: int = 1) -> Measurement | None:
+def measured(recipe: Recipe | None, metric: str, streams: int = 1, eager: bool | None = None) -> Measurement | None:
     """The recipe's newest measurement of `metric` at `streams` concurrent requests (a later
-    bench run is listed after an earlier one; calibration still uses every run)."""
+    bench run is listed after an earlier one; calibration still uses every run); with `eager`, the newest
+    taken in that execution mode (its own `enforce_eager`, else the recipe's)."""
     if recipe is None:
         return None
-    return next((m for m in reversed(recipe.measurements) if m.metric == metric and m.streams == streams), None)
+    return next((m for m in reversed(recipe.measurements) if m.metric == metric and m.streams == streams
+                 and (eager is None or run_eager(recipe, m) == eager)), None)
+
+
+def run_eager(recipe: Recipe, m: Measurement) -> bool:
+    """Whether the run behind `m` went without CUDA graphs: as it states, else as its recipe launches."""
+    return m.enforce_eager if m.enforce_eager is not None else recipe.enforce_eager
 
 
 def measured_ttft(recipe: Recipe | None, context_tokens: int, uncached_tokens: int) -> Measurement | None:
