@@ -62,6 +62,8 @@ if name == "llama-server" and args[:1] == ["--list-devices"]:
     sys.stdout.write("Available devices:\\n  CUDA0: NVIDIA GB10 (124546 MiB, 119000 MiB free)\\n")
 if name == "docker" and args[:1] == ["exec"] and "python3" in args:
     sys.stdout.write("4\\n")
+if name == "docker" and args[:1] == ["ps"]:
+    sys.stdout.write(os.environ.get("STANDIN_CONTAINERS", ""))
 '''
 
 

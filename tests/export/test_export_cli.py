@@ -55,6 +55,23 @@ def test_refusals_exit_1_and_usage_errors_exit_2(capsys, tmp_path):
     assert "2 worker addresses for 1 worker" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("given", "words"), [
+    (["--head-addr", "127.0.0.1"], "'127.0.0.1' is a loopback address, which the other nodes cannot reach"),
+    (["--worker-addrs", "0.0.0.0"], "'0.0.0.0' is the unspecified address, which the other nodes cannot reach"),
+    (["--head-addr", "localhost"], "'localhost' names this machine only"),
+    (["--head-addr", "192.168.100.10", "--worker-addrs", "192.168.100.10"],
+     "192.168.100.10 is given for two nodes; each node of the cluster needs its own address"),
+])
+def test_addresses_that_cannot_form_a_cluster_are_refused(capsys, tmp_path, given, words):
+    """Loopback on every node points each at itself; 0.0.0.0 would open llama.cpp's RPC port to every network."""
+    try:
+        code = main([*GLM, "--format", "sh", "--out", str(tmp_path / "out"), *given])
+    except SystemExit as usage:
+        code = usage.code
+    assert code == 2 and words in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("bad", ["http://user:secret@gw:8082", "ftp://gw", "http://gw:8082/?x=1"])
 def test_a_bad_gateway_url_is_refused_without_echoing_credentials(capsys, bad):
     with pytest.raises(SystemExit):
@@ -105,3 +122,15 @@ def test_a_tilde_the_shell_left_alone_means_home(capsys, tmp_path, monkeypatch):
     assert main([*QWEN, "--format", "json", "--out=~/x"]) == 0
     assert (tmp_path / "home" / "x" / "plan.json").is_file() and not (tmp_path / "~").exists()
     assert f"wrote {tmp_path / 'home' / 'x' / 'plan.json'}" in capsys.readouterr().err
+
+
+def test_the_reports_commands_carry_the_addresses_given(tmp_path):
+    """Pasted from report.md, the commands reach the head: the addresses given are written out, as in plan.json."""
+    assert main([*GLM, "--format", "md", "--out", str(tmp_path), "--head-addr", "192.168.100.10",
+                 "--worker-addrs", "192.168.100.11"]) == 0
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert report.count("--master-addr 192.168.100.10") == 2 and "$HEAD_ADDR" not in report
+    assert main(["export", "deepseek-r1-ud-iq1s-unsloth", "--nodes", "2", "--format", "md", "--out",
+                 str(tmp_path / "r1"), "--worker-addrs", "192.168.100.11"]) == 0
+    r1 = (tmp_path / "r1" / "report.md").read_text(encoding="utf-8")
+    assert "--rpc 192.168.100.11:50052" in r1 and "--host 192.168.100.11" in r1 and "$RPC_SERVERS" not in r1

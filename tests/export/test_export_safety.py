@@ -75,7 +75,7 @@ def test_hostile_values_arrive_as_single_literal_arguments(hostile, tmp_path):
     assert result.returncode == 0, result.stderr
     assert not list(tmp_path.rglob("PWNED*")), "a hostile value ran a command"
     assert {c[0] for c in calls} <= {"nvidia-smi", "swapon", "sysctl", "sync", "sudo", "free", "hf", "docker"}
-    assert ["hf", "download", EVIL_REPO, "--quiet"] in calls
+    assert ["hf", "download", EVIL_REPO, "--exclude", "*/*", "--quiet"] in calls
     serve = calls[-1]
     assert serve[:2] == ["docker", "run"] and IMAGE in serve
     argv = serve[serve.index("serve") + 1:]

@@ -49,7 +49,7 @@ def test_head_script_runs_exactly_the_json_argv(index, tmp_path, launcher):
     serve = [c for c in calls if c[0] == "docker" and "serve" in c][-1]
     expected = json.loads(render("json", plan, options)[0].text)["nodes"][0]["vllm_argv"]
     assert serve[serve.index("serve") + 1:] == expected
-    assert ["hf", "download", "RedHatAI/GLM-5.3-Flash-NVFP4", "--quiet"] in calls
+    assert ["hf", "download", "RedHatAI/GLM-5.3-Flash-NVFP4", "--exclude", "*/*", "--quiet"] in calls
     assert ["sudo", "sysctl", "-q", "-w", "vm.drop_caches=3"] in calls
     run = [c for c in calls if c[:2] == ["docker", "run"] and "--gpus" in c][-1]
     assert "NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1" in run and "VLLM_HOST_IP=192.168.100.10" in run
@@ -64,7 +64,7 @@ def test_failed_check_stops_the_script_before_vllm(index, tmp_path):
     result, calls = run_with_standins(script, tmp_path, RECIPE_DIR=str(checkout))
     assert result.returncode == 1
     assert "RoCE device roceP2p1s0f1 is not up" in result.stderr
-    assert not any(c[0] == "docker" for c in calls)
+    assert not any(c[0] == "docker" and c[1:2] != ["ps"] for c in calls)  # only the look for an old container
 
 
 @pytest.mark.parametrize("build", ["qwen3.6-35b-a3b-nvfp4-redhat", "gpt-oss-20b-gguf-ggml"])
@@ -86,7 +86,7 @@ def test_a_discrete_gpu_checks_its_own_free_memory_not_the_hosts(index, tmp_path
     assert shellcheck and subprocess.run([shellcheck, "--severity=style", str(script)]).returncode == 0
     result, calls = run_with_standins(script, tmp_path, STANDIN_GPU_FREE_MIB="2048", STANDIN_LLAMA_HELP="")
     assert result.returncode == 1 and "only 2 GiB free on the fullest GPU" in result.stderr
-    assert not any(c[0] in ("docker", "llama-server") and c[1:2] != ["--help"] for c in calls)
+    assert not any(c[0] in ("docker", "llama-server") and c[1:2] not in (["--help"], ["ps"]) for c in calls)
     result, _ = run_with_standins(script, tmp_path, STANDIN_GPU_FREE_MIB="[N/A]", STANDIN_LLAMA_HELP="")
     assert "nvidia-smi gives no free-memory figure ([N/A]): free GPU memory not checked" in result.stderr
 
@@ -145,3 +145,41 @@ def test_discrete_gpus_run_as_one_machine(index, tmp_path, build):
     assert "nvidia-smi lists fewer" not in result.stderr
     with pytest.raises(ExportError, match="--worker-addrs names other machines, and this plan runs on one"):
         render("sh", plan, ExportOptions(worker_addrs=("10.0.0.2",)))
+
+
+def test_only_the_files_vllm_loads_are_fetched_and_weighed(index, tmp_path):
+    """gpt-oss-120b's repo also holds original/ and metal/ copies (196 GB in all): vLLM loads the top-level
+    65 GB, so the script fetches no sub-folder and weighs the top level only, with no size warning."""
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC, Settings
+
+    # At the 0.85 that is safe on a Spark (its recipe's 0.87 is refused by the export).
+    plan = evaluate_build(index, index.builds["gpt-oss-120b-mxfp4"], Cluster(index.hardware["dgx-spark"], 1),
+                          AGENTIC, Settings(gpu_memory_utilization=0.85))
+    script = tmp_path / "serve.sh"
+    script.write_text(render("sh", plan, ExportOptions("native"))[0].text, encoding="utf-8")
+    model = tmp_path / "model"
+    (model / "original").mkdir(parents=True)
+    with (model / "model.safetensors").open("wb") as weights:  # sparse: the plan's size, nothing written
+        weights.truncate(int(plan.weights.total_bytes))
+    with (model / "original" / "consolidated.pth").open("wb") as copy:
+        copy.truncate(int(plan.weights.total_bytes))
+    result, calls = run_with_standins(script, tmp_path, IGNORE_CHECKS="1")
+    assert result.returncode == 0, result.stderr
+    assert ["hf", "download", "openai/gpt-oss-120b", "--exclude", "*/*", "--quiet"] in calls
+    assert "GB on disk" not in result.stderr + result.stdout
+
+
+def test_an_earlier_runs_container_stops_the_script_before_it_changes_anything(index, tmp_path):
+    """A Ray head's container outlives its vLLM: a second run would drop the page cache, then collide on the name."""
+    plan = plan_for(index, "glm-5.3-flash-nvfp4-redhat", 2)
+    head = render("sh", plan, ExportOptions("ray", head_addr=STANDIN_ADDRESS))[0]
+    script = tmp_path / head.name
+    script.write_text(head.text, encoding="utf-8")
+    result, calls = run_with_standins(script, tmp_path, STANDIN_CONTAINERS="other\nsparkadvisor-vllm-node0\n",
+                                      HEAD_ADDR=None, NODE_ADDR=None)
+    assert result.returncode != 0
+    assert ("a container named sparkadvisor-vllm-node0 is still there (an earlier run of this script?): stop it with "
+            "docker rm -f sparkadvisor-vllm-node0") in result.stderr
+    assert not any(c[:2] == ["docker", "run"] or "vm.drop_caches=3" in c for c in calls)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -68,6 +69,8 @@ class FakeHub:
         """The same for downloads (GET) only: metadata (HEAD) answers at once."""
         self.garbage: set[str] = set()
         """Path fragments answered with 200 and a body that is not JSON."""
+        self.cutoffs: set[str] = set()
+        """Path fragments whose downloads send half their body, then close the connection."""
         self.requests: list[tuple[str, str, bool]] = []
         self.auth_headers: list[str] = []
         self.in_flight = 0
@@ -169,6 +172,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 end = int(ranged.group(2) or file.size - 1)
                 data = file.read(start, end)
                 headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{file.size}"
+                if any(fragment in filename for fragment in hub.cutoffs):  # says the whole length, sends half
+                    self._send(206, headers, data[: len(data) // 2], body, length=len(data))
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return self.connection.shutdown(socket.SHUT_RDWR)
                 return self._send(206, headers, data, body)
             if body and file.size > 50_000_000:
                 return self._error(416, "RangeRequired", "this fake serves large files by range only", body)

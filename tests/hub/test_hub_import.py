@@ -119,6 +119,16 @@ def test_failures_are_one_sentence_and_write_nothing(hub, monkeypatch, setup, re
     assert catalog_text() is None
 
 
+def test_a_download_cut_off_part_way_is_told_as_such(hub):
+    """The hub answered and then broke off: not "cannot reach", and nothing is written."""
+    hub.repos["meta/plain"] = repos.make_repo(*repos.llama_8b(), shards=2)
+    hub.cutoffs.add("model-00001")
+    with pytest.raises(HubError, match=r"^http://127\.0\.0\.1:\d+ cut off .* of meta/plain part way \(.*\); try "
+                                       r"again, or set HF_HUB_OFFLINE=1 to use what the hub cache holds$"):
+        import_repo("meta/plain")
+    assert catalog_text() is None
+
+
 def test_network_down_and_a_stalled_server(hub, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     with pytest.raises(HubError, match=r"^cannot reach http://127\.0\.0\.1:\d+ \(.*\); check the network, or set "

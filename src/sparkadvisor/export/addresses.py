@@ -16,12 +16,23 @@ NETDEV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}")
 
 
 def address(text: str) -> str:
-    """An IPv4 or IPv6 address, or a host name (RFC 1123 labels)."""
+    """A cluster node's IPv4 or IPv6 address, or its host name (RFC 1123 labels): one the other nodes reach, so
+    not a loopback address, localhost or the unspecified 0.0.0.0 (which would also open llama.cpp's
+    unauthenticated RPC port to every network)."""
     value = text.strip()
     try:
-        return str(ipaddress.ip_address(value.strip("[]")))
+        ip = ipaddress.ip_address(value.strip("[]"))
     except ValueError:
-        pass
+        ip = None
+    if ip is not None and (ip.is_loopback or ip.is_unspecified):
+        raise ValueError(f"{text!r} is {'a loopback' if ip.is_loopback else 'the unspecified'} address, which the "
+                         "other nodes cannot reach; give the node's address on the link between them (e.g. "
+                         "192.168.100.10)")
+    if ip is not None:
+        return str(ip)
+    if value.rstrip(".").lower() == "localhost":
+        raise ValueError(f"{text!r} names this machine only, which the other nodes cannot reach; give the node's "
+                         "address on the link between them (e.g. 192.168.100.10)")
     labels = value.rstrip(".").split(".")
     if value and len(value) <= 253 and all(HOST_LABEL.fullmatch(label) for label in labels) \
             and not labels[-1].isdigit():

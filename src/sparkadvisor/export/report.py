@@ -11,9 +11,9 @@ from sparkadvisor.core.ranking import Ranked, capability_for
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Source
 from sparkadvisor.core.table import COLUMNS, row_cells
-from sparkadvisor.export.argv import Arg
+from sparkadvisor.export.argv import Arg, EnvRef, resolve
 from sparkadvisor.export.llamacpp import BUILD_COMMANDS, AnyLaunch, LlamaLaunch
-from sparkadvisor.export.spec import ExportFile, Launch
+from sparkadvisor.export.spec import ExportFile, Launch, is_placeholder
 from sparkadvisor.export.text import md_cell, md_fence, one_line, sh_words
 
 
@@ -77,11 +77,17 @@ def _commands(launch: AnyLaunch) -> list[str]:
 
 
 def _node_commands(launch: AnyLaunch) -> list[tuple[str, list[Arg]]]:
-    """Each node's host hint and the command it runs."""
+    """Each node's host hint and the command it runs, with the addresses given written out as the JSON plan has
+    them (a report is read and pasted, not run with a script's environment); one not given stays $NAME."""
     if isinstance(launch, LlamaLaunch):
-        return [(n.host_hint, [n.program, *n.argv]) for n in launch.nodes]
-    return [(n.host_hint, ["vllm", "serve", *n.vllm_argv] if n.vllm_argv else ["ray", *n.ray_argv])
-            for n in launch.nodes]
+        return [(n.host_hint, [_given(a) for a in (n.program, *n.argv)]) for n in launch.nodes]
+    return [(n.host_hint, [_given(a) for a in (("vllm", "serve", *n.vllm_argv) if n.vllm_argv
+                                                else ("ray", *n.ray_argv))]) for n in launch.nodes]
+
+
+def _given(arg: Arg) -> Arg:
+    """An argument's literal value, unless it is an address nobody gave (a placeholder)."""
+    return arg if isinstance(arg, EnvRef) and is_placeholder(arg.default) else resolve(arg)
 
 
 def render_md(launch: AnyLaunch, ranked: tuple[Ranked, ...],

@@ -167,9 +167,17 @@ def _flag_comments(launch: Launch, flag: str) -> list[str]:
 def _preflight(launch: Launch, node: NodeLaunch) -> list[str]:
     lines = [f"say {sh_arg(f'== pre-flight checks: node {node.rank} of {len(launch.nodes)} ({node.role})')}"]
     lines += [f"warn {sh_arg(one_line(n.text))}" for n in launch.notes if n.loud and n.kind != "patch"]
-    lines += gpu_checks(launch)
+    lines += gpu_checks(launch) + _container_check()
     return (lines + _patches(launch) + swap_checks(launch) + page_cache_drop(launch) + _memory(launch)
             + _links(launch) + _model(launch) + [""])
+
+
+def _container_check() -> list[str]:
+    """An earlier run's container (a Ray head outlives its vLLM; a server may still run) fails the script before
+    it drops caches or weighs memory the old one holds."""
+    return ["", "if docker ps -a --format '{{.Names}}' | grep -qx \"$CONTAINER\"; then fail \"a container named "
+                "$CONTAINER is still there (an earlier run of this script?): stop it with docker rm -f $CONTAINER, "
+                "then run this again\"; fi"]
 
 
 def gpu_checks(launch: AnyLaunch) -> list[str]:
@@ -250,8 +258,11 @@ def _model(launch: Launch) -> list[str]:
     w = launch.plan.weights
     low, high = int(w.total_bytes * (1 - SIZE_TOLERANCE)), int(w.total_bytes * (1 + SIZE_TOLERANCE))
     expected = f"{w.total_bytes / 1e9:.1f} GB"
-    lines = ["", "# hf download fetches only what is missing (export HF_TOKEN first for a gated repo).",
-             'model_path="$(hf download "$MODEL" --quiet)"', 'model_bytes="$(du -sbL "$model_path" | cut -f1)"',
+    lines = ["", "# hf download fetches only what is missing (export HF_TOKEN first for a gated repo). vLLM loads the",
+             "# files at the top of the repo, so sub-folders (original/ or metal/ copies of the weights) are left out.",
+             'model_path="$(hf download "$MODEL" --exclude \'*/*\' --quiet)"',
+             'model_bytes="$(find -L "$model_path" -maxdepth 1 -type f -printf \'%s\\n\' '
+             '| awk \'{s += $1} END {print s + 0}\')"',
              f'if [ "$model_bytes" -lt {low} ] || [ "$model_bytes" -gt {high} ]; then',
              f'  warn "the model is $((model_bytes / 1000000000)) GB on disk; the plan expects {expected}"', "fi"]
     if len(launch.downloads) > 1:

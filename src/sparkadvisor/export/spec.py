@@ -46,8 +46,9 @@ def worker_placeholder(rank: int) -> str:
 
 
 def is_placeholder(address: str) -> bool:
-    """True for a stand-in address (PLACEHOLDER_HOST, worker_placeholder), never a real one."""
-    return address.endswith("-address-placeholder.invalid")
+    """True for a stand-in address (PLACEHOLDER_HOST, worker_placeholder), also with a port or in a list of them
+    (RPC_SERVERS), never for a real one."""
+    return "-address-placeholder.invalid" in address
 CX7_NETDEV = "enp1s0f1np1"
 """The first ConnectX-7 netdev (pick the "(Up)" one from ibdev2netdev); NVIDIA's playbook default."""
 ROCE_DEVICES = "rocep1s0f1,roceP2p1s0f1"
@@ -281,10 +282,13 @@ def _check(plan: Plan, options: ExportOptions) -> None:
         raise ExportRefused(why)
     check_runs(plan, options)
     if plan.budget.utilization > hw.max_gpu_memory_utilization:
-        raise ExportError(f"{_utilization_origin(plan)} {plan.budget.utilization:g}, above the "
-                          f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; export it with a "
-                          f"gpu-memory-utilization of {hw.max_gpu_memory_utilization:g} or less "
-                          "(--gpu-memory-utilization, or a in the app)")
+        # The recipe's own setting is a refusal (exit 1: nothing the user gave was wrong); the user's, a usage error.
+        recipes = plan.recipe is not None and plan.recipe.gpu_memory_utilization == plan.budget.utilization
+        raise (ExportRefused if recipes else ExportError)(
+            f"{_utilization_origin(plan)} {plan.budget.utilization:g}, above the "
+            f"{hw.max_gpu_memory_utilization:g} that is safe on {hw.name}; export it with a "
+            f"gpu-memory-utilization of {hw.max_gpu_memory_utilization:g} or less "
+            "(--gpu-memory-utilization, or a in the app)")
     usable = plan.usable_context
     if not usable.starts:
         whose = "--max-model-len" if usable.basis == "setting" else "the recipe's --max-model-len"
@@ -318,6 +322,10 @@ def _check_options(options: ExportOptions, nodes: int) -> None:
             addresses.gateway_url(options.gateway_url)
     except ValueError as error:
         raise ExportError(str(error)) from None
+    given = [a for a in (options.head_addr, *options.worker_addrs) if a is not None]
+    twice = next((a for n, a in enumerate(given) if a in given[:n]), None)
+    if twice is not None:
+        raise ExportError(f"{twice} is given for two nodes; each node of the cluster needs its own address")
     if not 1 <= options.port <= 65535:
         raise ExportError(f"port {options.port} is not a TCP port (1-65535)")
 

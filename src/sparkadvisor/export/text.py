@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import textwrap
+from collections.abc import Sequence
 
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.export.argv import Arg, EnvRef
@@ -42,7 +43,7 @@ def _c_escaped(char: str) -> str:
     return char if safe_text(char) == char else "".join(f"\\x{byte:02x}" for byte in char.encode("utf-8"))
 
 
-def sh_words(args: list[Arg] | tuple[Arg, ...]) -> str:
+def sh_words(args: Sequence[Arg]) -> str:
     """Shell words joined by spaces."""
     return " ".join(sh_arg(a) for a in args)
 

@@ -121,6 +121,10 @@ def _network(cause: BaseException, repo: str, what: str, deadline: Deadline | No
         return HubError(stalled(repo, what, deadline.seconds) if deadline else
                         f"{shown_endpoint()} stopped answering while sending {what} of {repo} (timed out); "
                         "try again later, or raise the timeout")
+    if isinstance(cause, (httpx.RemoteProtocolError, httpx.ReadError)):  # it answered, then the answer broke off
+        return HubError(f"{shown_endpoint()} cut off {what} of {repo} part way "
+                        f"({_first_line(cause) or type(cause).__name__}); try again, or set HF_HUB_OFFLINE=1 to use "
+                        "what the hub cache holds")
     if isinstance(cause, (httpx.TransportError, ConnectionError)):
         return HubError(f"cannot reach {shown_endpoint()} ({_first_line(cause) or type(cause).__name__}); check the "
                         "network, or set HF_HUB_OFFLINE=1 to use what the hub cache holds")

@@ -92,6 +92,8 @@ warn 'PREFIX CACHING IS OFF: every turn recomputes all 100,000 prompt tokens, 61
 
 if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi
 
+if docker ps -a --format '{{.Names}}' | grep -qx "$CONTAINER"; then fail "a container named $CONTAINER is still there (an earlier run of this script?): stop it with docker rm -f $CONTAINER, then run this again"; fi
+
 PATCH_ARGS=()
 
 # Patch qwen38-ple-mmap: PLE table on disk (mmap), rows read on demand (needed: the plan fits 1 x DGX Spark
@@ -121,9 +123,10 @@ need_kib=102005474  # vLLM takes 0.8 x 121.6 GiB = 97.3 GiB at start
 avail_kib="$(free -k | awk '/^Mem:/ {print $7}')"
 if [ "${avail_kib:-0}" -lt "$need_kib" ]; then fail "only $((${avail_kib:-0} / 1048576)) GiB available; vLLM takes 0.8 x 121.6 GiB = 97.3 GiB at start"; fi
 
-# hf download fetches only what is missing (export HF_TOKEN first for a gated repo).
-model_path="$(hf download "$MODEL" --quiet)"
-model_bytes="$(du -sbL "$model_path" | cut -f1)"
+# hf download fetches only what is missing (export HF_TOKEN first for a gated repo). vLLM loads the
+# files at the top of the repo, so sub-folders (original/ or metal/ copies of the weights) are left out.
+model_path="$(hf download "$MODEL" --exclude '*/*' --quiet)"
+model_bytes="$(find -L "$model_path" -maxdepth 1 -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')"
 if [ "$model_bytes" -lt 119700000000 ] || [ "$model_bytes" -gt 146300000000 ]; then
   warn "the model is $((model_bytes / 1000000000)) GB on disk; the plan expects 133.0 GB"
 fi

@@ -106,6 +106,8 @@ warn 'PREFIX CACHING IS OFF: every turn recomputes all 100,000 prompt tokens, 37
 
 if ! nvidia-smi --query-gpu=name --format=csv,noheader; then fail 'nvidia-smi finds no GPU'; fi
 
+if docker ps -a --format '{{.Names}}' | grep -qx "$CONTAINER"; then fail "a container named $CONTAINER is still there (an earlier run of this script?): stop it with docker rm -f $CONTAINER, then run this again"; fi
+
 if [ -n "$(swapon --show --noheadings)" ]; then warn 'swap is on: an overrun will page for hours instead of failing with an honest CUDA OOM'; fi
 
 # page-cache-drop (info): run `sync; echo 3 > /proc/sys/vm/drop_caches` on every node before loading, or the
@@ -126,9 +128,10 @@ for dev in "${hcas[@]}"; do
 done
 if ! ip -o addr show | grep -qF " $NODE_ADDR/"; then fail "no interface here has $NODE_ADDR: set NODE_ADDR to this node's ConnectX-7 address"; fi
 
-# hf download fetches only what is missing (export HF_TOKEN first for a gated repo).
-model_path="$(hf download "$MODEL" --quiet)"
-model_bytes="$(du -sbL "$model_path" | cut -f1)"
+# hf download fetches only what is missing (export HF_TOKEN first for a gated repo). vLLM loads the
+# files at the top of the repo, so sub-folders (original/ or metal/ copies of the weights) are left out.
+model_path="$(hf download "$MODEL" --exclude '*/*' --quiet)"
+model_bytes="$(find -L "$model_path" -maxdepth 1 -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')"
 if [ "$model_bytes" -lt 119700000000 ] || [ "$model_bytes" -gt 146300000000 ]; then
   warn "the model is $((model_bytes / 1000000000)) GB on disk; the plan expects 133.0 GB"
 fi
