@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -127,3 +128,15 @@ def test_a_prompt_the_context_refuses_opens_no_session(capsys):
     assert statuses["context"] == "missed" and statuses["sessions"] == "missed"
     assert any(t.startswith("no 100,000-token session: the context refuses its prompt, though the KV pool would hold")
                for t in data["target_misses"])
+
+
+def test_what_the_nodes_buy_starts_from_what_one_node_reads(capsys):
+    """DeepSeek-V4-Flash-0731's counted read keeps 1.29 GB whole on every rank: one node reads it once, so the
+    one-node figure is the one a one-node plan gives, not the per-node time x 4."""
+    def steps(nodes: str) -> dict[str, str]:
+        assert main(["show", "deepseek-v4-flash-0731-stack", "--nodes", nodes, "--no-speculation", "--json"]) == 0
+        return {s["key"]: s["text"] for s in json.loads(capsys.readouterr().out)["steps"]}
+
+    one = re.search(r"One step: weights ([\d.]+) ms", steps("1")["expected"])
+    four = re.search(r"from ([\d.]+) ms \(one node\) to ([\d.]+) ms", steps("4")["nodes"])
+    assert one and four and four[1] == one[1] and float(four[1]) < 4 * float(four[2])

@@ -218,9 +218,15 @@ def _allreduce_note(plan: Plan) -> str:
 
 
 def _nodes_text(plan: Plan) -> str:
-    d = plan.decode
+    d, c = plan.decode, plan.constants
     assert d is not None
     one_node_ms = d.weights_ms * plan.tp
+    read = plan.decode_read if d.read_bound_tok_s is not None else None
+    if read is not None:  # a counted read keeps some bytes whole on every rank: one node reads them once, not tp times
+        plain, own = counted_parts_gb(read, 1, d.experts_read, plan.model.params.experts_per_token)
+        penalty = c.weight_penalty.get(weight_class(plan.build.format), 0.0)
+        effective = plan.cluster.hardware.memory_bandwidth_gb_s * c.bandwidth_fraction
+        one_node_ms = (plain + own * (1 + penalty)) / effective * 1e3
     return (f"TP={plan.tp} cuts the weights each node reads per step from {one_node_ms:.1f} ms (one node) to "
             f"{d.weights_ms:.1f} ms, and costs {d.allreduce_ms:.1f} ms of all-reduces on the link; the fixed and "
             f"speculation costs ({d.fixed_ms + d.spec_ms:.1f} ms) do not shrink with more nodes.")
