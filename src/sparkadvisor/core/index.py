@@ -1,8 +1,8 @@
 """The runtime index of a catalog: lookups by id, and what is known once per catalog.
 
 Built once from a `Catalog` and never changed afterwards, so the TUI's worker thread and
-its UI thread can share it. It holds the per-build facts (a build's weights, the
-recipes its plans follow on each hardware, its own caveats) and the speed constants calibrated for each
+its UI thread can share it. It holds the per-build facts (a build's weights, the recipes its
+plans follow on each hardware, its own caveats) and the speed constants calibrated for each
 hardware; the per-cluster stages in `core.stages` start from these.
 """
 
