@@ -134,3 +134,16 @@ def test_the_reports_commands_carry_the_addresses_given(tmp_path):
                  str(tmp_path / "r1"), "--worker-addrs", "192.168.100.11"]) == 0
     r1 = (tmp_path / "r1" / "report.md").read_text(encoding="utf-8")
     assert "--rpc 192.168.100.11:50052" in r1 and "--host 192.168.100.11" in r1 and "$RPC_SERVERS" not in r1
+
+
+@pytest.mark.parametrize(("given", "words"), [
+    (["--head-addr", "Spark-1", "--worker-addrs", "spark-1"], "spark-1 is given for two nodes"),
+    (["--head-addr", "::ffff:127.0.0.1"], "'::ffff:127.0.0.1' is a loopback address"),
+])
+def test_a_host_named_twice_in_other_case_or_a_mapped_loopback_is_refused(capsys, tmp_path, given, words):
+    try:
+        code = main([*GLM, "--format", "sh", "--out", str(tmp_path / "out"), *given])
+    except SystemExit as usage:
+        code = usage.code
+    assert code == 2 and words in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

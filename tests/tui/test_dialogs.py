@@ -216,3 +216,34 @@ async def test_a_valid_field_applies_beside_an_invalid_one_and_closing_says_what
         assert app.screen is main and main.scenario.settings.kv_cache_dtype is None
         assert notices and notices[0][1] == "Not applied"
         assert notices[0][0].startswith("KV cache dtype stays per recipe ('foo' is not a KV dtype; use one of auto")
+
+
+async def test_batched_tokens_are_held_against_the_streams_in_force_and_closing_names_both(make_app) -> None:
+    """Streams typed invalid still leave 8 in force: 4 batched tokens cannot hold them, so neither changes, and the
+    notice on closing names both fields."""
+    from textual.widgets import Input
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        main = app.screen
+        await pilot.press("a")
+        await pilot.pause()
+        editor = app.screen
+        editor.query_one("#streams", Input).value = "8"
+        await pilot.pause()
+        assert main.scenario.workload.streams == 8
+        editor.query_one("#batched_tokens", Input).value = "4"
+        editor.query_one("#streams", Input).value = "x"
+        await pilot.pause()
+        assert main.scenario.settings.batched_tokens is None and main.scenario.workload.streams == 8
+        editor.query_one("#streams", Input).value = "1"
+        await pilot.pause()
+        assert (main.scenario.settings.batched_tokens, main.scenario.workload.streams) == (4, 1)
+        editor.query_one("#streams", Input).value = "8"
+        await pilot.pause()
+        assert main.scenario.workload.streams == 1  # 4 batched tokens cannot hold 8 streams: neither applies
+        notices = []
+        app.notify = lambda message, **kw: notices.append(message)  # type: ignore[method-assign]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert notices and "Streams at once stays 1 (" in notices[0] and "Batched tokens stays 4 (" in notices[0]

@@ -65,3 +65,13 @@ def test_filter_matches_model_id_and_repo(index) -> None:
     plan = ranking.by_id["glm-5.3-flash-nvfp4-redhat"].plan
     assert matches(plan, "glm") and matches(plan, "REDHAT") and matches(plan, "")
     assert not matches(plan, "qwen")
+
+
+def test_a_bound_sorts_with_the_unknowns_not_as_the_fastest(index) -> None:
+    """Qwen3.8-Flash-Next on four Sparks decodes at most 36 tok/s (a per-token table left out): sorted by tok/s it is
+    no faster than anything, and by turn (at least 18 s) no quicker."""
+    ranking = compute_ranking(index, Scenario("dgx-spark", 4, AGENTIC))
+    bound = ranking.by_id["qwen3.8-flash-next-nvfp4"]
+    assert bound.plan.decode_bound
+    for column in ("expected", "turn"):
+        assert sort_value(bound, column)[0] == 1, column  # with the unknowns, last in either direction

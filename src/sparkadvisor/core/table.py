@@ -51,8 +51,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("build", "build", help="publisher and weight format"),
     Column("flags", "flags", help="one glyph per caveat severity present, then the most severe caveat"),
     Column("fit", "fit", help="fits with X GiB per node left, fits by a recipe, or the nodes it needs"),
-    Column("expected", "tok/s", True, "expected decode speed, one stream, with its 80% range (from the model's "
-           "errors on measurements left out of its fit); - where the build does not fit"),
+    Column("expected", "tok/s", True, "expected decode speed (of all streams together where several decode at "
+           "once), with its 80% range (from the model's errors on measurements left out of its fit); ≤ a bound; - "
+           "where the build does not fit"),
     Column("ttft", "1st token", True, "time to the first token of a turn, with prefix caching as it runs"),
     Column("turn", "turn", True, "first token plus the output at the decode speed"),
     Column("kv_pool", "KV pool", True, "tokens the KV cache holds; * measured by a recipe"),
@@ -195,9 +196,10 @@ SORT_KEYS: dict[str, Callable[[Ranked], float | str | None]] = {
     "build": lambda r: r.plan.build.repo.lower(),
     "flags": _flags,
     "fit": lambda r: r.plan.budget.left_bytes if r.plan.runs else None,
-    "expected": _decode_value("expected_tok_s"),
+    "expected": lambda r: None if r.plan.decode is not None and r.plan.decode.tables else
+    _decode_value("expected_tok_s")(r),  # a bound (≤N) sorts with the unknowns, not as the fastest
     "ttft": _if_fits(lambda plan: plan.ttft_s),
-    "turn": _if_fits(lambda plan: plan.turn_s),
+    "turn": _if_fits(lambda plan: None if plan.decode_bound else plan.turn_s),  # ≥T: unknown, as its target
     "kv_pool": _kv_pool,
     "ceiling": _decode_value("ceiling_tok_s"),
     "measured": lambda r: r.plan.decode_measured.value if r.plan.decode_measured else None,

@@ -24,6 +24,9 @@ def address(text: str) -> str:
         ip = ipaddress.ip_address(value.strip("[]"))
     except ValueError:
         ip = None
+    mapped = getattr(ip, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is 127.0.0.1
+    if mapped is not None:
+        ip = mapped
     if ip is not None and (ip.is_loopback or ip.is_unspecified):
         raise ValueError(f"{text!r} is {'a loopback' if ip.is_loopback else 'the unspecified'} address, which the "
                          "other nodes cannot reach; give the node's address on the link between them (e.g. "

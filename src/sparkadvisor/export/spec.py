@@ -322,8 +322,8 @@ def _check_options(options: ExportOptions, nodes: int) -> None:
             addresses.gateway_url(options.gateway_url)
     except ValueError as error:
         raise ExportError(str(error)) from None
-    given = [a for a in (options.head_addr, *options.worker_addrs) if a is not None]
-    twice = next((a for n, a in enumerate(given) if a in given[:n]), None)
+    given = [a.lower().rstrip(".") for a in (options.head_addr, *options.worker_addrs) if a is not None]
+    twice = next((a for n, a in enumerate(given) if a in given[:n]), None)  # host names ignore case
     if twice is not None:
         raise ExportError(f"{twice} is given for two nodes; each node of the cluster needs its own address")
     if not 1 <= options.port <= 65535:

@@ -6,6 +6,7 @@ parse is marked inline with one sentence and keeps its last value until it is fi
 
 from __future__ import annotations
 
+import re
 from argparse import ArgumentTypeError
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -122,8 +123,9 @@ def initial_text(workload: Workload, settings: Settings, min_capability: float |
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def parse_fields(texts: dict[str, str]) -> tuple[dict[str, object], dict[str, str]]:
-    """(values, errors) for the typed texts; a blank optional field is None."""
+def parse_fields(texts: dict[str, str], streams_in_force: int = 1) -> tuple[dict[str, object], dict[str, str]]:
+    """(values, errors) for the typed texts; a blank optional field is None. The batched tokens must hold the
+    streams (the typed ones, else `streams_in_force`); where they cannot, both fields say so and neither applies."""
     values: dict[str, object] = {}
     errors: dict[str, str] = {}
     for field in FIELDS:
@@ -135,9 +137,11 @@ def parse_fields(texts: dict[str, str]) -> tuple[dict[str, object], dict[str, st
             values[field.key] = field.parse(text)
         except (ArgumentTypeError, ValueError) as error:
             errors[field.key] = str(error) if text else "required"
-    streams = values.get("streams")
-    if isinstance(streams, int) and (why := batch_room(cast("int | None", values.get("batched_tokens")), streams)):
+    streams = values.get("streams", streams_in_force)
+    if isinstance(streams, int) and "batched_tokens" not in errors \
+            and (why := batch_room(cast("int | None", values.get("batched_tokens")), streams)):
         errors["batched_tokens"] = why
+        errors.setdefault("streams", why)
     return values, errors
 
 
@@ -187,17 +191,14 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
             effect.update(safe_text(self.summary()))
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        texts = {f.key: self.query_one(f"#{f.key}", Input).value for f in FIELDS}
-        values, errors = parse_fields(texts)
+        values, errors = self._parsed()
         for field in FIELDS:
             self.query_one(f"#{field.key}", Input).set_class(field.key in errors, "-invalid")
             error = self.query_one(f"#{field.key}-error", Label)
             error.update(safe_text(errors.get(field.key, "")))
             error.display = field.key in errors  # an empty one would take a line that 80x24 needs
-        # Each valid field applies on its own; one that does not parse keeps its last value until it does (streams
-        # waits with the batched tokens that cannot hold them).
-        held = set(errors) | ({"streams"} if "batched_tokens" in errors else set())
-        valid = {k: v for k, v in values.items() if k not in held}
+        # Each valid field applies on its own; one that does not parse keeps its last value until it does.
+        valid = {k: v for k, v in values.items() if k not in errors}
         workload = self.workload.changed(**{k: valid[k] for k in WORKLOAD_KEYS if k in valid})  # type: ignore[arg-type]
         settings = replace(self.settings, **{k: valid[k] for k in SETTINGS_KEYS if k in valid})  # type: ignore[arg-type]
         minimum = cast("float | None", valid.get("min_capability", self.min_capability))
@@ -211,14 +212,18 @@ class AssumptionsScreen(EarlyKeys, ModalScreen[None]):
 
     async def action_dismiss(self, result: None = None) -> None:
         """Close; a field left invalid says that its last valid value stays."""
-        texts = {f.key: self.query_one(f"#{f.key}", Input).value for f in FIELDS}
-        _, errors = parse_fields(texts)
+        _, errors = self._parsed()
         kept = [f"{f.label} stays {self._current(f.key)} ({errors[f.key]})" for f in FIELDS if f.key in errors]
         if kept:
             self.app.notify(safe_text("; ".join(kept)), title="Not applied", severity="warning")
         await super().action_dismiss(result)
 
+    def _parsed(self) -> tuple[dict[str, object], dict[str, str]]:
+        """`parse_fields` of what the fields hold now, against the streams in force."""
+        texts = {f.key: self.query_one(f"#{f.key}", Input).value for f in FIELDS}
+        return parse_fields(texts, self.workload.streams)
+
     def _current(self, key: str) -> str:
-        """A field's value in force, in words: the text it opened with now, or what blank means."""
-        return initial_text(self.workload, self.settings, self.min_capability, key) or next(
-            f.hint for f in FIELDS if f.key == key).split(" (")[0]
+        """A field's value in force, in words: the text it opened with now, or what blank means ("per recipe")."""
+        return initial_text(self.workload, self.settings, self.min_capability, key) or re.split(
+            r" \(|:", next(f.hint for f in FIELDS if f.key == key))[0]

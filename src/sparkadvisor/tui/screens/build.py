@@ -75,7 +75,7 @@ class BuildScreen(EarlyKeys, Screen[None]):
         self.query_one(Document).show(left, right, stacked)
 
     def recipes_here(self) -> list[Recipe | None]:
-        """What a plan of the build can follow on this cluster: its vLLM recipes, and vLLM's defaults (None)
+        """What a plan of the build can follow on this cluster: its recipes, and its engine's defaults (None)
         first where none of them is one to serve with (benchmark runs only, followed when chosen)."""
         facts, cluster = self.index.facts.get(self.item.plan.build.id), self.ranking.cluster
         recipes: list[Recipe | None] = [r for r in facts.recipes_on(cluster.hardware) if r.nodes == cluster.nodes] \
@@ -98,7 +98,8 @@ class BuildScreen(EarlyKeys, Screen[None]):
         self.item, self.sweep, self.ranking = self.follow(self.item.plan.build.id, chosen.id if chosen else None)
         self.query_one(Document).border_subtitle = self._subtitle()
         self._show()
-        what = chosen.id if chosen is not None else "no recipe (vLLM's defaults)"
+        engine = "vLLM" if self.item.plan.constants.engine == "vllm" else self.item.plan.constants.engine
+        what = chosen.id if chosen is not None else f"no recipe ({engine}'s defaults)"
         self.notify(safe_text(f"Following {what} ({place + 1} of {len(choices)} choices here); the table ranks it "
                               "so."), markup=False)
 
@@ -115,5 +116,5 @@ class BuildScreen(EarlyKeys, Screen[None]):
 
 
 Follow = Callable[[str, str | None], tuple[Ranked, tuple[Ranked, ...], Ranking]]
-"""(build id, recipe id, or None for vLLM's defaults) -> the build's ranked entry, its cluster sweep and the ranking,
-with the recipe followed."""
+"""(build id, recipe id, or None for the engine's defaults) -> the build's ranked entry, its cluster sweep and the
+ranking, with the recipe followed."""

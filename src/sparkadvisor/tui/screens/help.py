@@ -42,8 +42,8 @@ MOVES = (
 
 BUILD_KEYS = (
     ("r", "Recipe", "In a build's full-screen view (Enter), where it has several recipes on this cluster (or only "
-                    "benchmark runs, beside vLLM's defaults): follow the next; the table re-ranks with it and the "
-                    "header names it."),
+                    "benchmark runs, beside its engine's defaults): follow the next; the table re-ranks with it and "
+                    "the header names it."),
 )
 """Keys of the full-screen build beside export and help."""
 
