@@ -78,11 +78,13 @@ def test_no_build_meets_the_targets_with_a_short_or_unknown_context_or_any_unkno
 
 
 def test_unknowns_sort_after_the_builds_known_to_meet_and_before_misses(index):
+    unknowns = 0
     for nodes in (1, 2, 4):
         groups = [0 if r.plan.meets_targets else 1 if not r.plan.target_misses else 2
                   for r in ranking(index, nodes=nodes) if not r.excluded]
         assert groups == sorted(groups), nodes
-        assert 1 in groups
+        unknowns += groups.count(1)
+    assert unknowns  # e.g. a decode speed that is only a bound, on four Sparks
 
 
 def test_an_unknown_first_token_is_not_a_pass(index):

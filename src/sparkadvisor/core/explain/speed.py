@@ -62,8 +62,9 @@ def _union_text(plan: Plan, read: DecodeRead) -> str:
     d, per_token = plan.decode, plan.model.params.experts_per_token
     if d is None or not read.routed_gb or not per_token or d.experts_read <= per_token:
         return ""
+    where = f" ({read.routed_gb / plan.tp:.2f} GB per node)" if plan.tp > 1 else ""
     return (f"; a pass of several tokens reads the union of the experts they route to, {d.experts_read:.1f} of "
-            f"{plan.model.params.routed_experts} per layer, so the routed {read.routed_gb:.2f} GB grows "
+            f"{plan.model.params.routed_experts} per layer, so the routed {read.routed_gb:.2f} GB{where} grows "
             f"{d.experts_read / per_token:.1f}x")
 
 
