@@ -282,3 +282,10 @@ def test_a_llama_cpp_plan_speaks_of_what_llama_cpp_allocates_not_vllms_flags(cap
     assert "by vLLM's per-request rule as a stand-in" in pool and "concurrent sessions fit" in pool
     vllm = run(capsys, "show", GLM, "--nodes", "2")
     assert "At gpu-memory-utilization 0.85, vLLM takes" in vllm and "GPU KV cache size" in vllm
+
+
+def test_fidelity_tsv_gives_each_measured_figure_as_the_source_does(capsys):
+    """GLM's logged pool of 3,834,498 tokens read 3.8345e+06 in the TSV: a script got 3,834,500."""
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "fidelity", "--format", "tsv")), delimiter="\t"))
+    measured = [r[next(k for k in r if k.startswith("measured"))] for r in rows]
+    assert "3834498" in measured and not any("e+" in m for m in measured)

@@ -124,3 +124,18 @@ def test_a_run_assumed_at_another_batch_is_another_recipe(llama, tmp_path, capsy
     recipes = tomllib.loads((tmp_path / "data" / "catalog.toml").read_text(encoding="utf-8"))["recipes"]
     assert [r["extra_args"] for r in recipes] == [["--batch-size", "2048", "--ubatch-size", "2048"],
                                                   ["--batch-size", "1024", "--ubatch-size", "1024"]]
+
+
+def test_a_repo_of_several_builds_is_held_as_all_of_them(capsys):
+    """unsloth's Qwen3.5-27B GGUF repo holds a Q8_0 and a UD-Q4_K_XL build: llama-server naming the repo is either,
+    so probe holds both rather than the first it finds."""
+    server = bench_server(engine="llama.cpp", served="unsloth/Qwen3.5-27B-GGUF", max_model_len=16_384, block_size=1)
+    try:
+        main(["probe", "--vllm", server.url, "--interval", "0.2", "--claude-settings", "/nonexistent", "--nodes", "1"])
+    finally:
+        server.close()
+    out = capsys.readouterr().out
+    assert ("llama-server loaded unsloth/Qwen3.5-27B-GGUF, the repo of 2 builds (qwen3.5-27b-q8-unsloth, "
+            "qwen3.5-27b-ud-q4kxl-unsloth)") in out
+    assert ("plans       qwen3.5-27b-q8-unsloth, qwen3.5-27b-ud-q4kxl-unsloth on 1 x DGX Spark, Agentic (Claude Code): "
+            "llama-server's answers fit each of them") in out

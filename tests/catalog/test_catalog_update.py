@@ -275,3 +275,29 @@ def test_credentials_in_the_address_are_never_printed_or_kept(server, capsys):
         assert "s3cret" not in out + err and "http://***@127.0.0.1" in out
     assert not any("s3cret" in p.read_text(encoding="utf-8", errors="replace")
                    for p in paths.catalog_updates_dir().iterdir() if p.suffix == ".json")
+
+
+def test_a_rollback_that_would_break_the_users_imports_is_refused(server, capsys):
+    """The user built on a model only the newer update has: rolling back would leave every command failing."""
+    server.body = newer()
+    update(capsys, server.url)
+    server.body = newer("2026-12-31", NEW_MODEL.replace("new-model-7b", "newer-model-9b"))
+    assert update(capsys, server.url)[0] == 0
+    paths.user_catalog_path().write_text('[[builds]]\nid = "mine"\nmodel = "newer-model-9b"\nrepo = "me/newer"\n'
+                                         'format = "fp8"\nsource = "new-card"\n', encoding="utf-8")
+    code, _, err = run(capsys, "catalog", "rollback")
+    assert code == 1 and "would no longer load over the catalog at" in err and "nothing was changed" in err
+    code, out, _ = run(capsys, "catalog", "info")
+    assert code == 0 and "2026-12-31" in out  # still the catalog the user's builds need
+    assert run(capsys, "rank")[0] == 0
+
+
+def test_update_json_says_where_the_replaced_catalog_is_kept_and_its_size_as_a_number(server, capsys):
+    server.body = newer()
+    update(capsys, server.url)
+    server.body = newer("2026-12-31", NEW_MODEL.replace("new-model-7b", "newer-model-9b"))
+    code, out, _ = update(capsys, server.url, "--json")
+    kept = Path(json.loads(out)["replaced"]["path"])
+    assert code == 0 and kept.name == "previous.toml" and kept.is_file()
+    code, out, _ = run(capsys, "catalog", "info", "--json")
+    assert isinstance(json.loads(out)["origin"]["bytes"], int)

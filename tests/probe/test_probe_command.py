@@ -409,3 +409,28 @@ def test_a_gateway_given_as_the_model_server_is_named_as_what_answers(capsys, se
             "there") in out.splitlines()
     assert "DOWN" not in out and data["vllm_up"] is False
     assert data["vllm_answered_by"] == "a server with no model list at /v1/models (HTTP 404)"
+
+
+def test_json_lists_findings_most_severe_first_and_a_missing_settings_file_is_said(capsys, tmp_path) -> None:
+    server = vllm_server()
+    missing = tmp_path / "setings.json"  # a typo of settings.json
+    try:
+        _, data = probe_json(capsys, "--vllm", server.url, "--gateway", closed_port_url(), "--claude-settings",
+                             str(missing))
+    finally:
+        server.close()
+    order = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+    ranks = [order[f["severity"]] for f in data["findings"]]
+    assert ranks == sorted(ranks), [f["severity"] for f in data["findings"]]
+    assert any(t.startswith(f"{missing} does not exist, so nothing here was read from it")
+               for t in texts(data, "warning"))
+
+
+def test_a_server_that_asks_for_its_api_key_is_not_said_to_serve_nothing(capsys, settings_file) -> None:
+    server = vllm_server(api_key="secret-key")
+    try:
+        _, out, _ = probe(capsys, "--vllm", server.url, "--claude-settings", str(settings_file({})))
+    finally:
+        server.close()
+    head = out.splitlines()[0]
+    assert "serves nothing" not in head and head.endswith("· models unknown") and "secret-key" not in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from sparkadvisor.commands.common import number_above_zero
@@ -90,9 +91,17 @@ def _ids(ids: list[str]) -> str:
 def _update_json(outcome: Any) -> dict[str, Any]:
     return {"installed": outcome.installed, "url": outcome.url, "catalog_date": outcome.date,
             "path": str(outcome.path), "replaced": {"updated": outcome.before.updated, "date": outcome.before.date,
-                                                    "path": str(outcome.before.path)},
+                                                    "path": str(_kept_at(outcome.before))},
             "changes": {c.kind: {"added": c.added, "removed": c.removed, "changed": c.changed}
                         for c in outcome.changes}}
+
+
+def _kept_at(before: Any) -> Path:
+    """Where the catalog an update replaced is now: an earlier update is kept as the previous one; the bundled
+    catalog stays where it is."""
+    from sparkadvisor import paths
+
+    return paths.catalog_updates_dir() / "previous.toml" if before.updated else before.path
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -104,7 +113,7 @@ def _info(args: argparse.Namespace) -> int:
     active = active_catalog()
     catalog = load_index(include_user=False).catalog
     counts = {kind: len(getattr(catalog, kind)) for kind in KINDS}
-    came_from = {k: redact_urls(v) for k, v in origin().items()} if active.updated else {}
+    came_from = {k: redact_urls(v) if isinstance(v, str) else v for k, v in origin().items()} if active.updated else {}
     previous = paths.catalog_updates_dir() / "previous.toml"
     user = paths.user_catalog_path()
     facts = {"updated": active.updated, "catalog_date": active.date, "path": str(active.path),

@@ -70,7 +70,7 @@ def checks_listing(report: Report) -> Listing:
         return "" if value is None else format(value, spec)
 
     rows = tuple((c.recipe, c.build, c.hardware, c.engine, c.mode, c.metric, str(c.streams),
-                  "" if c.context_tokens is None else str(c.context_tokens), format(c.measured, "g"),
+                  "" if c.context_tokens is None else str(c.context_tokens), _exact(c.measured),
                   figure(c.predicted), figure(c.low), figure(c.high), figure(c.error_pct, "+.1f"),
                   (("unknown" if c.tables else "skipped") if c.predicted is None
                    else ("inside" if c.inside else "outside")),
@@ -217,6 +217,11 @@ def _summary_line(s: object, label: str, pad: int) -> str:
     return (f"  {label} {s.count:>3} predicted, {skipped}; median |error| {median}; "
             f"within 20% {s.within_20}/{s.count} ({s.within_20_share:.0%}); off 2x {s.off_2x}; "
             f"inside range {s.within_range}/{s.count} ({s.within_range_share:.0%})")
+
+
+def _exact(value: float) -> str:
+    """A measured figure as the source gives it, never in scientific notation (3834498, not 3.8345e+06)."""
+    return str(int(value)) if value == int(value) else repr(value)
 
 
 def _value(value: object) -> str:

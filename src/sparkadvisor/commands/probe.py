@@ -136,7 +136,7 @@ def _rounded(value: float | None, digits: int = 3) -> float | None:
 
 
 def _json(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], findings: list[Finding]) -> dict[str, Any]:
-    from sparkadvisor.core.checkup import worst
+    from sparkadvisor.core.checkup import most_severe_first, worst
 
     vllm, metrics = report.vllm, report.vllm.metrics
     served = (match.served if match and match.served else None) or (vllm.models[0] if vllm.models else None)
@@ -158,7 +158,7 @@ def _json(report: ProbeReport, match: BuildMatch | None, plans: list[Plan], find
         "build_match": match.how if match else None,
         "plan": _plan_json(plans[0]) if len(plans) == 1 else None,
         "plans": [_plan_json(p) for p in plans],
-        "findings": [f.as_dict() for f in findings],
+        "findings": [f.as_dict() for f in most_severe_first(findings)],  # as the text lists them
     }
     return data
 
@@ -206,11 +206,13 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -
     from sparkadvisor.core.checkup import drafter_note
 
     vllm, gateway = report.vllm, report.gateway
-    served = ", ".join(m.id for m in vllm.models) or "nothing"
+    # Up without a model list: /v1/models asked for the API key (the findings say so), so what it serves is unknown.
+    served = ", ".join(m.id for m in vllm.models) or "models unknown"
     engine = "llama.cpp" if vllm.models and vllm.models[0].engine == "llama.cpp" else "vLLM"
     shown = engine if vllm.up or vllm.other else "server"  # nothing answered to say which engine belongs there
     lines = [f"{shown:<12}{_state(vllm.up, vllm.other)} at {vllm.url}"
-             + (f" · {vllm.version}" if vllm.version else "") + (f" · serves {served}" if vllm.up else "")
+             + (f" · {vllm.version}" if vllm.version else "")
+             + ((f" · serves {served}" if vllm.models else f" · {served}") if vllm.up else "")
              + (f": {vllm.other} answers there" if vllm.other else "")]
     if gateway.url:
         lines.append(f"gateway     {_state(gateway.up, gateway.other)} at {gateway.url}"
@@ -226,8 +228,9 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -
         lines.append(f"plan        {plan.build.id} on {plan.cluster.label}, {plan.workload.label} ({match.how}"
                      f"{drafter_note(plan)})")
     elif plans:
+        server = "llama-server" if engine == "llama.cpp" else "vLLM"
         lines.append(f"plans       {', '.join(p.build.id for p in plans)} on {plans[0].cluster.label}, "
-                     f"{plans[0].workload.label}: vLLM's answers fit each of them")
+                     f"{plans[0].workload.label}: {server}'s answers fit each of them")
     return lines
 
 

@@ -180,8 +180,9 @@ def _invalid(url: str, problems: list[Problem]) -> str:
     return f"the catalog at {url} is not valid: {where}:{field} {first.message}{more}"
 
 
-def _user_catalog_still_merges(catalog: Catalog, text: str, url: str) -> None:
-    """Refuse a catalog that would break the user's imported builds (a model they build on removed)."""
+def _user_catalog_still_merges(catalog: Catalog, text: str, url: str, outcome: str = "nothing was installed") -> None:
+    """Refuse a catalog that would break the user's imported builds (a model they build on removed); `outcome`
+    says what was left undone."""
     user = paths.user_catalog_path()
     if not user.is_file():
         return
@@ -193,7 +194,7 @@ def _user_catalog_still_merges(catalog: Catalog, text: str, url: str) -> None:
         return  # a user catalog that is already broken is reported by every command, not blamed on the update
     if problems:
         raise UpdateError(f"your catalog {user} would no longer load over the catalog at {url} "
-                          f"({problems[0].message}); nothing was installed")
+                          f"({problems[0].message}); {outcome}")
 
 
 def diff(old: Catalog, new: Catalog) -> list[Change]:
@@ -213,7 +214,7 @@ def install(raw: bytes, origin: dict[str, str]) -> Path:
     folder = paths.catalog_updates_dir()
     current, previous = folder / "catalog.toml", folder / "previous.toml"
     meta = {**origin, "installed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "sha256": hashlib.sha256(raw).hexdigest(), "bytes": str(len(raw))}
+            "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw)}
     try:
         if current.is_file():
             write_atomic(previous, current.read_bytes(), durable=True)
@@ -227,11 +228,14 @@ def install(raw: bytes, origin: dict[str, str]) -> Path:
 
 
 def rollback() -> ActiveCatalog:
-    """Put the previous catalog back in use (or the bundled one when there was none before)."""
+    """Put the previous catalog back in use (or the bundled one when there was none before), unless the user's own
+    catalog would no longer load over it; the catalog rolled back from is dropped (`catalog update` fetches it
+    again)."""
     folder = paths.catalog_updates_dir()
     current, previous = folder / "catalog.toml", folder / "previous.toml"
     if not current.is_file():
         raise UpdateError("no catalog update is installed, so the bundled catalog is already in use")
+    _still_loads_over(previous if previous.is_file() else paths.bundled("catalog.toml"))
     try:
         if previous.is_file():
             os.replace(previous, current)
@@ -245,13 +249,28 @@ def rollback() -> ActiveCatalog:
     return active_catalog()
 
 
-def origin() -> dict[str, str]:
-    """Where the installed update came from and when (empty when none is installed or it is unreadable)."""
+def _still_loads_over(path: Path) -> None:
+    """UpdateError when the user's own catalog would no longer load over the catalog at `path` (a model it builds
+    on is not there), as `validate` refuses such an update."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        catalog = parse_catalog(text, str(path))
+    except (OSError, UnicodeDecodeError, CatalogError) as error:
+        raise UpdateError(f"the catalog to go back to, {path}, cannot be read ({_reason(error)}); nothing was "
+                          "changed") from None
+    _user_catalog_still_merges(catalog, text, str(path), "nothing was changed")
+
+
+def origin() -> dict[str, str | int]:
+    """Where the installed update came from and when (empty when none is installed or it is unreadable); its size
+    in bytes a number."""
     try:
         data = json.loads((paths.catalog_updates_dir() / "catalog.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return {k: str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: int(v) if k == "bytes" and str(v).isdecimal() else str(v) for k, v in data.items()}
 
 
 def _read_meta_bytes(path: Path) -> bytes:

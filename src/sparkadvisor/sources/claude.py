@@ -40,9 +40,13 @@ class ClaudeSettings:
     """Why base_url is no URL Claude Code can reach (then nothing is probed there); None when it is one."""
 
 
-def read_claude_settings(path: Path, environ: Mapping[str, str]) -> ClaudeSettings:
-    """settings.json's "env" wins over the shell, as Claude Code applies it on every run."""
+def read_claude_settings(path: Path, environ: Mapping[str, str], given: bool = False) -> ClaudeSettings:
+    """settings.json's "env" wins over the shell, as Claude Code applies it on every run. A file the user `given`
+    by path that does not exist is said (a typo, most likely); Claude Code's own default may well be absent."""
     file_env, findings = _settings_env(path)
+    if given and not path.exists():
+        findings.append(Finding("warning", f"{path} does not exist, so nothing here was read from it; check the path "
+                                           "given to --claude-settings (Claude Code reads ~/.claude/settings.json)"))
     shell = {k: environ[k] for k in CLAUDE_KEPT_VARS if k in environ}
     merged = {**shell, **file_env}
     base = merged.get("ANTHROPIC_BASE_URL") or None

@@ -373,7 +373,7 @@ async def probe(config: ProbeConfig, environ: Mapping[str, str] | None = None) -
     """vLLM and the gateway probed at once, Claude Code's settings read, each judged."""
     environ = os.environ if environ is None else environ
     path = config.claude_settings or Path.home() / ".claude" / "settings.json"
-    settings = read_claude_settings(path, environ)
+    settings = read_claude_settings(path, environ, given=config.claude_settings is not None)
     gateway_url, inferred = config.gateway_url, False
     if gateway_url is None and settings.base_url and settings.base_url_problem is None \
             and not same_service(settings.base_url, config.vllm_url):
