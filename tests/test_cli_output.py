@@ -289,3 +289,14 @@ def test_fidelity_tsv_gives_each_measured_figure_as_the_source_does(capsys):
     rows = list(csv.DictReader(io.StringIO(run(capsys, "fidelity", "--format", "tsv")), delimiter="\t"))
     measured = [r[next(k for k in r if k.startswith("measured"))] for r in rows]
     assert "3834498" in measured and not any("e+" in m for m in measured)
+
+
+def test_coverage_on_an_80_column_terminal_fits_and_names_what_it_left_out(capsys, monkeypatch):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", run(capsys, "coverage")).splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert any(line.startswith("  ") and "usable" in line for line in lines[2:16])  # a hardware line, wrapped
+    assert any(line.startswith("Not shown at this width: ") for line in lines)
+    family = next(line for line in lines if line.startswith("all "))
+    assert family.split()[:3] == ["all", "54", "144"]

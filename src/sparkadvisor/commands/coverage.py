@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         print(safe_text(markdown(catalog), keep_newlines=True))
     else:
         if args.format == "table":
-            print(safe_text("\n".join([_summary(catalog), "", *_hardware_lines(catalog), ""]), keep_newlines=True))
+            lines = [_summary(catalog), "", *_hardware_lines(catalog), ""]
+            print(safe_text("\n".join(_fitted(lines)), keep_newlines=True))
         print_listing(family_listing(catalog), args.format)
     return 0
 
@@ -121,6 +122,19 @@ def _hardware_lines(catalog: Catalog) -> list[str]:
     return lines
 
 
+def _fitted(lines: list[str]) -> list[str]:
+    """On a terminal, each line wrapped to its width, the rest of a line indented under it; piped, as they are."""
+    import shutil
+    import sys
+    import textwrap
+
+    if not sys.stdout.isatty():
+        return lines
+    width = max(shutil.get_terminal_size().columns, 40)
+    return [part for line in lines
+            for part in (textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) or [""])]
+
+
 def _summary(catalog: Catalog) -> str:
     return (f"{len(catalog.hardware)} hardware profiles, {len(catalog.models)} models, {len(catalog.builds)} builds, "
             f"{len(catalog.recipes)} recipes, {sum(len(r.measurements) for r in catalog.recipes)} measurements, "
@@ -130,7 +144,7 @@ def _summary(catalog: Catalog) -> str:
 def family_listing(catalog: Catalog) -> Listing:
     """The per-family counts, one row per family and a total row."""
     return Listing(COLUMNS, tuple(row.cells() for row in family_rows(catalog)),
-                   frozenset(range(1, len(COLUMNS) - 1)), keep=len(COLUMNS))
+                   frozenset(range(1, len(COLUMNS) - 1)), keep=3)  # a narrow terminal drops from the right, named
 
 
 def markdown(catalog: Catalog) -> str:
