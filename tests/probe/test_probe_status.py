@@ -209,3 +209,20 @@ async def test_each_part_has_its_own_colour() -> None:
         assert "glm" not in colours, "what vLLM serves is plain text"
         assert status.has_class("-warning")
 
+
+
+def test_a_served_name_no_catalog_build_matches_is_said_on_the_line(index) -> None:
+    """As probe says "no catalog build matches": the screen has no plan for what runs."""
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+    from sparkadvisor.tui.widgets.probe_status import status_line
+
+    up = QuickCheck("http://x", True, None, ServedModel("me/my-finetune", None, 262144), None, 0.0, "vllm", True)
+    window = _low_hit_rate(0.95)
+    none = status_line(up, window, planner=lambda served, config: ((), None, None))
+    assert "me/my-finetune (no catalog build)" in [p.text for p in none.parts]
+    plan = evaluate_build(index, index.builds["glm-5.3-flash-nvfp4-redhat"], Cluster(index.hardware["dgx-spark"], 2),
+                          AGENTIC)
+    one = status_line(up, window, planner=lambda served, config: ((plan,), None, None))
+    assert "me/my-finetune" in [p.text for p in one.parts]

@@ -109,6 +109,7 @@ def status_line(check: QuickCheck, since_last: MetricsWindow | None, workload: W
         # The problem names the URL it tried; the short form keeps only the URL.
         down = Part(f"vLLM down: {check.problem}", "critical", f"vLLM down at {check.vllm_url}")
         return StatusLine(tuple(lead + [down] + tail))
+    asked = bool(planner and check.served and since_last)
     plans, replan, reutilize = (planner(check.served, since_last.config) if planner and check.served and since_last
                                 else ((), None, None))
     findings = [f for f in most_severe_first(service_findings(workload or AGENTIC, check.served, since_last,
@@ -117,7 +118,8 @@ def status_line(check: QuickCheck, since_last: MetricsWindow | None, workload: W
     lead += [Part(f.brief, f.severity, re.sub(r" \([^)]*\)", "", f.brief)) for f in findings]
     parts = lead + [Part(f"{check.served.server if check.served else 'vLLM'} up", "ok")]
     if check.served:
-        parts.append(Part(check.served.id))
+        # A served name no catalog build matches is said, as probe says it: nothing on screen is its plan.
+        parts.append(Part(check.served.id + (" (no catalog build)" if asked and not plans else "")))
         if check.served.max_model_len:
             parts.append(Part(f"{check.served.max_model_len:,} ctx"))
     else:
