@@ -72,13 +72,11 @@ async def test_the_dialog_says_which_addresses_it_left_out_as_export_does(index,
     async with export_dialog(index, "glm-5.3-flash-nvfp4-redhat", 2) as (screen, pilot):
         notice = screen.query_one("#export-notice", Label)
         assert notice.display and str(notice.render()) == (
-            "No head addr or worker addrs: the files name placeholders that never resolve; the scripts "
-            "stop until HEAD_ADDR and NODE_ADDR are set")
+            "No head addr or worker addrs: the scripts stop until HEAD_ADDR and NODE_ADDR are set")
         assert notice.size.height <= 2, "at 80 columns it leaves the preview most of the dialog"
         screen.query_one("#export-head", Input).value = "10.1.2.3"
         await pilot.pause()
-        assert str(notice.render()) == ("No worker addrs: the files name a placeholder that never "
-                                        "resolves; the scripts stop until NODE_ADDR is set")
+        assert str(notice.render()) == "No worker addrs: the scripts stop until NODE_ADDR is set"
         screen.query_one("#export-folder", Input).value = str(tmp_path / "out")
         screen.action_write()
         await pilot.pause()

@@ -18,17 +18,19 @@ class LeftOut:
     names: tuple[str, ...]
     """The placeholders the files name."""
     stops: str
-    """"; the scripts stop until HEAD_ADDR is set" for scripts, else empty."""
+    """"; the scripts stop until HEAD_ADDR is set" for scripts (which name no placeholder: each reads its address from
+    a variable left empty), else empty."""
 
     @property
     def text(self) -> str:
-        """"the files name ..., placeholders that never resolve; the scripts stop until ... is set"."""
-        return f"the files name {', '.join(self.names)}, {self._what}{self.stops}"
+        """"the files name ..., placeholders that never resolve", or for scripts, which name no address but read it
+        from a variable left empty, "the scripts stop until ... is set"."""
+        return self.stops[2:] if self.stops else f"the files name {', '.join(self.names)}, {self._what}"
 
     @property
     def short(self) -> str:
         """The text without the names, for a dialog whose preview shows them (two lines at 80 columns)."""
-        return f"the files name {self._what}{self.stops}"
+        return self.stops[2:] if self.stops else f"the files name {self._what}"
 
     @property
     def _what(self) -> str:
