@@ -228,7 +228,7 @@ def _summary(report: ProbeReport, match: BuildMatch | None, plans: list[Plan]) -
         lines.append(f"plan        {plan.build.id} on {plan.cluster.label}, {plan.workload.label} ({match.how}"
                      f"{drafter_note(plan)})")
     elif plans:
-        server = "llama-server" if engine == "llama.cpp" else "vLLM"
+        server = vllm.models[0].server if vllm.models else "vLLM"
         lines.append(f"plans       {', '.join(p.build.id for p in plans)} on {plans[0].cluster.label}, "
                      f"{plans[0].workload.label}: {server}'s answers fit each of them")
     return lines

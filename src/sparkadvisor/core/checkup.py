@@ -122,7 +122,6 @@ def match_build(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildMatc
     """The build whose repo or id equals a served id or root; else the builds the root path's last
     component names (a local copy of a repo); else those whose model the served name spells."""
     for model in served:
-        loader = "llama-server" if model.engine == "llama.cpp" else "vLLM"
         for name in (model.id, model.root):
             if not name:
                 continue
@@ -133,9 +132,9 @@ def match_build(index: CatalogIndex, served: Sequence[ServedModel]) -> BuildMatc
             of_repo = tuple(b for b in index.catalog.builds if name.lower() == b.repo.lower()
                             or name.rstrip("/").lower().endswith("/" + b.repo.lower()))
             if len(of_repo) == 1:
-                return BuildMatch(of_repo, f"{loader} loaded {name}, the repo of build {of_repo[0].id}", model)
+                return BuildMatch(of_repo, f"{model.server} loaded {name}, the repo of build {of_repo[0].id}", model)
             if of_repo:
-                return BuildMatch(of_repo, f"{loader} loaded {name}, the repo of {len(of_repo)} builds "
+                return BuildMatch(of_repo, f"{model.server} loaded {name}, the repo of {len(of_repo)} builds "
                                            f"({', '.join(b.id for b in of_repo)})", model)
     return _match_by_root(index, served) or _match_by_name(index, served)
 

@@ -24,6 +24,11 @@ ENGINE = "vllm"
 """The serving engine a plan is costed on wherever it serves the build."""
 
 
+def engine_label(engine: str) -> str:
+    """An engine's name in a sentence: vLLM as people write it, the others as the catalog does."""
+    return "vLLM" if engine == ENGINE else engine
+
+
 def default_engine(build: Build, hardware: Hardware | None = None) -> str:
     """vLLM if it serves the build (and runs on `hardware`), else the build's first engine that runs
     there, else vLLM or the build's first engine (and the plan says no engine serves it there)."""

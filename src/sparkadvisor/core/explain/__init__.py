@@ -18,6 +18,7 @@ from sparkadvisor.core.explain.memory import (
 from sparkadvisor.core.explain.pool import pool_step
 from sparkadvisor.core.explain.speed import decode_steps, first_token_steps, turn_step
 from sparkadvisor.core.explain.step import Basis, Step
+from sparkadvisor.core.index import engine_label
 from sparkadvisor.core.plan import Plan, runs_on
 from sparkadvisor.core.targets import context_needed
 from sparkadvisor.core.units import plural
@@ -59,8 +60,8 @@ def recipe_step(plan: Plan, facts: BuildFacts, named: str | None = None) -> Step
     tests = [r for r in on_hardware if r.nodes == nodes and r is not followed and r.benchmark]
     elsewhere = [r for r in on_hardware if r.nodes != nodes]
     if followed is None:
-        engine = "vLLM" if plan.constants.engine == "vllm" else plan.constants.engine
-        text = f"No recipe for this build on {plan.cluster.label}: {engine}'s defaults size the plan."
+        text = (f"No recipe for this build on {plan.cluster.label}: {engine_label(plan.constants.engine)}'s "
+                "defaults size the plan.")
     else:
         if followed.id == named:
             why = "as --recipe names it"

@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.screen import Screen
 
 from sparkadvisor.core.catalog import CatalogIndex
+from sparkadvisor.core.index import engine_label
 from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.safetext import safe_text
 from sparkadvisor.core.schema import Recipe
@@ -98,8 +99,8 @@ class BuildScreen(EarlyKeys, Screen[None]):
         self.item, self.sweep, self.ranking = self.follow(self.item.plan.build.id, chosen.id if chosen else None)
         self.query_one(Document).border_subtitle = self._subtitle()
         self._show()
-        engine = "vLLM" if self.item.plan.constants.engine == "vllm" else self.item.plan.constants.engine
-        what = chosen.id if chosen is not None else f"no recipe ({engine}'s defaults)"
+        what = chosen.id if chosen is not None else f"no recipe ({engine_label(self.item.plan.constants.engine)}'s " \
+            "defaults)"
         self.notify(safe_text(f"Following {what} ({place + 1} of {len(choices)} choices here); the table ranks it "
                               "so."), markup=False)
 
