@@ -52,6 +52,7 @@ def figures() -> dict[str, object]:
     return {
         "seconds": round(seconds, 2),
         "metrics": {m: {"count": s.count, "skipped": s.skipped, "unknown_tables": s.unknown_tables,
+                        "slow_routes": s.slow_routes,
                         "median_abs_error_pct": _r(s.median_abs_error_pct),
                         "within_20_share": _r(s.within_20_share, 3), "off_2x": s.off_2x,
                         "within_range_share": _r(s.within_range_share, 3)} for m, s in summary.items()},
@@ -179,6 +180,9 @@ def lines(f: dict) -> list[str]:
     out.append(f"PLE/Engram rows        {every['unknown_tables']} unknown (decode {decode['unknown_tables']}, "
                f"aggregate {aggregate['unknown_tables']}, prefill {prefill['unknown_tables']}): per-token table "
                "bytes unpublished; not predicted, not fitted, never a pass")
+    out.append(f"known-slow route rows  {every['slow_routes']} bound (decode {decode['slow_routes']}, "
+               f"aggregate {aggregate['slow_routes']}, prefill {prefill['slow_routes']}): a caveat reports the engine "
+               "far slower than the reads; not predicted, not fitted, never a pass")
     out.append(f"off by 2x or more      {every['off_2x']} (none: {_mark(every['off_2x'] == 0)})")
     below, above = f["decode_range"]["below"], f["decode_range"]["above"]
     span, before = (1 + below) * (1 + above), (1 + f["previous_decode_band"]) ** 2

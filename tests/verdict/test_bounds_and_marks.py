@@ -51,3 +51,42 @@ def test_a_speed_that_is_only_a_bound_meets_no_target(index, capsys):
     two = next(r.plan for r in advise(index, Cluster(index.hardware["dgx-spark"], 2), AGENTIC)
                if r.plan.build.id == "qwen3.8-flash-next-nvfp4")
     assert not two.decode_bound and two.statuses[3] == "met"
+
+
+def test_on_a_route_a_caveat_reports_slow_the_speeds_are_bounds_and_the_fit_leaves_it_out(index, capsys):
+    """Qwen3-235B NVFP4 runs on TensorRT-LLM only, which a caveat reports far slower on two Sparks than the build's
+    reads allow (NVIDIA measured 11.73 tok/s). Its decode is a bound (≤N), its first token the soonest it comes:
+    the targets they seem to meet are unknown, and NVIDIA's run of that route feeds no rate of the fit."""
+    from dataclasses import replace
+
+    from sparkadvisor.core.calibration import calibrate
+    from sparkadvisor.core.fidelity import fidelity
+    from sparkadvisor.core.index import CatalogIndex
+
+    build = "qwen3-235b-a22b-nvfp4-nvidia"
+    r = next(r for r in advise(index, Cluster(index.hardware["dgx-spark"], 2), AGENTIC) if r.plan.build.id == build)
+    plan = r.plan
+    assert plan.constants.engine == "trt-llm" and plan.slow_route == "qwen3-235b-trtllm-slow"
+    assert plan.decode_bound and plan.first_token_bound and plan.ttft_s is not None and plan.ttft_s <= 20
+    statuses = dict(zip(("context", "ttft", "turn", "decode", "sessions"), plan.statuses, strict=True))
+    assert statuses["ttft"] == statuses["decode"] == statuses["turn"] == "unknown"
+    cells = row_cells(r)
+    assert cells["expected"].startswith("≤") and cells["ttft"].startswith("≥") and cells["turn"].startswith("≥")
+    steps = {s.key: s.text for s in explain(plan)}
+    assert "qwen3-235b-trtllm-slow reports this engine far slower" in steps["expected"]
+    assert "the soonest the first token comes" in steps["ttft"]
+    assert main(["rank", "--nodes", "2", "--json"]) == 0
+    row = next(c for c in json.loads(capsys.readouterr().out)["candidates"] if c["build"] == build)
+    assert row["decode_expected_is_bound"] is True and row["decode_low_tok_s"] is None
+    assert any(u.startswith("first token at least ") for u in row["unknowns"])
+    checks = [c for c in fidelity(index).checks if c.recipe == "qwen3-235b-a22b-nvfp4-trtllm-nvidia-blog"]
+    assert checks and all(c.predicted is None and "qwen3-235b-trtllm-slow" in c.skipped for c in checks)
+    # A caveat that names another engine leaves this route's figures predictions, and its run fits the rates.
+    caveats = tuple(replace(c, engines=("vllm",)) if c.id == "qwen3-235b-trtllm-slow" else c
+                    for c in index.catalog.caveats)
+    elsewhere = CatalogIndex(replace(index.catalog, caveats=caveats))
+    other = next(r.plan for r in advise(elsewhere, Cluster(elsewhere.hardware["dgx-spark"], 2), AGENTIC)
+                 if r.plan.build.id == build)
+    assert not other.slow_route and not other.decode_bound and not other.first_token_bound
+    spark = index.hardware["dgx-spark"]
+    assert calibrate(elsewhere, spark, "trt-llm").layer_ms != calibrate(index, spark, "trt-llm").layer_ms

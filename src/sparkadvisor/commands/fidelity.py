@@ -72,7 +72,7 @@ def checks_listing(report: Report) -> Listing:
     rows = tuple((c.recipe, c.build, c.hardware, c.engine, c.mode, c.metric, str(c.streams),
                   "" if c.context_tokens is None else str(c.context_tokens), _exact(c.measured),
                   figure(c.predicted), figure(c.low), figure(c.high), figure(c.error_pct, "+.1f"),
-                  (("unknown" if c.tables else "skipped") if c.predicted is None
+                  (("unknown" if c.tables else "bound" if c.slow_route else "skipped") if c.predicted is None
                    else ("inside" if c.inside else "outside")),
                   c.skipped or c.note) for c in report.checks)
     return Listing(CHECK_COLUMNS, rows, frozenset(range(6, 13)))
@@ -210,7 +210,9 @@ def _summary_line(s: object, label: str, pad: int) -> str:
 
     assert isinstance(s, Summary)
     label = f"{label:<{pad}}" if pad else f"{label}:"
-    skipped = f"{s.skipped} skipped" + (f" ({s.unknown_tables} unknown: PLE/Engram)" if s.unknown_tables else "")
+    why = [f"{s.unknown_tables} unknown: PLE/Engram"] * bool(s.unknown_tables) + \
+        [f"{s.slow_routes} bound: a route reported slow"] * bool(s.slow_routes)
+    skipped = f"{s.skipped} skipped" + (f" ({'; '.join(why)})" if why else "")
     if not s.count:
         return f"  {label} {s.count:>3} predicted, {skipped}"
     median = "n/a" if s.median_abs_error_pct is None else f"{s.median_abs_error_pct:.1f}%"

@@ -53,7 +53,7 @@ KINDS: dict[str, CaveatKindInfo] = {
     "server-crash": CaveatKindInfo(
         "CRASHES", "the server is reported to crash under a stated condition"),
     "slow-engine": CaveatKindInfo(
-        "SLOW-ENGINE", "reported very slow on an engine or route other than the plan's"),
+        "SLOW-ENGINE", "reported far slower on the engines it names than what the model reads and computes"),
     "slow-decode": CaveatKindInfo(
         "SLOW-DECODE", "memory bandwidth caps decode far below what an agent needs"),
 }
@@ -71,3 +71,11 @@ def badge(caveat: Caveat) -> str:
 def by_severity(caveats: tuple[Caveat, ...]) -> tuple[Caveat, ...]:
     """Caveats most serious first, otherwise in catalog order."""
     return tuple(sorted(caveats, key=lambda c: SEVERITY_ORDER[c.severity]))
+
+
+def slow_route(caveats: tuple[Caveat, ...], engine: str) -> str:
+    """How a reason cites the caveat that reports `engine` running this build far slower than what it reads and
+    computes (kind slow-engine, naming `engine` or no engine), "" for none. On such a route the speed model's
+    figure is an upper bound, not a prediction: the defect it reports is no rate the physics can carry."""
+    return next((c.cite or c.id for c in caveats
+                 if c.kind == "slow-engine" and (not c.engines or engine in c.engines)), "")

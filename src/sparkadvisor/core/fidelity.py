@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 
-from sparkadvisor.core.calibration import calibrate_all, recipe_decode, recipe_prefill
+from sparkadvisor.core.calibration import calibrate_all, on_slow_route, recipe_decode, recipe_prefill
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.records import record
 from sparkadvisor.core.schema import Measurement, Recipe
@@ -46,6 +46,9 @@ class Check:
     """What the prediction leaves out (per-token tables), in a few words."""
     tables: str = ""
     """The per-token tables (PLE, Engram) whose unpublished bytes leave this row unknown, "" for none."""
+    slow_route: str = ""
+    """The caveat reporting this run's engine far slower than the build's reads, which leaves the model's figure a
+    bound (`calibration.on_slow_route`), "" for none."""
 
     @property
     def error_pct(self) -> float | None:
@@ -80,6 +83,8 @@ class Summary:
     """The engine these checks ran on ("all" for every engine)."""
     unknown_tables: int = 0
     """Of the skipped, how many read a per-token table (PLE, Engram) whose bytes are unpublished."""
+    slow_routes: int = 0
+    """Of the skipped, how many ran on a route a caveat reports far slower than the reads (bounds)."""
 
     @property
     def within_range_share(self) -> float | None:
@@ -138,7 +143,9 @@ def summarize(checks: tuple[Check, ...], metric: str, engine: str = "all") -> Su
     ratios = [c.predicted / c.measured for c in predicted if c.predicted]
     off = sum(1 for r in ratios if r >= 2 or r <= 0.5)
     tables = sum(1 for c in chosen if c.predicted is None and c.tables)
-    return Summary(metric, len(predicted), len(chosen) - len(predicted), median, inside, within, off, engine, tables)
+    slow = sum(1 for c in chosen if c.predicted is None and c.slow_route)
+    return Summary(metric, len(predicted), len(chosen) - len(predicted), median, inside, within, off, engine, tables,
+                   slow)
 
 
 def _recipe_checks(index: CatalogIndex, recipe: Recipe) -> list[Check]:
@@ -160,6 +167,10 @@ def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: Spe
         return _check(recipe, m, skipped=f"unknown: every token reads the {tables} table, whose bytes per token are "
                                           f"unpublished{streamed}",
                       tables=tables)
+    slow = on_slow_route(index, recipe)
+    if slow:
+        return _check(recipe, m, skipped=f"a bound, not a prediction: {slow} reports {recipe.engine} far slower here "
+                                          f"than what the build reads and computes (not fitted either)", slow=slow)
     if m.metric == "prefill_tok_s":
         result = recipe_prefill(index, recipe, m, constants)
     else:
@@ -179,10 +190,10 @@ def _tables(index: CatalogIndex, recipe: Recipe) -> str:
 
 
 def _check(recipe: Recipe, m: Measurement, predicted: float | None = None, low: float | None = None,
-           high: float | None = None, skipped: str = "", note: str = "", tables: str = "") -> Check:
+           high: float | None = None, skipped: str = "", note: str = "", tables: str = "", slow: str = "") -> Check:
     eager = m.enforce_eager if m.enforce_eager is not None else recipe.enforce_eager
     return Check(recipe.id, recipe.build, recipe.hardware, recipe.engine, "eager" if eager else "graphs", m.metric,
-                 m.streams, m.context_tokens, m.value, predicted, low, high, skipped, note, tables)
+                 m.streams, m.context_tokens, m.value, predicted, low, high, skipped, note, tables, slow)
 
 
 def report_dict(report: Report) -> dict[str, object]:
@@ -195,7 +206,8 @@ def report_dict(report: Report) -> dict[str, object]:
                     "metric": c.metric, "streams": c.streams, "context_tokens": c.context_tokens,
                     "measured": c.measured, "predicted": _round(c.predicted, 1), "low": _round(c.low, 1),
                     "high": _round(c.high, 1), "error_pct": _round(c.error_pct, 1), "inside": c.inside,
-                    "skipped": c.skipped or None, "note": c.note or None, "unknown_tables": c.tables or None}
+                    "skipped": c.skipped or None, "note": c.note or None, "unknown_tables": c.tables or None,
+                    "slow_route": c.slow_route or None}
                    for c in report.checks],
         "constants": [{"hardware": f.hardware, "engine": f.engine, **constants_dict(f.constants)}
                       for f in report.fitted],
@@ -205,6 +217,7 @@ def report_dict(report: Report) -> dict[str, object]:
 def _summary_dict(s: Summary) -> dict[str, object]:
     return {"metric": s.metric, "engine": s.engine, "count": s.count, "skipped": s.skipped,
             "median_abs_error_pct": _round(s.median_abs_error_pct, 1), "unknown_tables": s.unknown_tables,
+            "slow_routes": s.slow_routes,
             "within_20": s.within_20,
             "within_20_share": _round(s.within_20_share, 3), "off_2x": s.off_2x,
             "within_range": s.within_range, "within_range_share": _round(s.within_range_share, 3)}

@@ -144,6 +144,15 @@ class CatalogIndex:
                           caveats=tuple(self.caveats[c] for c in dict.fromkeys(build.caveats) if c in self.caveats),
                           own_recipes=own)
 
+    def caveats_of(self, facts: BuildFacts, recipe: Recipe | None,
+                   dropped: frozenset[str] = frozenset()) -> tuple[Caveat, ...]:
+        """The caveats a build runs under with `recipe`: the build's, then the recipe's own, less the kinds
+        `dropped` (what a drafter brings, for a recipe run without it)."""
+        if recipe is None or not recipe.caveats:
+            return facts.caveats
+        extra = [self.caveats[c] for c in dict.fromkeys(recipe.caveats) if c in self.caveats]
+        return facts.caveats + tuple(c for c in extra if c not in facts.caveats and c.kind not in dropped)
+
     def _measured_here(self, recipe: Recipe) -> bool:
         """The recipe records a `sparkadvisor bench` run on the user's own cluster."""
         ids = (recipe.source,) if isinstance(recipe.source, str) else recipe.source

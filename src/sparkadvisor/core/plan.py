@@ -8,8 +8,10 @@ shorthands for the figures views read most.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
+from sparkadvisor.core.caveats import slow_route
 from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex, default_engine, runs_on
 from sparkadvisor.core.memory import LAYER_SPLIT_ENGINES, LAYER_SPLIT_SOURCES, Weights
 from sparkadvisor.core.records import record
@@ -129,10 +131,23 @@ class Plan:
     @property
     def decode_bound(self) -> bool:
         """The speed a turn is costed at is an upper bound, not a prediction: no measurement at these streams, and
-        the estimate leaves out a per-token table every token reads whose bytes are unpublished (PLE, Engram). A
-        target it seems to meet is unknown (`core.targets`); one it misses is missed."""
+        the estimate is a bound (`DecodeEstimate.bound`: a per-token table whose bytes are unpublished is left out,
+        or a caveat reports the route far slower). A target it seems to meet is unknown (`core.targets`); one it
+        misses is missed."""
         d = self.speed.estimate
-        return self.speed.measured is None and d is not None and bool(d.tables)
+        return self.speed.measured is None and d is not None and d.bound
+
+    @property
+    def slow_route(self) -> str:
+        """The caveat (its cite) reporting the plan's engine far slower than what the build reads and computes
+        (`caveats.slow_route`), "" for none."""
+        return slow_route(self.caveats, self.constants.engine) if self.caveats else ""
+
+    @property
+    def first_token_bound(self) -> bool:
+        """The first token is a lower bound on its time, not a prediction: no measured prefill or first token, on a
+        route a caveat reports far slower (`slow_route`). A target it seems to meet is unknown."""
+        return bool(self.slow_route) and self.first.prefill_measured is None and self.first.ttft_measured is None
 
     @property
     def measured_against(self) -> tuple[float, float, float] | None:
@@ -150,9 +165,9 @@ class Plan:
     @property
     def measured_side(self) -> Literal["inside", "above", "below"] | None:
         """Where the decode measurement falls against `measured_against`'s range; None without one, or where the
-        model's figure is a bound that leaves out a per-token table (no range to fall outside)."""
+        model's figure is a bound (no range to fall outside)."""
         against, m, d = self.measured_against, self.speed.measured, self.speed.estimate
-        if against is None or m is None or d is None or d.tables:
+        if against is None or m is None or d is None or d.bound:
             return None
         _, low, high = against
         return "above" if m.value > high else "below" if m.value < low else "inside"
@@ -263,6 +278,9 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
                        per_request=shared.per_request, settings=settings)
     speed = decode_speed(facts=facts, hardware=hardware, recipe=recipe, fit=fit, pool=pool, workload=workload,
                          constants=constants, eager=settings.enforce_eager, pass_terms=shared.pass_terms)
+    slow = slow_route(caveats, engine) if caveats else ""
+    if slow and speed.estimate is not None:  # the defect it reports is no rate: the reads only bound the speed
+        speed = replace(speed, estimate=replace(speed.estimate, slow_route=slow))
     first = first_token(model=facts.model, recipe=recipe, nodes=nodes, caveats=caveats, workload=workload,
                         constants=constants, weight_format=build.format,
                         weight_bytes=facts.weights.transformer_bytes, kv_cache_dtype=fit.kv_cache_dtype,
@@ -329,8 +347,4 @@ DRAFTER_KINDS = frozenset({"spec-decode-cache-miss"})
 
 def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None,
              drafter_off: bool = False) -> tuple[Caveat, ...]:
-    if recipe is None or not recipe.caveats:
-        return facts.caveats
-    extra = [index.caveats[c] for c in dict.fromkeys(recipe.caveats) if c in index.caveats]
-    return facts.caveats + tuple(c for c in extra if c not in facts.caveats
-                                 and not (drafter_off and c.kind in DRAFTER_KINDS))
+    return index.caveats_of(facts, recipe, DRAFTER_KINDS if drafter_off else frozenset())

@@ -874,6 +874,8 @@ class Caveat:
     """One sentence a person can act on."""
     cite: str | None = None
     """How a reason line cites it in a few characters, e.g. "vLLM #54173"."""
+    engines: tuple[str, ...] = ()
+    """The engines it concerns, where it concerns some only (a slow route): empty for every engine."""
     source: SourceRef
     """Issue, README or model card."""
 

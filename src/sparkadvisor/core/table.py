@@ -105,11 +105,12 @@ def flags_cell(plan: Plan) -> str:
 
 
 def expected_cell(d: DecodeEstimate | None) -> str:
-    """"39 (34-46)": the expected decode speed and its range; "≤98" where it is an upper bound, leaving out a
-    per-token table whose bytes are unpublished (no range: it is not a prediction)."""
+    """"39 (34-46)": the expected decode speed and its range; "≤98" where it is an upper bound (`bound`: it leaves
+    out a per-token table whose bytes are unpublished, or a caveat reports the route slower; no range: it is not a
+    prediction)."""
     if d is None:
         return "unknown"
-    if d.tables:
+    if d.bound:
         return f"≤{_speed(d.expected_tok_s)}"
     return f"{_speed(d.expected_tok_s)} ({_speed(d.low_tok_s)}-{_speed(d.high_tok_s)})"
 
@@ -161,7 +162,8 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "ceiling": _speed(d.ceiling_tok_s if d else None) if plan.runs else "-",
         "expected": expected_cell(d) if plan.runs else "-",
         "measured": measured_cell(plan),
-        "ttft": fmt_seconds(plan.ttft_s) if plan.runs else "-",
+        "ttft": ("≥" if plan.first_token_bound and plan.ttft_s is not None else "") + fmt_seconds(plan.ttft_s)
+        if plan.runs else "-",
         "turn": (("≥" if plan.decode_bound and plan.turn_s is not None else "") + fmt_seconds(plan.turn_s)
                  if plan.runs else "-"),
         "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
@@ -196,9 +198,9 @@ SORT_KEYS: dict[str, Callable[[Ranked], float | str | None]] = {
     "build": lambda r: r.plan.build.repo.lower(),
     "flags": _flags,
     "fit": lambda r: r.plan.budget.left_bytes if r.plan.runs else None,
-    "expected": lambda r: None if r.plan.decode is not None and r.plan.decode.tables else
+    "expected": lambda r: None if r.plan.decode is not None and r.plan.decode.bound else
     _decode_value("expected_tok_s")(r),  # a bound (≤N) sorts with the unknowns, not as the fastest
-    "ttft": _if_fits(lambda plan: plan.ttft_s),
+    "ttft": _if_fits(lambda plan: None if plan.first_token_bound else plan.ttft_s),  # ≥T: unknown, as its target
     "turn": _if_fits(lambda plan: None if plan.decode_bound else plan.turn_s),  # ≥T: unknown, as its target
     "kv_pool": _kv_pool,
     "ceiling": _decode_value("ceiling_tok_s"),

@@ -226,7 +226,9 @@ def _first_token(plan: Plan) -> Status:
         return "missed"
     if ttft is None:
         return "unknown"
-    return "missed" if ttft > plan.workload.first_token_target_s else "met"
+    if ttft > plan.workload.first_token_target_s:
+        return "missed"  # at a bound, the first token comes later still
+    return "unknown" if plan.first_token_bound else "met"
 
 
 def _first_token_text(plan: Plan, status: Status) -> str:
@@ -236,11 +238,14 @@ def _first_token_text(plan: Plan, status: Status) -> str:
     if _recomputes_every_turn(plan):
         return (f"first token {fmt_seconds(ttft)}: prefix caching is off ({prefix_off_cite(plan)}), every turn "
                 f"recomputes {plan.first.uncached_tokens:,} tokens, a miss for an agent whatever the first token")
+    if status == "unknown" and ttft is not None:
+        return (f"first token at least {fmt_seconds(ttft)} ({plan.slow_route} reports this engine far slower than "
+                f"what the model computes): <= {_target(target)} s unknown")
     if status == "unknown":
         return "first token unknown (no prefill figure)"
     if status == "missed":
         value, limit = _seconds_past(ttft, target)
-        return f"first token {value} > {limit} s"
+        return f"first token {'at least ' * plan.first_token_bound}{value} > {limit} s"
     return f"first token {fmt_seconds(ttft)} <= {_target(target)} s"
 
 
@@ -303,8 +308,7 @@ def _decode_text(plan: Plan, status: Status) -> str:
 
 def _bound_text(plan: Plan) -> str:
     """Why the decode speed is a bound (`Plan.decode_bound`), in a clause."""
-    tables = plan.decode.tables if plan.decode is not None else "per-token"
-    return f"the {tables} table every token reads is left out: its bytes are unpublished"
+    return plan.decode.bound_reason if plan.decode is not None else "the decode speed is a bound"
 
 
 def _sessions(plan: Plan) -> Status:

@@ -12,7 +12,8 @@ the same fit. Prefill: the same kind of fit over prefill measurements, with a ra
 compute precision and experts at their own efficiency.
 
 Recipes whose models read per-token tables (PLE, Engram) do not fit: the bytes they read are
-unpublished, and their time would pass for a rate. Models without layer facts do not either.
+unpublished, and their time would pass for a rate. Models without layer facts do not either, nor
+runs on an engine a caveat reports far slower than the build's reads (`on_slow_route`).
 Ranges: the errors on recipes left out of the fit, in folds. `exclude` leaves recipes out, so
 a measurement never predicts itself (leave-one-out).
 """
@@ -26,18 +27,20 @@ from sparkadvisor.core.calibration.decode import (
     decode_bands,
     fit_decode,
     fittable,
+    gemm_floor,
     recipe_decode,
     with_acceptance,
 )
 from sparkadvisor.core.calibration.evidence import BAND_QUANTILE, POOLED, band_from
 from sparkadvisor.core.calibration.prefill import PrefillFit, recipe_prefill, with_prefill
+from sparkadvisor.core.caveats import slow_route
 from sparkadvisor.core.index import CatalogIndex
 from sparkadvisor.core.records import record
-from sparkadvisor.core.schema import Hardware
+from sparkadvisor.core.schema import Hardware, Recipe
 from sparkadvisor.core.speed.constants import SpeedConstants, default_constants
 
 __all__ = ["BAND_QUANTILE", "POOLED", "Calibration", "band_from", "calibrate", "calibrate_all", "constants_for",
-           "recipe_decode", "recipe_prefill"]
+           "on_slow_route", "recipe_decode", "recipe_prefill"]
 
 
 @record(kw_only=False)
@@ -69,17 +72,25 @@ def calibrate(index: CatalogIndex, hardware: Hardware, engine: str = "vllm",
     return calibrate_all(index, hardware, exclude).for_engine(engine)
 
 
+def on_slow_route(index: CatalogIndex, recipe: Recipe) -> str:
+    """The caveat (its cite) reporting the recipe's engine far slower than what its build reads and computes
+    (`caveats.slow_route`), "" for none: such a run measures a defect, no rate the fit could carry."""
+    facts = index.facts.get(recipe.build)
+    return slow_route(index.caveats_of(facts, recipe), recipe.engine) if facts is not None else ""
+
+
 def calibrate_all(index: CatalogIndex, hardware: Hardware, exclude: frozenset[str] = frozenset()) -> Calibration:
     """Constants for every engine measured on `hardware`, fitted to all its recipes but `exclude`."""
     recipes = [r for r in index.catalog.recipes if r.hardware == hardware.id and r.id not in exclude
-               and r.build in index.builds]
+               and r.build in index.builds and not on_slow_route(index, r)]
     base, prefill = with_prefill(index, hardware, recipes, with_acceptance(recipes, default_constants(hardware)))
     observations = [o for r in recipes for m in r.measurements if (o := fittable(index, r, m)) is not None]
     if not observations:
         return Calibration(hardware.id, {}, base, prefill)
-    fit = fit_decode(observations, hardware.memory_bandwidth_gb_s, base)
+    floor = gemm_floor([base, *(own.apply(base) for own in prefill.values())])
+    fit = fit_decode(observations, hardware.memory_bandwidth_gb_s, base, floor)
     (decode, aggregate), notes = decode_bands(observations, hardware.memory_bandwidth_gb_s,
-                                        next(iter(fit.values())).expert_spread, base)
+                                              next(iter(fit.values())).expert_spread, base, floor)
     engines = {e: replace(c, decode_band=decode.above, decode_band_below=decode.below,
                           aggregate_band=aggregate.above, aggregate_band_below=aggregate.below,
                           basis={**c.basis, **notes})

@@ -104,13 +104,17 @@ class _Design:
     weights: list[float]
 
 
-def fit_decode(observations: Sequence[Observation], bandwidth: float,
-               base: SpeedConstants) -> dict[str, SpeedConstants]:
-    """Constants per engine group, at the expert spread that fits best."""
+GemmFloor = tuple[float, str | None]
+"""(ms per GFLOP, precision): the rate no decode GEMM beats (`gemm_floor`)."""
+
+
+def fit_decode(observations: Sequence[Observation], bandwidth: float, base: SpeedConstants,
+               floor: GemmFloor = (0.0, None)) -> dict[str, SpeedConstants]:
+    """Constants per engine group, at the expert spread that fits best (`floor`: `gemm_floor`)."""
     best: tuple[float, dict[str, SpeedConstants]] | None = None
     batched = any(o.inputs.tokens_verified > 1 and o.inputs.routed_experts for o in observations)
     for spread in SPREADS if batched else (base.expert_spread,):
-        constants = _fit_at(observations, bandwidth, replace(base, expert_spread=spread))
+        constants = _fit_at(observations, bandwidth, replace(base, expert_spread=spread), floor)
         error = sum(_log_error(o, bandwidth, constants) ** 2 for o in observations)
         if best is None or error < best[0] - 1e-12:
             best = (error, constants)
@@ -169,18 +173,22 @@ def _both_modes(observations: Sequence[Observation]) -> set[str]:
     return {rid for rid, seen in modes.items() if len(seen) == 2}
 
 
-def _gemm_floor(c: SpeedConstants) -> tuple[float, str | None]:
-    """(ms per GFLOP, precision) of the fastest GEMM rate the prefill fit found on this hardware: a decode
-    step's GEMMs, a few tokens against each weight, run no faster per FLOP than prefill's, thousands of
-    tokens against each (0.0 and None where no prefill rate is known)."""
-    rates = [(rate, precision) for precision, rate in c.prefill_ms_per_gflop.items() if rate]
-    return min(rates) if rates else (0.0, None)
+def gemm_floor(constants: Sequence[SpeedConstants]) -> GemmFloor:
+    """(ms per GFLOP, precision) of the fastest GEMM rate the prefill fit found on this hardware, for the engine
+    whose fastest is slowest (`constants`: the pooled prefill rates and each engine's own): a decode step's
+    GEMMs, a few tokens against each weight, run no faster per FLOP than its engine's prefill GEMMs, thousands
+    of tokens against each, and one shared decode rate serves every engine (0.0 and None where no prefill rate
+    is known)."""
+    fastest = [min((rate, precision) for precision, rate in c.prefill_ms_per_gflop.items() if rate)
+               for c in constants if any(c.prefill_ms_per_gflop.values())]
+    return max(fastest) if fastest else (0.0, None)
 
 
-def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConstants) -> dict[str, SpeedConstants]:
+def _fit_at(observations: Sequence[Observation], bandwidth: float, c: SpeedConstants,
+            gemm: GemmFloor) -> dict[str, SpeedConstants]:
     design, own = _design(observations, bandwidth, c)
     # The compute rate is fitted above the floor: the floor's share of each step leaves the target first.
-    floor, precision = _gemm_floor(c)
+    floor, precision = gemm
     j = design.columns.index("compute_ms_per_gflop")
     targets = [target - floor * row[j] for target, row in zip(design.targets, design.rows, strict=True)]
     solution = dict(zip(design.columns, nnls(design.rows, targets, design.weights), strict=True))
@@ -246,7 +254,7 @@ def _log_error(o: Observation, bandwidth: float, constants: dict[str, SpeedConst
 
 
 def decode_bands(observations: Sequence[Observation], bandwidth: float, spread: float,
-           base: SpeedConstants) -> tuple[tuple[Band, Band], dict[str, str]]:
+                 base: SpeedConstants, floor: GemmFloor = (0.0, None)) -> tuple[tuple[Band, Band], dict[str, str]]:
     """Single-stream and aggregate ranges from the signed errors on recipes held out of the fit, in folds."""
     recipe_ids = list(dict.fromkeys(o.recipe.id for o in observations))
     symmetric = (Band(base.decode_band, base.decode_band), Band(base.aggregate_band, base.aggregate_band))
@@ -260,7 +268,7 @@ def decode_bands(observations: Sequence[Observation], bandwidth: float, spread: 
         train = [o for o in observations if o.recipe.id not in held]
         if not train:
             continue
-        fitted = _fit_at(train, bandwidth, replace(base, expert_spread=spread))
+        fitted = _fit_at(train, bandwidth, replace(base, expert_spread=spread), floor)
         for o in observations:
             if o.recipe.id in held:
                 (single if o.inputs.streams == 1 else batched).append(_log_error(o, bandwidth, fitted))

@@ -138,6 +138,10 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
         return (head + f"the model's {expected:.0f} tok/s there leaves out the {d.tables} table every token reads "
                 f"(its bytes per token are unpublished), so it is a bound, not a prediction: unknown, and "
                 f"`sparkadvisor fidelity` lists this row apart, never as a pass; {plan.efficiency:.0%} of the ceiling.")
+    if d.slow_route:
+        return (head + f"the model's {expected:.0f} tok/s there is what the reads allow, and {d.slow_route} reports "
+                f"this engine far slower than that, so it is a bound, not a prediction: `sparkadvisor fidelity` "
+                f"lists this row apart and the fit leaves it out; {plan.efficiency:.0%} of the ceiling.")
     text = (head + f"the model predicts {expected:.0f} tok/s there, range {low:.0f}-{high:.0f}: {where} the "
             f"predicted range; {plan.efficiency:.0%} of the ceiling.")
     bound = d.read_bound_tok_s
@@ -195,11 +199,11 @@ def _expected_text(plan: Plan) -> str:
     if d.tokens_per_pass > 1:
         text += f"; it yields {d.tokens_per_pass:.2f} tokens (speculative decoding: {_speculation_text(plan)})"
     shares = ", ".join(f"{name} {ms / d.step_ms:.0%}" for name, ms, _ in shown if ms / d.step_ms >= 0.005)
-    if d.tables:
+    if d.bound:
         each = f" across {d.streams} streams" if d.streams > 1 else ""
-        return (text + f": at most {d.expected_tok_s:.0f} tok/s{each}, a bound rather than a prediction (the "
-                f"{d.tables} table's read is left out), so no range, and a target it reaches is unknown. Where the "
-                f"counted step goes: {shares}.")
+        why = f"the {d.tables} table's read is left out" if d.tables else d.bound_reason
+        return (text + f": at most {d.expected_tok_s:.0f} tok/s{each}, a bound rather than a prediction ({why}), "
+                f"so no range, and a target it reaches is unknown. Where the counted step goes: {shares}.")
     if d.streams > 1:
         return (text + f": {d.expected_tok_s:.0f} tok/s expected across {d.streams} streams, "
                 f"{d.per_stream_tok_s:.1f} each (range {d.low_tok_s:.0f}-{d.high_tok_s:.0f} in all: "
@@ -358,6 +362,9 @@ def first_token_steps(plan: Plan) -> list[Step]:
                 f"{m.cached_tokens:,} of {w.context_tokens:,} prompt tokens from the prefix cache; the arithmetic "
                 f"gives: {text}")
         basis = "measured"
+    if plan.first_token_bound:
+        text += (f" {plan.slow_route} reports this engine far slower than what the model computes, so this is the "
+                 "soonest the first token comes, a bound rather than a prediction: a target it reaches is unknown.")
     cold_s = plan.cold_ttft_s
     if plan.prefix_caching and cold_s is not None:
         text += f" Uncached (a cold {w.context_tokens:,}-token prompt): {fmt_seconds(cold_s)}."

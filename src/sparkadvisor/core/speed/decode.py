@@ -123,6 +123,24 @@ class DecodeEstimate:
     read_bound_tok_s: float | None = None
     """What no single-stream step without speculation passes: the build's counted read per rank
     (`schema.DecodeRead`) at rated bandwidth, nothing else; None when nobody counted it."""
+    slow_route: str = ""
+    """The caveat (its cite) reporting this build's engine far slower than its reads (`caveats.slow_route`);
+    "" for none."""
+
+    @property
+    def bound(self) -> bool:
+        """The expected figure is an upper bound, not a prediction (no range): a per-token table's read is left
+        out, or a caveat reports the route slower than the model's reads."""
+        return bool(self.tables or self.slow_route)
+
+    @property
+    def bound_reason(self) -> str:
+        """Why the expected figure is a bound, in a clause; "" when it is a prediction."""
+        if self.tables:
+            return f"the {self.tables} table every token reads is left out: its bytes are unpublished"
+        if self.slow_route:
+            return f"{self.slow_route} reports this engine far slower than what the model reads"
+        return ""
 
     @property
     def step_ms(self) -> float:

@@ -63,7 +63,7 @@ def speed_content(item: Ranked) -> Content:
             "below says what it would be if it did)")])
     d = plan.decode
     expected = (f"{d.expected_tok_s:.0f}, 80% range {d.low_tok_s:.0f}-{d.high_tok_s:.0f}"
-                if d is not None and not d.tables else cells["expected"])
+                if d is not None and not d.bound else cells["expected"])
     parts = [heading("Measured against predicted"), Content(
         f"decode tok/s: ceiling {cells['ceiling']} · expected {expected} · measured {cells['measured']}")]
     side, against, m = plan.measured_side, plan.measured_against, plan.decode_measured

@@ -16,8 +16,8 @@
 #   24.18 GiB / 5.449 GiB per 163,840-token context = 727k tokens, by vLLM's per-request rule as a stand-in
 #   (llama.cpp allocates its KV cache for --ctx-size tokens, shared by its --parallel slots). At 100,000
 #   tokens per session, 7 concurrent sessions fit.
-#   5,000 tokens / estimated prefill 161 tok/s (range 129-214: an 80% range: split-conformal from the errors
-#   on 43 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per prompt
+#   5,000 tokens / estimated prefill 161 tok/s (range 134-226: an 80% range: split-conformal from the errors
+#   on 45 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per prompt
 #   token 6.217 ms = GEMM 1.343 ms (57.5 GFLOP per node, experts at 2x the cost, at 43 TFLOPS on the int8
 #   tensor path llama.cpp takes for gguf-ud-iq1_m: llama.cpp's own, fitted to 25 prefill measurements of 5
 #   recipes) + attention FLOPs 2.998 ms (194.89 GFLOP attending to ~97,500 tokens, at 65 TFLOPS: llama.cpp's

@@ -28,12 +28,12 @@
 #   sessions of 100,000 tokens.
 #   Measured 46.9 tok/s (single stream, code prompt, warm, 74.1% draft acceptance (README, 2026-08-28)) at its
 #   own conditions (2,000 tokens (assumed: not stated), 1 stream, eager); the model predicts 39 tok/s there,
-#   range 34-46: OUTSIDE the predicted range; 77% of the ceiling.
-#   5,000 tokens / 1,336 tok/s derived: the measured prefill 1,365 tok/s (a 262K-token prompt took 192 s cold
+#   range 34-48: inside the predicted range; 77% of the ceiling.
+#   5,000 tokens / 1,345 tok/s derived: the measured prefill 1,365 tok/s (a 262K-token prompt took 192 s cold
 #   (README)) holds at its own depth (a 262,144-token prompt, ~131,072 attended tokens per prompt token); the
 #   model's own rate at this depth (~97,500 attended, 5,000-token chunks vs 8,192 measured) over its rate
-#   there scales it x0.98 (depth moves the attention and indexer FLOPs and the K/V read; the chunk moves the
-#   weights read per token) = 3.7 s to the first token. Uncached (a cold 100,000-token prompt): 69 s.
+#   there scales it x0.99 (depth moves the attention and indexer FLOPs and the K/V read; the chunk moves the
+#   weights read per token) = 3.7 s to the first token. Uncached (a cold 100,000-token prompt): 68 s.
 #   3.7 s + 200 tokens / 46.9 tok/s = 8.0 s per turn.
 #
 # Caveats:

@@ -12,8 +12,8 @@
 #   86.48 GiB / 3.191 GiB per 131,072-token context = 3.55M tokens, by vLLM's per-request rule as a stand-in
 #   (llama.cpp allocates its KV cache for --ctx-size tokens, shared by its --parallel slots). At 100,000
 #   tokens per session, 37 concurrent sessions fit.
-#   5,000 tokens / estimated prefill 1,400 tok/s (range 1,125-1,863: an 80% range: split-conformal from the
-#   errors on 43 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
+#   5,000 tokens / estimated prefill 1,400 tok/s (range 1,163-1,965: an 80% range: split-conformal from the
+#   errors on 45 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
 #   prompt token 0.714 ms = GEMM 0.285 ms (12.2 GFLOP, experts at 2x the cost, at 43 TFLOPS on the int8 tensor
 #   path llama.cpp takes for mxfp4: llama.cpp's own, fitted to 25 prefill measurements of 5 recipes) +
 #   attention FLOPs 0.295 ms (19.19 GFLOP attending to ~97,500 tokens, at 65 TFLOPS: llama.cpp's own, fitted

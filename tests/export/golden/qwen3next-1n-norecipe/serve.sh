@@ -20,16 +20,16 @@
 #   grown in steps of 16 so one page holds a layer's state), 0 speculative tokens (no speculation), prefix
 #   caching on (vLLM's default). At 100,000 tokens per session, 21 concurrent sessions fit (each holding its
 #   blocks, window and state pages).
-#   5,000 tokens / estimated prefill 1,578 tok/s (range 1,269-2,100: an 80% range: split-conformal from the
-#   errors on 43 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
-#   prompt token 0.634 ms = GEMM 0.189 ms (9.1 GFLOP, experts at 2x the cost, at 48 TFLOPS on the fp4 tensor
+#   5,000 tokens / estimated prefill 1,477 tok/s (range 1,227-2,072: an 80% range: split-conformal from the
+#   errors on 45 measurements left out of the fit in 5 folds, at most 10% of them below it and 10% above; per
+#   prompt token 0.677 ms = GEMM 0.182 ms (9.1 GFLOP, experts at 2x the cost, at 50 TFLOPS on the fp4 tensor
 #   path vllm takes for nvfp4-modelopt: vllm's own, fitted to 6 prefill measurements of 6 recipes) + attention
-#   FLOPs 0.316 ms (19.17 GFLOP attending to ~97,500 tokens, at 61 TFLOPS: pooled over engines, fitted to 43
-#   prefill measurements) + K/V stream 0.085 ms (2.40 GB attended, read once per tile of queries, at 0.036
-#   ms/GB: pooled over engines, fitted to 43 prefill measurements) + weights 0.044 ms (50.8 GB read once per
-#   5,000-token chunk, at 4.30 ms/GB: the published read test)) = 3.2 s to the first token. Uncached (a cold
-#   100,000-token prompt): 42 s.
-#   3.2 s + 200 tokens / 34.0 tok/s = 9.0 s per turn.
+#   FLOPs 0.451 ms (19.17 GFLOP attending to ~97,500 tokens, at 42 TFLOPS: pooled over engines, fitted to 45
+#   prefill measurements) + K/V stream 0.000 ms (2.40 GB attended, read once per tile of queries, at 0.000
+#   ms/GB: fitted to 0: no cost beyond the FLOPs) + weights 0.044 ms (50.8 GB read once per 5,000-token chunk,
+#   at 4.30 ms/GB: the published read test)) = 3.4 s to the first token. Uncached (a cold 100,000-token
+#   prompt): 44 s.
+#   3.4 s + 200 tokens / 34.0 tok/s = 9.3 s per turn.
 #
 # Override any setting below from the environment, e.g. HF_HOME=/data/hf ./serve.sh
 
