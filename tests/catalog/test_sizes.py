@@ -60,6 +60,7 @@ STATED_SIZES = {
     ("Qwen/Qwen3-4B-FP8", "fp8"): (5.188, "GB"),  # HF tree: the two shards
     ("Qwen/Qwen2.5-Coder-7B-Instruct", "bf16"): (15.23, "GB"),  # HF tree at 6ab006b: the four shards
     ("nvidia/Llama-3.1-8B-Instruct-FP8", "fp8"): (9.08, "GB"),  # HF tree: the two shards
+    ("nvidia/Llama-3.1-8B-Instruct-NVFP4", "nvfp4-modelopt"): (6.03, "GB"),  # ai-field-notes: 4.98 + 1.05 GB shards
     ("Qwen/Qwen3-32B", "bf16"): (65.5, "GB"),  # HF tree: the repo as its page heads it
     ("nvidia/MiniMax-M2.7-NVFP4", "nvfp4-modelopt"): (140, "GB"),  # HF tree: the repo as its page heads it
     ("LibertAIDAI/GLM-5.3-Flash-NVFP4", "nvfp4-modelopt"): (181, "GiB"),  # its card: 598.5 GiB -> ~181 GiB

@@ -11,6 +11,7 @@ from sparkadvisor.catalogs import load_index
 from sparkadvisor.cli import main
 from sparkadvisor.core.advisor import evaluate_build
 from sparkadvisor.core.catalog import CatalogError, parse_catalog
+from sparkadvisor.core.index import default_engine
 from sparkadvisor.core.plan import Cluster
 from sparkadvisor.core.workload import AGENTIC, Settings
 
@@ -20,15 +21,19 @@ SOURCE = '[sources.x]\ntitle = "t"\nurl = "https://example.org"\n'
 def test_a_plan_follows_the_recipes_of_the_engine_it_runs_on_only(index):
     """A GGUF build's plan runs on llama.cpp and follows its llama-bench runs where --recipe names one (they are
     benchmarks, not a launch), as a TensorRT-LLM-only build's plan follows NVIDIA's runs of it; Ollama's, SGLang's
-    or Atlas's figures describe another server than the plan's."""
+    or Atlas's figures describe another server than the plan's, and so do TensorRT-LLM's runs of a build vLLM
+    serves (NVIDIA's FP8 Llama 3.1 8B)."""
     others = [r for r in index.catalog.recipes if r.engine != "vllm" and r.nodes == 1 and r.measurements]
-    assert {r.engine for r in others} >= {"llama.cpp", "ollama", "sglang", "trt-llm"}
+    followed = {r.id for r in others
+                if default_engine(index.builds[r.build], index.hardware[r.hardware]) == r.engine}
+    assert {r.engine for r in others if r.id in followed} == {"llama.cpp", "trt-llm"}
+    assert {r.engine for r in others if r.id not in followed} >= {"ollama", "sglang", "trt-llm"}
     for recipe in others:
         build, cluster = index.builds[recipe.build], Cluster(index.hardware[recipe.hardware], 1)
         plan = evaluate_build(index, build, cluster, AGENTIC)
         assert plan.recipe is None or plan.recipe.engine == plan.constants.engine
         named = evaluate_build(index, build, cluster, AGENTIC, Settings(recipe=recipe.id))
-        if recipe.engine in ("llama.cpp", "trt-llm"):  # the engine these builds run on by default
+        if recipe.id in followed:  # the engine the build runs on by default
             assert recipe.benchmark and plan.recipe is None, recipe.id
             assert named.recipe is recipe and named.constants.engine == recipe.engine
             assert named.decode_measured in recipe.measurements

@@ -27,7 +27,7 @@
 #   hidden state handed to the next stage's layers) + pipeline 1.554 ms (2 stages, 3 ubatches a batch, each
 #   batch filling and draining them: (ubatches + stages - 1) / ubatches = 1.33x a stage's time)) = 31 s to the
 #   first token. Uncached (a cold 100,000-token prompt): 6 min 31 s.
-#   31 s + 200 tokens / 12.9 tok/s = 47 s per turn.
+#   31 s + 200 tokens / 12.8 tok/s = 47 s per turn.
 #
 # llama.cpp runs from a local build with CUDA and its RPC backend, as its own DGX Spark benchmarks were run.
 # Build it once on every node:

@@ -27,8 +27,8 @@
 #   shows the measured pool, and the sessions follow it: at the model's cost per session it holds 4 concurrent
 #   sessions of 100,000 tokens.
 #   Measured 46.9 tok/s (single stream, code prompt, warm, 74.1% draft acceptance (README, 2026-08-28)) at its
-#   own conditions (2,000 tokens (assumed: not stated), 1 stream, eager); the model predicts 39 tok/s there,
-#   range 35-49: inside the predicted range; 77% of the ceiling.
+#   own conditions (2,000 tokens (assumed: not stated), 1 stream, eager); the model predicts 40 tok/s there,
+#   range 35-47: inside the predicted range; 77% of the ceiling.
 #   5,000 tokens / 1,345 tok/s derived: the measured prefill 1,365 tok/s (a 262K-token prompt took 192 s cold
 #   (README)) holds at its own depth (a 262,144-token prompt, ~131,072 attended tokens per prompt token); the
 #   model's own rate at this depth (~97,500 attended, 5,000-token chunks vs 8,192 measured) over its rate

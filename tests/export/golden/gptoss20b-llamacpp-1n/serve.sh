@@ -21,7 +21,7 @@
 #   0.045 ms/GB: llama.cpp's own, fitted to 25 prefill measurements) + weights 0.025 ms (12.1 GB read once per
 #   2,048-token chunk, at 4.30 ms/GB: the published read test)) = 3.6 s to the first token. Uncached (a cold
 #   100,000-token prompt): 52 s.
-#   3.6 s + 200 tokens / 40.3 tok/s = 8.5 s per turn.
+#   3.6 s + 200 tokens / 39.8 tok/s = 8.6 s per turn.
 #
 # llama.cpp runs from a local build with CUDA, as its own DGX Spark benchmarks were run. Build it once on
 # every node:

@@ -35,7 +35,7 @@
 #   model's cost per session it holds 8 concurrent sessions of 100,000 tokens.
 #   Measured 32.5 tok/s (median of 40 prompts; the article's 43.9 matches the README's counting-prompt figure
 #   (43.8), not its median) at its own conditions (2,000 tokens (assumed: not stated), 1 stream, CUDA graphs);
-#   the model's 63 tok/s there leaves out the PLE table every token reads (its bytes per token are
+#   the model's 64 tok/s there leaves out the PLE table every token reads (its bytes per token are
 #   unpublished), so it is a bound, not a prediction: unknown, and `sparkadvisor fidelity` lists this row
 #   apart, never as a pass; 36% of the ceiling.
 #   100,000 tokens / measured prefill 1,643 tok/s (cold prefill of a 113K-token prompt) = 61 s to the first

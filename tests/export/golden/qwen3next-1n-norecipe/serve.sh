@@ -29,7 +29,7 @@
 #   ms/GB: fitted to 0: no cost beyond the FLOPs) + weights 0.044 ms (50.8 GB read once per 5,000-token chunk,
 #   at 4.30 ms/GB: the published read test)) = 3.4 s to the first token. Uncached (a cold 100,000-token
 #   prompt): 44 s.
-#   3.4 s + 200 tokens / 34.0 tok/s = 9.3 s per turn.
+#   3.4 s + 200 tokens / 33.4 tok/s = 9.4 s per turn.
 #
 # Override any setting below from the environment, e.g. HF_HOME=/data/hf ./serve.sh
 
