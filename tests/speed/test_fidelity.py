@@ -45,7 +45,7 @@ def test_every_measurement_is_listed_and_every_speed_figure_predicted_or_explain
     assert len(report.checks) == measured
     speed = [c for c in report.checks if c.metric in SPEED_METRICS]
     assert speed and all(c.predicted is not None or "unpublished" in c.skipped
-                         or "qwen3-235b-trtllm-slow reports trt-llm far slower" in c.skipped for c in speed)
+                         or "dgx-spark-playbooks #3 reports trt-llm far slower" in c.skipped for c in speed)
     overall = report.summaries[-1]
     assert overall.metric == "all" and overall.count == sum(1 for c in speed if c.predicted is not None)
     assert overall.count + overall.skipped == len(speed)

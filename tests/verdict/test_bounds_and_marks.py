@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from sparkadvisor.cli import main
-from sparkadvisor.core.advisor import advise
+from sparkadvisor.core.advisor import advise, evaluate_build
 from sparkadvisor.core.explain import explain
 from sparkadvisor.core.plan import Cluster
+from sparkadvisor.core.ranking import Ranked
 from sparkadvisor.core.table import ABOVE_RANGE, BELOW_RANGE, row_cells
-from sparkadvisor.core.workload import AGENTIC, CHAT
+from sparkadvisor.core.workload import AGENTIC, CHAT, Settings
 
 
 @pytest.mark.parametrize("nodes", [1, 2, 4])
@@ -55,38 +57,69 @@ def test_a_speed_that_is_only_a_bound_meets_no_target(index, capsys):
 
 def test_on_a_route_a_caveat_reports_slow_the_speeds_are_bounds_and_the_fit_leaves_it_out(index, capsys):
     """Qwen3-235B NVFP4 runs on TensorRT-LLM only, which a caveat reports far slower on two Sparks than the build's
-    reads allow (NVIDIA measured 11.73 tok/s). Its decode is a bound (≤N), its first token the soonest it comes:
-    the targets they seem to meet are unknown, and NVIDIA's run of that route feeds no rate of the fit."""
-    from dataclasses import replace
-
-    from sparkadvisor.core.calibration import calibrate
+    reads allow (NVIDIA measured 11.73 tok/s). Its decode is a bound (≤N), its first token, cold or warm, the soonest
+    it comes, and so its turn: the targets they seem to meet are unknown, and NVIDIA's run of that route feeds no
+    rate of the fit."""
     from sparkadvisor.core.fidelity import fidelity
-    from sparkadvisor.core.index import CatalogIndex
 
     build = "qwen3-235b-a22b-nvfp4-nvidia"
     r = next(r for r in advise(index, Cluster(index.hardware["dgx-spark"], 2), AGENTIC) if r.plan.build.id == build)
     plan = r.plan
-    assert plan.constants.engine == "trt-llm" and plan.slow_route == "qwen3-235b-trtllm-slow"
+    assert plan.constants.engine == "trt-llm" and plan.slow_route == "dgx-spark-playbooks #3"
     assert plan.decode_bound and plan.first_token_bound and plan.ttft_s is not None and plan.ttft_s <= 20
     statuses = dict(zip(("context", "ttft", "turn", "decode", "sessions"), plan.statuses, strict=True))
     assert statuses["ttft"] == statuses["decode"] == statuses["turn"] == "unknown"
     cells = row_cells(r)
     assert cells["expected"].startswith("≤") and cells["ttft"].startswith("≥") and cells["turn"].startswith("≥")
     steps = {s.key: s.text for s in explain(plan)}
-    assert "qwen3-235b-trtllm-slow reports this engine far slower" in steps["expected"]
-    assert "the soonest the first token comes" in steps["ttft"]
+    assert "dgx-spark-playbooks #3 reports this engine far slower" in steps["expected"]
+    assert "the soonest the first token comes" in steps["ttft"] and "prefill at most" in steps["ttft"]
+    assert "Uncached (a cold 100,000-token prompt): at least " in steps["ttft"]
     assert main(["rank", "--nodes", "2", "--json"]) == 0
     row = next(c for c in json.loads(capsys.readouterr().out)["candidates"] if c["build"] == build)
-    assert row["decode_expected_is_bound"] is True and row["decode_low_tok_s"] is None
-    assert any(u.startswith("first token at least ") for u in row["unknowns"])
+    assert row["decode_expected_is_bound"] is row["first_token_is_bound"] is row["turn_is_bound"] is True
+    assert row["decode_low_tok_s"] is None and any(u.startswith("first token at least ") for u in row["unknowns"])
+    assert main(["compare", build, "qwen3-235b-a22b-gptq", "--nodes", "2"]) == 0
+    compared = capsys.readouterr().out
+    assert re.search(r"^1st token, cold +≥\d", compared, re.M) and re.search(r"^turn +≥\d", compared, re.M)
     checks = [c for c in fidelity(index).checks if c.recipe == "qwen3-235b-a22b-nvfp4-trtllm-nvidia-blog"]
-    assert checks and all(c.predicted is None and "qwen3-235b-trtllm-slow" in c.skipped for c in checks)
-    # A caveat that names another engine leaves this route's figures predictions, and its run fits the rates.
-    caveats = tuple(replace(c, engines=("vllm",)) if c.id == "qwen3-235b-trtllm-slow" else c
-                    for c in index.catalog.caveats)
-    elsewhere = CatalogIndex(replace(index.catalog, caveats=caveats))
-    other = next(r.plan for r in advise(elsewhere, Cluster(elsewhere.hardware["dgx-spark"], 2), AGENTIC)
-                 if r.plan.build.id == build)
-    assert not other.slow_route and not other.decode_bound and not other.first_token_bound
-    spark = index.hardware["dgx-spark"]
-    assert calibrate(elsewhere, spark, "trt-llm").layer_ms != calibrate(index, spark, "trt-llm").layer_ms
+    assert checks and all(c.predicted is None and c.slow_route and c.bound and c.bound > c.measured for c in checks)
+    # Followed, NVIDIA's run gives the decode, measured; the first token is still the soonest, so the turn is too.
+    named = evaluate_build(index, index.builds[build], Cluster(index.hardware["dgx-spark"], 2), AGENTIC,
+                           Settings(recipe="qwen3-235b-a22b-nvfp4-trtllm-nvidia-blog"))
+    assert not named.decode_bound and named.first_token_bound and named.turn_bound
+    assert named.statuses[2] == "unknown" and row_cells(Ranked(named, None, "", None))["turn"].startswith("≥")
+
+
+def test_a_caveat_that_names_engines_concerns_a_plan_on_them_only(index):
+    """A caveat naming another engine is not carried (NVIDIA's slow TRT-LLM route says nothing of vLLM), and a
+    slow-engine caveat naming no engine warns of another route: neither makes the plan's speeds bounds. The fit
+    takes the run back once the caveat names another engine."""
+    from dataclasses import replace
+
+    from sparkadvisor.core.calibration import calibrate
+    from sparkadvisor.core.index import CatalogIndex
+
+    build, spark = "qwen3-235b-a22b-nvfp4-nvidia", index.hardware["dgx-spark"]
+    for engines in (("vllm",), ()):
+        caveats = tuple(replace(c, engines=engines) if c.id == "qwen3-235b-trtllm-slow" else c
+                        for c in index.catalog.caveats)
+        changed = CatalogIndex(replace(index.catalog, caveats=caveats))
+        plan = evaluate_build(changed, changed.builds[build], Cluster(spark, 2), AGENTIC)
+        assert not plan.slow_route and not plan.decode_bound and not plan.first_token_bound, engines
+        assert plan.decode is not None and plan.decode.low_tok_s < plan.decode.expected_tok_s
+        carried = [c.id for c in plan.caveats]
+        assert carried == ([] if engines else ["qwen3-235b-trtllm-slow"]), engines
+        assert calibrate(changed, spark, "trt-llm").layer_ms != calibrate(index, spark, "trt-llm").layer_ms
+
+
+def test_check_refuses_a_caveat_engine_nothing_runs(tmp_path, capsys):
+    """A misspelt engine on a caveat would leave every plan out of its reach without a word."""
+    path = tmp_path / "c.toml"
+    path.write_text('[sources.x]\ntitle = "t"\nurl = "https://example.org"\n[[caveats]]\nid = "slow"\n'
+                    'kind = "slow-engine"\nseverity = "warning"\nexplanation = "slow"\nengines = ["vlm"]\n'
+                    'source = "x"\n')
+    assert main(["check", str(path)]) != 0
+    err = capsys.readouterr()
+    said = err.out + err.err
+    assert "engines" in said and "'vlm'" in said and "vllm" in said and "Traceback" not in said

@@ -74,7 +74,8 @@ def checks_listing(report: Report) -> Listing:
                   figure(c.predicted), figure(c.low), figure(c.high), figure(c.error_pct, "+.1f"),
                   (("unknown" if c.tables else "bound" if c.slow_route else "skipped") if c.predicted is None
                    else ("inside" if c.inside else "outside")),
-                  c.skipped or c.note) for c in report.checks)
+                  (f"{_bound_text(c)}: {c.skipped}" if c.slow_route else c.skipped or c.note))
+                 for c in report.checks)
     return Listing(CHECK_COLUMNS, rows, frozenset(range(6, 13)))
 
 
@@ -90,11 +91,12 @@ def text_lines(report: object) -> list[str]:
     assert isinstance(report, Report)
     width = max((len(c.recipe) for c in report.checks), default=10)
     apart = [c for c in report.checks if c.tables]
+    bounds = [c for c in report.checks if c.slow_route]
     lines = [*INTRO, ""]
     for c in report.checks:
         context = f"@{c.context_tokens:,}" if c.context_tokens else ""
         where = f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8}"
-        if c.tables:
+        if c.tables or c.slow_route:
             continue
         if c.predicted is None:
             lines.append(f"{where} measured {c.measured:>9,.1f}  skipped: {c.skipped}")
@@ -109,7 +111,25 @@ def text_lines(report: object) -> list[str]:
             context = f"@{c.context_tokens:,}" if c.context_tokens else ""
             lines.append(f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8} "
                          f"measured {c.measured:>9,.1f}  {c.tables} table: unknown")
+    if bounds:
+        lines += ["", _bounds_sentence(bounds)]
+        for c in bounds:
+            context = f"@{c.context_tokens:,}" if c.context_tokens else ""
+            lines.append(f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8} "
+                         f"measured {c.measured:>9,.1f}  {_bound_text(c)}")
     return lines + _closing_lines(report)
+
+
+def _bounds_sentence(bounds: Sequence[Check]) -> str:
+    return (f"Bounds, not predicted and not fitted ({len(bounds)} rows): a caveat reports the engine far slower here "
+            "than what the build reads and computes, so the model's figure is only what the reads allow. Never "
+            "counted as a pass.")
+
+
+def _bound_text(c: Check) -> str:
+    """"bound ≤29.7 (caveat)": the model's figure for a row on a route reported slow."""
+    figure = "" if c.bound is None else f"≤{_short(c.bound)} "
+    return f"bound {figure}({c.slow_route})"
 
 
 def _apart_sentence(apart: Sequence[Check]) -> str:
@@ -139,9 +159,13 @@ def narrow_lines(report: Report, width: int) -> list[str]:
     """The report for a terminal `width` cells wide: each recipe on a line of its own with its checks
     below it, one short line each; the summaries broken between their figures; prose wrapped."""
     apart = [c for c in report.checks if c.tables]
-    lines = [*folded(" ".join(INTRO), width), ""] + _grouped([c for c in report.checks if not c.tables], width)
+    bounds = [c for c in report.checks if c.slow_route]
+    lines = [*folded(" ".join(INTRO), width), ""] + _grouped([c for c in report.checks
+                                                               if not c.tables and not c.slow_route], width)
     if apart:
         lines += ["", *folded(_apart_sentence(apart), width)] + _grouped(apart, width)
+    if bounds:
+        lines += ["", *folded(_bounds_sentence(bounds), width)] + _grouped(bounds, width)
     for line in _closing_lines(report, pad=0):
         lines += folded(line, width, "; ") if line.startswith("  ") and "; " in line else folded(line, width)
     return lines
@@ -160,7 +184,8 @@ def _grouped(checks: Sequence[Check], width: int) -> list[str]:
             lines += folded(heading, width)
         start = f"  {figure:<{label}} {_short(c.measured):>9}  "
         if c.predicted is None or c.error_pct is None:
-            told = f"{c.tables} table: unknown" if c.tables else f"skipped: {c.skipped}"
+            told = (f"{c.tables} table: unknown" if c.tables else _bound_text(c) if c.slow_route
+                    else f"skipped: {c.skipped}")
             parts = wrap_cells(told, max(width - len(start), 20))
             lines += [start + parts[0], *(" " * len(start) + part for part in parts[1:])]
             continue

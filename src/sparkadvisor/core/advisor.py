@@ -87,6 +87,7 @@ def candidate_figures(ranked: Ranked) -> dict[str, Any]:
         "decode_low_tok_s": _round(d.low_tok_s if d and not d.bound else None, 1),
         "decode_high_tok_s": _round(d.high_tok_s if d and not d.bound else None, 1),
         "decode_expected_is_bound": bool(d and d.bound),
+        "first_token_is_bound": p.first_token_bound, "turn_is_bound": p.turn_bound,
         "decode_measured_tok_s": m.value if m else None,
         "streams": p.speed.streams, "decode_per_stream_tok_s": _round(d.per_stream_tok_s if d else None, 1),
         "engine": p.constants.engine, "mode": "eager" if p.speed.eager else "graphs",

@@ -26,6 +26,7 @@ from sparkadvisor.core.schema import (
     repo_id_problem,
 )
 from sparkadvisor.core.tomllines import TomlLines, index_lines
+from sparkadvisor.core.workload import ENGINES
 
 if TYPE_CHECKING:
     import tomllib
@@ -260,7 +261,16 @@ def check_references(catalog: Catalog, name: str = "catalog",
                                           f"KV dtype the advisor can cost; use one of {', '.join(KV_DTYPE_BYTES)}"))
         problems += _caveat_refs(where, "recipes", recipe.id, recipe.caveats, caveats)
         problems += _context_problems(where, recipe, contexts.get(build_models.get(recipe.build, "")))
-    return problems + _source_refs(catalog, where)
+    return problems + _caveat_engines(catalog, where) + _source_refs(catalog, where)
+
+
+def _caveat_engines(catalog: Catalog, where: _Locator) -> list[Problem]:
+    """A caveat's `engines` name engines something in the catalog runs: a misspelt one would silently leave every
+    plan out of its reach."""
+    known = set(ENGINES) | {r.engine for r in catalog.recipes} | {e for b in catalog.builds for e in b.engines} | {
+        e for h in catalog.hardware if h.serving is not None for e in h.serving.engines}
+    return [where.ref("caveats", caveat.id, "engines", engine, "engine", known)
+            for caveat in catalog.caveats for engine in caveat.engines if engine not in known]
 
 
 def _context_problems(where: _Locator, recipe: Recipe, context: Context | None) -> list[Problem]:

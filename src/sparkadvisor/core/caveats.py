@@ -53,7 +53,8 @@ KINDS: dict[str, CaveatKindInfo] = {
     "server-crash": CaveatKindInfo(
         "CRASHES", "the server is reported to crash under a stated condition"),
     "slow-engine": CaveatKindInfo(
-        "SLOW-ENGINE", "reported far slower on the engines it names than what the model reads and computes"),
+        "SLOW-ENGINE", "reported very slow on an engine or route: on the engines it names, far slower than what the "
+                       "model reads and computes"),
     "slow-decode": CaveatKindInfo(
         "SLOW-DECODE", "memory bandwidth caps decode far below what an agent needs"),
 }
@@ -75,7 +76,14 @@ def by_severity(caveats: tuple[Caveat, ...]) -> tuple[Caveat, ...]:
 
 def slow_route(caveats: tuple[Caveat, ...], engine: str) -> str:
     """How a reason cites the caveat that reports `engine` running this build far slower than what it reads and
-    computes (kind slow-engine, naming `engine` or no engine), "" for none. On such a route the speed model's
-    figure is an upper bound, not a prediction: the defect it reports is no rate the physics can carry."""
-    return next((c.cite or c.id for c in caveats
-                 if c.kind == "slow-engine" and (not c.engines or engine in c.engines)), "")
+    computes (kind slow-engine, naming `engine` among its `engines`), "" for none. On such a route the speed model's
+    figure is an upper bound, not a prediction: the defect it reports is no rate the physics can carry. A
+    slow-engine caveat that names no engine warns of another route than the plan's, and leaves its figures be."""
+    return next((c.cite or c.id for c in caveats if c.kind == "slow-engine" and engine in c.engines), "")
+
+
+def on_engine(caveats: tuple[Caveat, ...], engine: str) -> tuple[Caveat, ...]:
+    """The caveats that concern a plan on `engine`: those naming no engine, and those naming it."""
+    if all(not c.engines for c in caveats):
+        return caveats
+    return tuple(c for c in caveats if not c.engines or engine in c.engines)

@@ -11,6 +11,7 @@ is counted, not hidden.
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from sparkadvisor.core.calibration import calibrate_all, on_slow_route, recipe_decode, recipe_prefill
 from sparkadvisor.core.index import CatalogIndex
@@ -49,6 +50,8 @@ class Check:
     slow_route: str = ""
     """The caveat reporting this run's engine far slower than the build's reads, which leaves the model's figure a
     bound (`calibration.on_slow_route`), "" for none."""
+    bound: float | None = None
+    """On such a route, the model's figure: what the reads allow, a bound and not a prediction."""
 
     @property
     def error_pct(self) -> float | None:
@@ -167,16 +170,17 @@ def _predict(index: CatalogIndex, recipe: Recipe, m: Measurement, constants: Spe
         return _check(recipe, m, skipped=f"unknown: every token reads the {tables} table, whose bytes per token are "
                                           f"unpublished{streamed}",
                       tables=tables)
-    slow = on_slow_route(index, recipe)
-    if slow:
-        return _check(recipe, m, skipped=f"a bound, not a prediction: {slow} reports {recipe.engine} far slower here "
-                                          f"than what the build reads and computes (not fitted either)", slow=slow)
     if m.metric == "prefill_tok_s":
         result = recipe_prefill(index, recipe, m, constants)
     else:
         result = recipe_decode(index, recipe, m, constants)
     if isinstance(result, str):
         return _check(recipe, m, skipped=result)
+    slow = on_slow_route(index, recipe)
+    if slow:
+        check = _check(recipe, m, skipped=f"a bound, not a prediction: {slow} reports {recipe.engine} far slower here "
+                                          f"than what the build reads and computes (not fitted either)", slow=slow)
+        return replace(check, bound=result[0])
     expected, low, high = result
     return _check(recipe, m, expected, low, high)
 
@@ -207,7 +211,7 @@ def report_dict(report: Report) -> dict[str, object]:
                     "measured": c.measured, "predicted": _round(c.predicted, 1), "low": _round(c.low, 1),
                     "high": _round(c.high, 1), "error_pct": _round(c.error_pct, 1), "inside": c.inside,
                     "skipped": c.skipped or None, "note": c.note or None, "unknown_tables": c.tables or None,
-                    "slow_route": c.slow_route or None}
+                    "slow_route": c.slow_route or None, "bound": _round(c.bound, 1)}
                    for c in report.checks],
         "constants": [{"hardware": f.hardware, "engine": f.engine, **constants_dict(f.constants)}
                       for f in report.fitted],

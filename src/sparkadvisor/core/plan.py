@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal
 
-from sparkadvisor.core.caveats import slow_route
+from sparkadvisor.core.caveats import on_engine, slow_route
 from sparkadvisor.core.index import ENGINE, BuildFacts, CatalogIndex, default_engine, runs_on
 from sparkadvisor.core.memory import LAYER_SPLIT_ENGINES, LAYER_SPLIT_SOURCES, Weights
 from sparkadvisor.core.records import record
@@ -150,6 +150,12 @@ class Plan:
         return bool(self.slow_route) and self.first.prefill_measured is None and self.first.ttft_measured is None
 
     @property
+    def turn_bound(self) -> bool:
+        """A turn is a lower bound on its time, not a prediction: its decode is an upper bound (`decode_bound`) or
+        its first token a lower one (`first_token_bound`)."""
+        return self.decode_bound or self.first_token_bound
+
+    @property
     def measured_against(self) -> tuple[float, float, float] | None:
         """(expected, low, high) tok/s the model gives at the decode measurement's own context, streams and mode, on
         the measurement's footing (per stream for a per-stream figure): what `show` and the table's mark hold it
@@ -269,7 +275,7 @@ def evaluate(index: CatalogIndex, build: Build, cluster: Cluster, workload: Work
     recipe, drafter_off, served_tokens = plan_recipe(facts, hardware, nodes, settings)
     engine = recipe.engine if recipe else _engine(build, settings, hardware)
     constants = index.speed_constants(hardware, engine)
-    caveats = _caveats(index, facts, recipe, drafter_off)
+    caveats = _caveats(index, facts, recipe, engine, drafter_off)
     shared = model_figures(facts, hardware, nodes, recipe, workload, settings, constants,
                            prefix_caching(recipe, caveats))
     fit = fit_on(facts=facts, hardware=hardware, nodes=nodes, recipe=recipe, settings=settings, split=shared.split,
@@ -345,6 +351,8 @@ DRAFTER_KINDS = frozenset({"spec-decode-cache-miss"})
 """Caveat kinds a drafter brings: a recipe run without its drafter (`drafter_off`) does not have them."""
 
 
-def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None,
+def _caveats(index: CatalogIndex, facts: BuildFacts, recipe: Recipe | None, engine: str,
              drafter_off: bool = False) -> tuple[Caveat, ...]:
-    return index.caveats_of(facts, recipe, DRAFTER_KINDS if drafter_off else frozenset())
+    """The caveats of the build and the recipe that concern a plan on `engine` (`caveats.on_engine`)."""
+    caveats = index.caveats_of(facts, recipe, DRAFTER_KINDS if drafter_off else frozenset())
+    return on_engine(caveats, engine) if caveats else caveats

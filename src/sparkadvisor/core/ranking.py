@@ -194,7 +194,7 @@ def _reason(plan: Plan, ratio: float | None, cap: Capability | None) -> str:
         head = f"meets the {kind} targets"
     tail = "".join(f"; {c.severity}: {badge(c)}" for c in hurting_caveats(plan)
                    if not (c.kind == "prefix-caching-disabled" and misses))
-    at_least = "at least " if plan.decode_bound else ""
+    at_least = "at least " if plan.turn_bound else ""
     return f"{head}; {capability_text(plan.model, ratio, cap)}; {at_least}{fmt_seconds(plan.turn_s)} per turn{tail}"
 
 

@@ -875,7 +875,8 @@ class Caveat:
     cite: str | None = None
     """How a reason line cites it in a few characters, e.g. "vLLM #54173"."""
     engines: tuple[str, ...] = ()
-    """The engines it concerns, where it concerns some only (a slow route): empty for every engine."""
+    """The engines it concerns, where it concerns some only: a plan on another engine does not carry it, and a
+    slow-engine caveat makes the speeds of a plan on one of these bounds. Empty: every engine."""
     source: SourceRef
     """Issue, README or model card."""
 

@@ -54,8 +54,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("expected", "tok/s", True, "expected decode speed (of all streams together where several decode at "
            "once), with its 80% range (from the model's errors on measurements left out of its fit); ≤ a bound; - "
            "where the build does not fit"),
-    Column("ttft", "1st token", True, "time to the first token of a turn, with prefix caching as it runs"),
-    Column("turn", "turn", True, "first token plus the output at the decode speed"),
+    Column("ttft", "1st token", True, "time to the first token of a turn, with prefix caching as it runs; ≥ a bound"),
+    Column("turn", "turn", True, "first token plus the output at the decode speed; ≥ a bound"),
     Column("kv_pool", "KV pool", True, "tokens the KV cache holds; * measured by a recipe"),
     Column("ceiling", "ceiling", True, "bandwidth over active bytes per node: no faster without speculation"),
     Column("measured", "measured", True, "a recipe's measured tok/s; ↑ or ↓ outside the predicted range"),
@@ -164,7 +164,7 @@ def row_cells(ranked: Ranked) -> dict[str, str]:
         "measured": measured_cell(plan),
         "ttft": ("≥" if plan.first_token_bound and plan.ttft_s is not None else "") + fmt_seconds(plan.ttft_s)
         if plan.runs else "-",
-        "turn": (("≥" if plan.decode_bound and plan.turn_s is not None else "") + fmt_seconds(plan.turn_s)
+        "turn": (("≥" if plan.turn_bound and plan.turn_s is not None else "") + fmt_seconds(plan.turn_s)
                  if plan.runs else "-"),
         "caveats": " ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))),
     }
@@ -201,7 +201,7 @@ SORT_KEYS: dict[str, Callable[[Ranked], float | str | None]] = {
     "expected": lambda r: None if r.plan.decode is not None and r.plan.decode.bound else
     _decode_value("expected_tok_s")(r),  # a bound (≤N) sorts with the unknowns, not as the fastest
     "ttft": _if_fits(lambda plan: None if plan.first_token_bound else plan.ttft_s),  # ≥T: unknown, as its target
-    "turn": _if_fits(lambda plan: None if plan.decode_bound else plan.turn_s),  # ≥T: unknown, as its target
+    "turn": _if_fits(lambda plan: None if plan.turn_bound else plan.turn_s),  # ≥T: unknown, as its target
     "kv_pool": _kv_pool,
     "ceiling": _decode_value("ceiling_tok_s"),
     "measured": lambda r: r.plan.decode_measured.value if r.plan.decode_measured else None,
@@ -236,7 +236,8 @@ def compare_cells(ranked: Ranked) -> dict[str, str]:
         "rank": str(ranked.rank) if ranked.rank else "excluded", "repo": safe_text(plan.build.repo),
         # The engine is a recipe's (catalog text) or the user's choice.
         "engine": safe_text(f"{plan.constants.engine}, {split_text(plan.tp, plan.pp)}"),
-        "cold": fmt_seconds(plan.cold_ttft_s) if plan.runs else "-", "reason": safe_text(ranked.reason),
+        "cold": ("≥" if plan.first_token_bound and plan.cold_ttft_s is not None else "") + fmt_seconds(plan.cold_ttft_s)
+        if plan.runs else "-", "reason": safe_text(ranked.reason),
         "prefix": "on" if plan.prefix_caching else "OFF",
         "caveats": ", ".join(dict.fromkeys(badge(c) for c in by_severity(plan.caveats))) or "none known",
     }

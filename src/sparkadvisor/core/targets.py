@@ -263,8 +263,8 @@ def _turn(plan: Plan) -> Status:
     if turn is None:
         return "unknown"
     if turn > plan.workload.turn_target_s:
-        return "missed"  # at a bound on decode, the turn is at least this long
-    return "unknown" if plan.decode_bound else "met"
+        return "missed"  # at a bound on decode or first token, the turn is at least this long
+    return "unknown" if plan.turn_bound else "met"
 
 
 def _turn_text(plan: Plan, status: Status) -> str:
@@ -272,13 +272,20 @@ def _turn_text(plan: Plan, status: Status) -> str:
     if not plan.fits:
         return f"no turns: {_not_here(plan)}"
     if status == "unknown" and turn is not None:
-        return f"turn at least {fmt_seconds(turn)} (decode is a bound): <= {_target(target)} s unknown"
+        return f"turn at least {fmt_seconds(turn)} ({turn_bound_text(plan)}): <= {_target(target)} s unknown"
     if status == "unknown":
         return "time per turn unknown"
     if status == "missed":
         value, limit = _seconds_past(turn, target)
-        return f"turn {'at least ' * plan.decode_bound}{value} > {limit} s"
+        return f"turn {'at least ' * plan.turn_bound}{value} > {limit} s"
     return f"turn {fmt_seconds(turn)} <= {_target(target)} s"
+
+
+def turn_bound_text(plan: Plan) -> str:
+    """Which of a turn's parts is a bound (`Plan.turn_bound`), in a few words."""
+    both = plan.decode_bound and plan.first_token_bound
+    return "the decode speed and the first token are bounds" if both else \
+        "the decode speed is a bound" if plan.decode_bound else "the first token is a bound"
 
 
 def _decode(plan: Plan) -> Status:

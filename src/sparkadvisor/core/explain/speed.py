@@ -16,6 +16,7 @@ from sparkadvisor.core.speed.prefill import (
 )
 from sparkadvisor.core.stages.decode import DEFAULT_DECODE_CONTEXT
 from sparkadvisor.core.stages.first_token import measured_attended
+from sparkadvisor.core.targets import turn_bound_text
 from sparkadvisor.core.units import fmt_seconds
 
 
@@ -140,8 +141,8 @@ def _measured_text(plan: Plan, m: Measurement) -> str:
                 f"`sparkadvisor fidelity` lists this row apart, never as a pass; {plan.efficiency:.0%} of the ceiling.")
     if d.slow_route:
         return (head + f"the model's {expected:.0f} tok/s there is what the reads allow, and {d.slow_route} reports "
-                f"this engine far slower than that, so it is a bound, not a prediction: `sparkadvisor fidelity` "
-                f"lists this row apart and the fit leaves it out; {plan.efficiency:.0%} of the ceiling.")
+                f"this engine far slower than its reads, so the model gives a bound, not a prediction: `sparkadvisor "
+                f"fidelity` lists this row apart and the fit leaves it out; {plan.efficiency:.0%} of the ceiling.")
     text = (head + f"the model predicts {expected:.0f} tok/s there, range {low:.0f}-{high:.0f}: {where} the "
             f"predicted range; {plan.efficiency:.0%} of the ceiling.")
     bound = d.read_bound_tok_s
@@ -349,9 +350,10 @@ def first_token_steps(plan: Plan) -> list[Step]:
         precision = prefill_precision(plan.build.format, c.engine)
         rate_ms = c.prefill_ms_per_gflop.get(precision)
         tflops = 1 / rate_ms if rate_ms else 0.0
-        rate = (f"estimated prefill {plan.prefill_tok_s:,.0f} tok/s (range {low:,.0f}-{high:,.0f}: "
-                f"{c.basis.get('prefill_band', 'assumed')}; "
-                f"{_prefill_terms(plan, precision, tflops)})")
+        span = ("no range: a bound" if plan.first_token_bound
+                else f"range {low:,.0f}-{high:,.0f}: {c.basis.get('prefill_band', 'assumed')}")
+        kind = "prefill at most" if plan.first_token_bound else "estimated prefill"
+        rate = f"{kind} {plan.prefill_tok_s:,.0f} tok/s ({span}; {_prefill_terms(plan, precision, tflops)})"
         basis = "estimated"
     tokens = plan.uncached_tokens
     text = (f"{tokens:,} token{'' if tokens == 1 else 's'} / {rate} = {fmt_seconds(tokens / plan.prefill_tok_s)} "
@@ -367,7 +369,8 @@ def first_token_steps(plan: Plan) -> list[Step]:
                  "soonest the first token comes, a bound rather than a prediction: a target it reaches is unknown.")
     cold_s = plan.cold_ttft_s
     if plan.prefix_caching and cold_s is not None:
-        text += f" Uncached (a cold {w.context_tokens:,}-token prompt): {fmt_seconds(cold_s)}."
+        text += (f" Uncached (a cold {w.context_tokens:,}-token prompt): {'at least ' * plan.first_token_bound}"
+                 f"{fmt_seconds(cold_s)}.")
     steps.append(Step("ttft", "first token", text, basis))
     return steps
 
@@ -376,10 +379,12 @@ def turn_step(plan: Plan) -> Step:
     if plan.turn_s is None or plan.ttft_s is None or not plan.decode_tok_s:
         return Step("turn", "time per turn", "Time per turn is unknown.", "unknown")
     w = plan.workload
-    if plan.decode_bound:
+    if plan.turn_bound:
+        first = f"at least {fmt_seconds(plan.ttft_s)}" if plan.first_token_bound else fmt_seconds(plan.ttft_s)
+        speed = f"at most {plan.decode_tok_s:.1f}" if plan.decode_bound else f"{plan.decode_tok_s:.1f}"
         return Step("turn", "time per turn",
-                    f"{fmt_seconds(plan.ttft_s)} + {w.output_tokens:,} tokens / at most {plan.decode_tok_s:.1f} tok/s "
-                    f"= at least {fmt_seconds(plan.turn_s)} per turn (the decode speed is a bound).", "derived")
+                    f"{first} + {w.output_tokens:,} tokens / {speed} tok/s = at least {fmt_seconds(plan.turn_s)} per "
+                    f"turn ({turn_bound_text(plan)}).", "derived")
     return Step("turn", "time per turn",
                 f"{fmt_seconds(plan.ttft_s)} + {w.output_tokens:,} tokens / {plan.decode_tok_s:.1f} tok/s = "
                 f"{fmt_seconds(plan.turn_s)} per turn.", "derived")
