@@ -44,6 +44,10 @@ def figure_text(figure: Figure, prediction: Prediction | None, why_none: str) ->
     text = f"{fmt_value(figure.median, unit)}{what}{spread}"
     if prediction is None:
         text += f"; no prediction ({why_none})."
+    elif prediction.bound:
+        edge = "at most" if figure.unit.endswith("/s") else "at least"
+        text += (f" beside {edge} {fmt_value(prediction.expected, unit)} by the model, a bound with no range "
+                 f"({prediction.bound}).")
     else:
         where = prediction.verdict(figure.median)
         where_text = "inside" if where == "inside" else f"OUTSIDE ({where})"
@@ -159,6 +163,7 @@ def _figure_json(figure: Figure, prediction: Prediction | None) -> dict[str, Any
         "cached_tokens": r(figure.hit_tokens), "acceptance": r(figure.acceptance),
         "predicted": None if prediction is None else {
             "expected": r(prediction.expected), "low": r(prediction.low), "high": r(prediction.high),
-            "verdict": prediction.verdict(figure.median), "at_acceptance": r(prediction.acceptance),
+            "verdict": prediction.verdict(figure.median), "bound": prediction.bound or None,
+            "at_acceptance": r(prediction.acceptance),
             "expected_at_recipe_acceptance": r(prediction.at_recipe)},
     }

@@ -83,3 +83,29 @@ def test_the_decode_prediction_is_the_plans_own_in_the_plans_mode(enforce_eager)
     predicted = predict(plan, BenchSpec(100_000, 0.95, 200))["decode_tok_s"]
     assert predicted.expected == pytest.approx(plan.decode.expected_tok_s, rel=1e-6)
     assert predicted.acceptance is None  # the recipe's, until vLLM's counters say otherwise
+
+
+def test_a_bound_has_no_range_for_a_run_to_fall_outside():
+    """Qwen3-235B NVFP4 runs on TensorRT-LLM, which a caveat reports far slower: a bench of it sets its figures
+    beside bounds (at most N tok/s, at least T s), never "OUTSIDE the predicted range"; so does a model that reads
+    a per-token table of unpublished size."""
+    from sparkadvisor.benchtext import figure_text
+    from sparkadvisor.catalogs import load_index
+    from sparkadvisor.core.advisor import evaluate_build
+    from sparkadvisor.core.bench import Figure
+    from sparkadvisor.core.benchplan import predict
+    from sparkadvisor.core.plan import Cluster
+    from sparkadvisor.core.workload import AGENTIC
+
+    index = load_index()
+    for build, nodes, keys in (("qwen3-235b-a22b-nvfp4-nvidia", 2, ("decode_tok_s", "prefill_tok_s", "cold_ttft_s")),
+                               ("qwen3.8-flash-next-nvfp4", 4, ("decode_tok_s",))):
+        plan = evaluate_build(index, index.builds[build], Cluster(index.hardware["dgx-spark"], nodes), AGENTIC)
+        predicted = predict(plan, BenchSpec(100_000, 0.95, 200))
+        for key in keys:
+            p = predicted[key]
+            assert p.bound and p.verdict(p.expected * 3) == "unknown", (build, key)
+            unit = "s" if key.endswith("_s") and not key.endswith("tok_s") else "tok/s"
+            text = figure_text(Figure(key, key, unit, (p.expected * 3,)), p, "")
+            assert "OUTSIDE" not in text and ("at most" if unit == "tok/s" else "at least") in text, text
+        assert predicted["ratio"].verdict(predicted["ratio"].expected) == "inside"

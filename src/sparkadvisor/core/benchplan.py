@@ -34,9 +34,14 @@ class Prediction:
     (None: the recipe's, as the plan has it)."""
     at_recipe: float | None = None
     """Beside a prediction at a counted acceptance: what the plan's own acceptance predicts."""
+    bound: str = ""
+    """Why `expected` is only a bound with no range, in a clause (a per-token table of unpublished size left out,
+    an engine a caveat reports slow); "" for a prediction."""
 
     def verdict(self, value: float) -> Verdict:
-        """Where a measured value falls against the range."""
+        """Where a measured value falls against the range; "unknown" against a bound, which has none."""
+        if self.bound:
+            return "unknown"
         if value < self.low:
             return "below"
         return "above" if value > self.high else "inside"
@@ -86,10 +91,12 @@ def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     warm_low, warm_high = prefill_range(warm_rate, plan.constants)
     ratio = (context / cold_rate) / (new / warm_rate)
     band = 1 + max(plan.constants.prefill_sides)  # both rates err alike, so the wider side bounds the ratio
+    bound = f"{plan.slow_route} reports this engine far slower than what the model computes" \
+        if plan.first_token_bound else ""
     return {
-        "prefill_tok_s": Prediction(cold_rate, low, high),
-        "cold_ttft_s": Prediction(context / cold_rate, context / high, context / low),
-        "warm_ttft_s": Prediction(new / warm_rate, new / warm_high, new / warm_low),
+        "prefill_tok_s": Prediction(cold_rate, low, high, bound=bound),
+        "cold_ttft_s": Prediction(context / cold_rate, context / high, context / low, bound=bound),
+        "warm_ttft_s": Prediction(new / warm_rate, new / warm_high, new / warm_low, bound=bound),
         "ratio": Prediction(ratio, ratio / band, ratio * band),
     }
 
@@ -107,7 +114,8 @@ def decode_prediction(plan: Plan, context: int, streams: int, acceptance: float 
     if counted is not None:
         inputs = replace(inputs, acceptance=counted)
     d = estimate_decode(inputs, plan.cluster.hardware.memory_bandwidth_gb_s, plan.constants)
-    return Prediction(d.expected_tok_s, d.low_tok_s, d.high_tok_s, counted)
+    bound = replace(d, slow_route=plan.slow_route).bound_reason
+    return Prediction(d.expected_tok_s, d.low_tok_s, d.high_tok_s, counted, bound=bound)
 
 
 def prediction_for(figure: Figure, predictions: dict[str, Prediction]) -> Prediction | None:
