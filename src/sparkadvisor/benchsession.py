@@ -95,7 +95,7 @@ class BenchSession:
         self.match, self.plan = self._plan(self.info)
         if self.plan is not None and not self.plan.fits:
             raise PlanDoesNotFit(self.plan)
-        self.predictions = predict(self.plan, o.spec) if self.plan else {}
+        self.predictions = predict(self.plan, o.spec, self._slow(self.plan, self.info)) if self.plan else {}
         self.predicted = predicted_rates(self.predictions, o.spec)
         self._check_budget()
         deadline = time.monotonic() + o.max_seconds if o.max_seconds else None
@@ -117,6 +117,14 @@ class BenchSession:
         plans = [evaluate_build(self.index, b, o.cluster, o.workload, settings) for b in match.builds]
         match, plans = narrow_match(match, plans, info.config)
         return match, plans[0] if len(plans) == 1 else None
+
+    def _slow(self, plan: Plan, info: ServerInfo) -> str:
+        """The caveat reporting the engine that serves the run far slower than the build's reads, whatever engine
+        the plan was costed on: its figures are then bounds (`caveats.slow_route`)."""
+        from sparkadvisor.core.caveats import slow_route
+
+        facts = self.index.facts.get(plan.build.id)
+        return slow_route(self.index.caveats_of(facts, plan.recipe), info.served.engine) if facts else ""
 
     def _check_budget(self) -> None:
         from sparkadvisor.sources.bench import BenchError

@@ -46,8 +46,8 @@ def figure_text(figure: Figure, prediction: Prediction | None, why_none: str) ->
         text += f"; no prediction ({why_none})."
     elif prediction.bound:
         edge = "at most" if figure.unit.endswith("/s") else "at least"
-        text += (f" beside {edge} {fmt_value(prediction.expected, unit)} by the model, a bound with no range "
-                 f"({prediction.bound}).")
+        text += (f" beside {edge} {fmt_value(prediction.expected, unit)} by the model{_at_acceptance(prediction, unit)}"
+                 f", a bound with no range ({prediction.bound}).")
     else:
         where = prediction.verdict(figure.median)
         where_text = "inside" if where == "inside" else f"OUTSIDE ({where})"
@@ -162,7 +162,8 @@ def _figure_json(figure: Figure, prediction: Prediction | None) -> dict[str, Any
         "values": [r(v) for v in figure.values], "prefix_cache_hit_share": r(figure.hit_share),
         "cached_tokens": r(figure.hit_tokens), "acceptance": r(figure.acceptance),
         "predicted": None if prediction is None else {
-            "expected": r(prediction.expected), "low": r(prediction.low), "high": r(prediction.high),
+            "expected": r(prediction.expected), "low": None if prediction.bound else r(prediction.low),
+            "high": None if prediction.bound else r(prediction.high),
             "verdict": prediction.verdict(figure.median), "bound": prediction.bound or None,
             "at_acceptance": r(prediction.acceptance),
             "expected_at_recipe_acceptance": r(prediction.at_recipe)},

@@ -158,3 +158,31 @@ def test_a_speculating_servers_decode_is_predicted_at_the_acceptance_it_counted(
     assert figure(data, "cold_ttft_s")["acceptance"] is None
     assert re.search(r"decode, 1 stream \[measured\] .* predicted at the 60% of drafted tokens vLLM accepted over "
                      r"these steps \(the recipe's acceptance predicts [\d.]+ tok/s\): ", text)
+
+
+def test_bounds_follow_the_engine_that_serves_the_run(capsys, monkeypatch, tmp_path):
+    """Qwen3-235B NVFP4's caveat reports TensorRT-LLM slow. Served by vLLM, a bench of it holds its figures against
+    ranges, not that engine's bounds; with a user's caveat naming vLLM, its figures stand beside bounds, and the
+    JSON gives a bound no range."""
+    monkeypatch.setenv("SPARKADVISOR_HOME", str(tmp_path))
+    monkeypatch.delenv("SPARKADVISOR_VLLM_URL", raising=False)
+    args = ["--context", "4000", "--output-tokens", "20", "--repetitions", "1", "--streams", "1", "--nodes", "2",
+            "--json"]
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[sources.me]\ntitle = "my runs"\nurl = "https://example.org"\n[[caveats]]\nid = "slow-here"\n'
+                    'kind = "slow-engine"\nseverity = "warning"\nexplanation = "slow on vLLM here"\n'
+                    'engines = ["vllm"]\nsource = "me"\n[[builds]]\nid = "qwen3-235b-fp4-mine"\n'
+                    'model = "qwen3-235b-a22b"\nrepo = "nvidia/Qwen3-235B-A22B-FP4-mine"\nformat = "nvfp4-modelopt"\n'
+                    'caveats = ["slow-here"]\nsource = "me"\n')
+    for served, extra, bound in (("nvidia/Qwen3-235B-A22B-FP4", [], False),
+                                 ("nvidia/Qwen3-235B-A22B-FP4-mine", ["--catalog", str(mine)], True)):
+        server = bench_server(served=served, overhead_s=0.05, prefill_tok_s=20_000.0, decode_tok_s=50.0)
+        try:
+            assert main(["bench", "--vllm", server.url, *args, *extra]) == 0
+        finally:
+            server.close()
+        data = json.loads(capsys.readouterr().out)
+        for metric in ("decode_tok_s", "cold_ttft_s", "prefill_tok_s"):
+            predicted = figure(data, metric)["predicted"]
+            assert bool(predicted["bound"]) is bound, (served, metric, predicted)
+            assert (predicted["low"] is None) is bound and (predicted["verdict"] == "unknown") is bound

@@ -121,9 +121,11 @@ def text_lines(report: object) -> list[str]:
 
 
 def _bounds_sentence(bounds: Sequence[Check]) -> str:
-    return (f"Bounds, not predicted and not fitted ({len(bounds)} rows): a caveat reports the engine far slower here "
-            "than what the build reads and computes, so the model's figure is only what the reads allow. Never "
-            "counted as a pass.")
+    from sparkadvisor.core.units import plural
+
+    return (f"Bounds, not predicted and not fitted ({plural(len(bounds), 'row')}): a caveat reports the engine far "
+            "slower here than what the build reads and computes, so the model's figure is only what the reads "
+            "allow. Never counted as a pass.")
 
 
 def _bound_text(c: Check) -> str:

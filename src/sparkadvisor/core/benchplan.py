@@ -47,16 +47,18 @@ class Prediction:
         return "above" if value > self.high else "inside"
 
 
-def predict(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
+def predict(plan: Plan, spec: BenchSpec, slow: str | None = None) -> dict[str, Prediction]:
     """Predictions by figure key (`aggregate_tok_s@N` per concurrency); figures the model
-    cannot predict (no active parameters, no prefill rate) are absent."""
+    cannot predict (no active parameters, no prefill rate) are absent. `slow`: the caveat reporting the engine
+    that serves the run far slower (`caveats.slow_route` on the served engine); None: the plan's own."""
+    slow = plan.slow_route if slow is None else slow
     found: dict[str, Prediction] = {}
-    found.update(_first_token(plan, spec))
-    single = decode_prediction(plan, spec.context_tokens, 1)
+    found.update(_first_token(plan, spec, slow))
+    single = decode_prediction(plan, spec.context_tokens, 1, slow=slow)
     if single is not None:
         found["decode_tok_s"] = single
     for streams in sorted(set(spec.streams)):
-        if streams > 1 and (group := decode_prediction(plan, spec.context_tokens, streams)) is not None:
+        if streams > 1 and (group := decode_prediction(plan, spec.context_tokens, streams, slow=slow)) is not None:
             found[f"aggregate_tok_s@{streams}"] = group
     return found
 
@@ -77,7 +79,7 @@ def _prefill_rate(plan: Plan, attended: float, prompt: float) -> float | None:
     return estimate_prefill(point, plan.constants)
 
 
-def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
+def _first_token(plan: Plan, spec: BenchSpec, slow: str) -> dict[str, Prediction]:
     """Cold: every token computed, attending on average to half the prompt. Warm: only the new
     tokens (all of them when the plan says prefix caching is off), attending to the cached
     prefix plus half of themselves."""
@@ -91,8 +93,8 @@ def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     warm_low, warm_high = prefill_range(warm_rate, plan.constants)
     ratio = (context / cold_rate) / (new / warm_rate)
     band = 1 + max(plan.constants.prefill_sides)  # both rates err alike, so the wider side bounds the ratio
-    bound = f"{plan.slow_route} reports this engine far slower than what the model computes" \
-        if plan.first_token_bound else ""
+    measured = plan.first.prefill_measured is not None or plan.first.ttft_measured is not None
+    bound = f"{slow} reports this engine far slower than what the model computes" if slow and not measured else ""
     return {
         "prefill_tok_s": Prediction(cold_rate, low, high, bound=bound),
         "cold_ttft_s": Prediction(context / cold_rate, context / high, context / low, bound=bound),
@@ -101,9 +103,11 @@ def _first_token(plan: Plan, spec: BenchSpec) -> dict[str, Prediction]:
     }
 
 
-def decode_prediction(plan: Plan, context: int, streams: int, acceptance: float | None = None) -> Prediction | None:
+def decode_prediction(plan: Plan, context: int, streams: int, acceptance: float | None = None,
+                      slow: str | None = None) -> Prediction | None:
     """Per stream for one stream, all streams together for several (as the figures are), in the plan's
-    execution mode; at `acceptance` instead of the recipe's when the plan speculates."""
+    execution mode; at `acceptance` instead of the recipe's when the plan speculates; a bound on an engine a
+    caveat reports slow (`slow`, as `predict` takes it; None: the plan's own)."""
     kv_read = kv_bytes_read(plan.kv, plan.kv_bytes_per_token, context)
     inputs = decode_inputs(plan.model, plan.build.format, plan.weights, plan.recipe, plan.tp, plan.pp, kv_read,
                            streams, plan.decode_read)
@@ -114,7 +118,7 @@ def decode_prediction(plan: Plan, context: int, streams: int, acceptance: float 
     if counted is not None:
         inputs = replace(inputs, acceptance=counted)
     d = estimate_decode(inputs, plan.cluster.hardware.memory_bandwidth_gb_s, plan.constants)
-    bound = replace(d, slow_route=plan.slow_route).bound_reason
+    bound = replace(d, slow_route=plan.slow_route if slow is None else slow).bound_reason
     return Prediction(d.expected_tok_s, d.low_tok_s, d.high_tok_s, counted, bound=bound)
 
 
@@ -140,7 +144,7 @@ def held_against(figure: Figure, predictions: dict[str, Prediction], plan: Plan 
     at = decode_prediction(plan, context, figure.streams, figure.acceptance)
     if at is None or at.acceptance is None:
         return found
-    return replace(at, at_recipe=found.expected)
+    return replace(at, at_recipe=found.expected, bound=found.bound)
 
 
 def predicted_rates(predictions: dict[str, Prediction], spec: BenchSpec) -> Rates:

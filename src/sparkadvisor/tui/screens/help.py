@@ -81,9 +81,9 @@ def marks_content() -> list[Row]:
         (f"57.54{ABOVE_RANGE} 20{BELOW_RANGE}", "measured", "measured outside the low-high range predicted at its "
                                                           "own context and streams; trust the measurement"),
         ("46 (30-69)", "tok/s", "expected decode speed and its low-high range"),
-        ("≤98  ≥18 s", "tok/s, 1st token, turn", "a bound: the speed leaves out a per-token table of unpublished "
-                                                 "size (PLE, Engram), or a caveat reports the engine slow, so a "
-                                                 "target it seems to meet is unknown"),
+        ("≤98  ≥18 s", "speed, times", "a bound: the speed leaves out a per-token table of unpublished size (PLE, "
+                                       "Engram), or a caveat reports the engine slow (then the first token and the "
+                                       "turn are too), so a target it seems to meet is unknown"),
         ("●", "mark", "marked for compare (space marks, c compares)"),
         ("▸ ▾ +N", "group", "a model with N more builds, folded or unfolded (m groups by model)"),
         ("dimmed row", "-", "does not fit, or a caveat rules it out for this workload; the reason is in the pane"),
