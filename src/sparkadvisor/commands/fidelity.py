@@ -94,8 +94,7 @@ def text_lines(report: object) -> list[str]:
     bounds = [c for c in report.checks if c.slow_route]
     lines = [*INTRO, ""]
     for c in report.checks:
-        context = f"@{c.context_tokens:,}" if c.context_tokens else ""
-        where = f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8}"
+        where = _where(c, width)
         if c.tables or c.slow_route:
             continue
         if c.predicted is None:
@@ -107,17 +106,17 @@ def text_lines(report: object) -> list[str]:
                      f"({c.low:,.1f}-{c.high:,.1f})  {c.error_pct:+6.1f}%  {verdict}{note}")
     if apart:
         lines += ["", _apart_sentence(apart)]
-        for c in apart:
-            context = f"@{c.context_tokens:,}" if c.context_tokens else ""
-            lines.append(f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8} "
-                         f"measured {c.measured:>9,.1f}  {c.tables} table: unknown")
+        lines += [f"{_where(c, width)} measured {c.measured:>9,.1f}  {c.tables} table: unknown" for c in apart]
     if bounds:
         lines += ["", _bounds_sentence(bounds)]
-        for c in bounds:
-            context = f"@{c.context_tokens:,}" if c.context_tokens else ""
-            lines.append(f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8} "
-                         f"measured {c.measured:>9,.1f}  {_bound_text(c)}")
+        lines += [f"{_where(c, width)} measured {c.measured:>9,.1f}  {_bound_text(c)}" for c in bounds]
     return lines + _closing_lines(report)
+
+
+def _where(c: Check, width: int) -> str:
+    """A check's recipe, engine, mode, metric, streams and context, in columns (`width`: the recipe's)."""
+    context = f"@{c.context_tokens:,}" if c.context_tokens else ""
+    return f"{c.recipe:<{width}}  {c.engine:<9} {c.mode:<6} {c.metric:<15} x{c.streams:<2} {context:<8}"
 
 
 def _bounds_sentence(bounds: Sequence[Check]) -> str:
