@@ -147,7 +147,14 @@ class Plan:
     def first_token_bound(self) -> bool:
         """The first token is a lower bound on its time, not a prediction: no measured prefill or first token, on a
         route a caveat reports far slower (`slow_route`). A target it seems to meet is unknown."""
-        return bool(self.slow_route) and self.first.prefill_measured is None and self.first.ttft_measured is None
+        return bool(self.first_token_bound_on(self.slow_route))
+
+    def first_token_bound_on(self, slow: str) -> str:
+        """Why the first token is a bound on an engine the caveat `slow` (its cite, "" for none) reports far slower,
+        in a clause; "" where a prefill or first token was measured, or no caveat says so."""
+        if not slow or self.first.prefill_measured is not None or self.first.ttft_measured is not None:
+            return ""
+        return f"{slow} reports this engine far slower than what the model computes"
 
     @property
     def turn_bound(self) -> bool:
