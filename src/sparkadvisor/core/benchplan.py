@@ -93,7 +93,7 @@ def _first_token(plan: Plan, spec: BenchSpec, slow: str) -> dict[str, Prediction
     warm_low, warm_high = prefill_range(warm_rate, plan.constants)
     ratio = (context / cold_rate) / (new / warm_rate)
     band = 1 + max(plan.constants.prefill_sides)  # both rates err alike, so the wider side bounds the ratio
-    bound = plan.first_token_bound_on(slow)
+    bound = plan.first_token_bound_reason(slow)
     return {
         "prefill_tok_s": Prediction(cold_rate, low, high, bound=bound),
         "cold_ttft_s": Prediction(context / cold_rate, context / high, context / low, bound=bound),

@@ -147,9 +147,9 @@ class Plan:
     def first_token_bound(self) -> bool:
         """The first token is a lower bound on its time, not a prediction: no measured prefill or first token, on a
         route a caveat reports far slower (`slow_route`). A target it seems to meet is unknown."""
-        return bool(self.first_token_bound_on(self.slow_route))
+        return bool(self.first_token_bound_reason(self.slow_route))
 
-    def first_token_bound_on(self, slow: str) -> str:
+    def first_token_bound_reason(self, slow: str) -> str:
         """Why the first token is a bound on an engine the caveat `slow` (its cite, "" for none) reports far slower,
         in a clause; "" where a prefill or first token was measured, or no caveat says so."""
         if not slow or self.first.prefill_measured is not None or self.first.ttft_measured is not None:

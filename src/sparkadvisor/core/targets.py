@@ -239,7 +239,7 @@ def _first_token_text(plan: Plan, status: Status) -> str:
         return (f"first token {fmt_seconds(ttft)}: prefix caching is off ({prefix_off_cite(plan)}), every turn "
                 f"recomputes {plan.first.uncached_tokens:,} tokens, a miss for an agent whatever the first token")
     if status == "unknown" and ttft is not None:
-        return (f"first token at least {fmt_seconds(ttft)} ({plan.first_token_bound_on(plan.slow_route)}): "
+        return (f"first token at least {fmt_seconds(ttft)} ({plan.first_token_bound_reason(plan.slow_route)}): "
                 f"<= {_target(target)} s unknown")
     if status == "unknown":
         return "first token unknown (no prefill figure)"

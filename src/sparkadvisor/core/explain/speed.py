@@ -365,7 +365,7 @@ def first_token_steps(plan: Plan) -> list[Step]:
                 f"gives: {text}")
         basis = "measured"
     if plan.first_token_bound:
-        text += (f" {plan.first_token_bound_on(plan.slow_route)}, so this is the soonest the first token comes, a "
+        text += (f" {plan.first_token_bound_reason(plan.slow_route)}, so this is the soonest the first token comes, a "
                  "bound rather than a prediction: a target it reaches is unknown.")
     cold_s = plan.cold_ttft_s
     if plan.prefix_caching and cold_s is not None:
